@@ -1,0 +1,3 @@
+from handwired.cli import main
+
+main()

@@ -1,0 +1,246 @@
+"""The explain view as data: which matrices each step shows, with labels, formula and shapes.
+
+Pure: it reads a :class:`~handwired.run.Trace` and returns :class:`Step`
+objects; :mod:`handwired.render` draws them. Attention matrices have query
+(destination) positions as rows and key (source) positions as columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from handwired.errors import HandwiredError
+from handwired.run import Trace, top_token
+from handwired.weightfile import Model
+
+BLOCK_STEPS = ("ln1", "qkv", "scores", "mask", "pattern", "z", "proj", "mlp")
+STEPS = ("embed", *BLOCK_STEPS, "logits", "probs")
+GROUPS = {
+    "all": STEPS,
+    "attention": ("scores", "mask", "pattern", "z"),
+}
+CHOICES = (*STEPS, *GROUPS)  # what --step accepts
+
+
+@dataclass(frozen=True)
+class Matrix:
+    title: str
+    hook: str  # where the values live in the trace's record
+    values: np.ndarray  # [rows, cols]
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    row_axis: str  # what a row is, in words
+    col_axis: str
+    corner: str = ""  # the header cell above the row labels, short
+    future: np.ndarray | None = None  # [rows, cols] bool: the key comes after the query
+    future_text: str | None = None  # what a future cell shows; None: its value, greyed
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    title: str
+    formula: str
+    shape: str
+    note: str
+    matrices: tuple[Matrix, ...]
+
+
+def expand(steps: list[str] | tuple[str, ...]) -> list[str]:
+    """--step values (steps and groups) -> the steps to show, in forward-pass order."""
+    wanted: set[str] = set()
+    for step in steps or ["all"]:
+        if step not in CHOICES:
+            raise HandwiredError(f"--step {step!r}: expected one of {', '.join(CHOICES)}")
+        wanted.update(GROUPS.get(step, (step,)))
+    return [step for step in STEPS if step in wanted]
+
+
+def _shape(array: np.ndarray) -> str:
+    return "[" + ", ".join(str(n) for n in array.shape) + "]"
+
+
+def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = None, head: int | None = None) -> list[Step]:
+    """The explain view of ``trace``: the ``wanted`` steps, for one block/head or all of them."""
+    if block is not None and not 0 <= block < model.n_layer:
+        raise HandwiredError(f"--block {block}: the model has blocks 0…{model.n_layer - 1}" if model.n_layer
+                             else f"--block {block}: the model has no blocks")
+    if head is not None and not 0 <= head < model.n_head:
+        raise HandwiredError(f"--head {head}: the model has heads 0…{model.n_head - 1}")
+    blocks = [block] if block is not None else list(range(model.n_layer))
+    heads = [head] if head is not None else list(range(model.n_head))
+    view = _View(model, trace)
+    result: list[Step] = []
+    if "embed" in wanted:
+        result.append(view.embed())
+    for b in blocks:
+        for key in BLOCK_STEPS:
+            if key not in wanted:
+                continue
+            if key in ("qkv", "scores", "mask", "pattern", "z"):
+                result.extend(getattr(view, key)(b, h) for h in heads)
+            elif key == "ln1" and f"blocks.{b}.ln1.hook_normalized" in trace.record:
+                result.append(view.ln1(b))
+            elif key == "mlp" and f"blocks.{b}.hook_mlp_out" in trace.record:
+                result.append(view.mlp(b))
+            elif key == "proj":
+                result.append(view.proj(b))
+    if "logits" in wanted:
+        result.append(view.logits())
+    if "probs" in wanted:
+        result.append(view.probs())
+    return result
+
+
+class _View:
+    """Labels shared by every step of one trace."""
+
+    def __init__(self, model: Model, trace: Trace) -> None:
+        self.model = model
+        self.trace = trace
+        self.record = trace.record
+        self.positions = tuple(f"{i}:{token}" for i, token in enumerate(trace.window))
+        self.dims = model.dims
+        self.n = len(trace.window)
+
+    def _residual(self, title: str, hook: str, values: np.ndarray | None = None) -> Matrix:
+        values = self.record[hook] if values is None else values
+        return Matrix(title, hook, values, self.positions, self.dims, "position:token", "residual dim", "pos ╲ dim")
+
+    def _head_matrix(self, title: str, hook: str, block: int, head: int, prefix: str) -> Matrix:
+        values = self.record[f"blocks.{block}.attn.{hook}"][:, head, :]  # [pos, head, d_head] -> [pos, d_head]
+        cols = tuple(f"{prefix}{i}" for i in range(values.shape[1]))
+        return Matrix(title, f"blocks.{block}.attn.{hook}", values, self.positions, cols,
+                      "position:token", f"{prefix} dim (this head)", f"pos ╲ {prefix}")
+
+    def _attention_matrix(self, title: str, hook: str, block: int, head: int, future_text: str | None) -> Matrix:
+        values = self.record[f"blocks.{block}.attn.{hook}"][head]  # [head, query, key] -> [query, key]
+        future = np.triu(np.ones(values.shape, dtype=bool), k=1)
+        return Matrix(title, f"blocks.{block}.attn.{hook}", values, self.positions, self.positions,
+                      "query (destination) position", "key (source) position", "query ╲ key", future, future_text)
+
+    def _where(self, block: int, head: int) -> str:
+        heads = f", head {head} of {self.model.n_head}" if self.model.n_head > 1 else ""
+        return f"block {block}{heads}"
+
+    def embed(self) -> Step:
+        token = self.record["hook_embed"]
+        position = self.record["hook_pos_embed"]
+        total = self.record.get("blocks.0.hook_resid_pre", token + position)
+        return Step(
+            "embed", "Embedding", "x = wte[tokens] + wpe[positions]",
+            f"tokens [{self.n}] → wte rows {_shape(token)} + wpe rows {_shape(position)} → x {_shape(total)}",
+            "Each row is one position's residual stream: what the token is plus where it is.",
+            (self._residual("token embedding wte[tokens]", "hook_embed"),
+             self._residual("position embedding wpe[positions]", "hook_pos_embed"),
+             self._residual("x, the residual stream entering block 0", "blocks.0.hook_resid_pre", total)),
+        )
+
+    def ln1(self, block: int) -> Step:
+        hook = f"blocks.{block}.ln1.hook_normalized"
+        return Step(
+            "ln1", f"LayerNorm before attention · block {block}", "LN(x) = g·(x − mean(x)) / √(var(x) + 1e-5) + b",
+            f"{_shape(self.record[hook])} → {_shape(self.record[hook])}, each row separately",
+            "Attention reads this normalised copy; the residual stream itself is unchanged.",
+            (self._residual("LN(x)", hook),),
+        )
+
+    def qkv(self, block: int, head: int) -> Step:
+        d = self.model.d_head
+        lo, hi = head * d, (head + 1) * d
+        return Step(
+            "qkv", f"Queries, keys, values · {self._where(block, head)}",
+            "Q, K, V = split(x · W_attn + b_attn)",
+            f"x [{self.n}, {self.model.n_embd}] · c_attn.w [{self.model.n_embd}, {3 * self.model.n_embd}] → "
+            f"Q, K, V; this head's columns {lo}…{hi - 1} of each: [{self.n}, {d}]",
+            "A query asks, a key answers: their dot product decides how much one position reads another's value.",
+            (self._head_matrix("Q", "hook_q", block, head, "q"),
+             self._head_matrix("K", "hook_k", block, head, "k"),
+             self._head_matrix("V", "hook_v", block, head, "v")),
+        )
+
+    def scores(self, block: int, head: int) -> Step:
+        return Step(
+            "scores", f"Attention scores · {self._where(block, head)}", "scores = Q · Kᵀ / √d_head",
+            f"Q [{self.n}, {self.model.d_head}] · Kᵀ [{self.model.d_head}, {self.n}] / √{self.model.d_head} → [{self.n}, {self.n}]",
+            "How well each query matches each key. Grey cells: keys after the query, masked next.",
+            (self._attention_matrix("Q·Kᵀ/√d_head", "scores_before_mask", block, head, None),),
+        )
+
+    def mask(self, block: int, head: int) -> Step:
+        return Step(
+            "mask", f"Causal mask · {self._where(block, head)}", "scores + M,  M[q, k] = 0 if k ≤ q else −∞",
+            f"[{self.n}, {self.n}] + [{self.n}, {self.n}] → [{self.n}, {self.n}]",
+            "A position may read itself and earlier positions only; −∞ becomes exactly 0 after softmax.",
+            (self._attention_matrix("scores + M", "hook_attn_scores", block, head, "−∞"),),
+        )
+
+    def pattern(self, block: int, head: int) -> Step:
+        return Step(
+            "pattern", f"Attention pattern · {self._where(block, head)}", "pattern = softmax(Q · Kᵀ / √d_head + M)",
+            f"[{self.n}, {self.n}] → [{self.n}, {self.n}], softmax along each row",
+            "Each row sums to 1: how the query position splits its attention over the key positions.",
+            (self._attention_matrix("pattern", "hook_pattern", block, head, "·"),),
+        )
+
+    def z(self, block: int, head: int) -> Step:
+        return Step(
+            "z", f"Weighted sum of values · {self._where(block, head)}", "z = pattern · V",
+            f"pattern [{self.n}, {self.n}] · V [{self.n}, {self.model.d_head}] → z [{self.n}, {self.model.d_head}]",
+            "Each position's z is the average of the values it attends to, weighted by the pattern.",
+            (self._head_matrix("z", "hook_z", block, head, "v"),),
+        )
+
+    def proj(self, block: int) -> Step:
+        after = f"blocks.{block}.hook_resid_mid" if f"blocks.{block}.hook_resid_mid" in self.record else f"blocks.{block}.hook_resid_post"
+        heads = "concat(z₀ … z_H)" if self.model.n_head > 1 else "z"
+        return Step(
+            "proj", f"Output projection and residual · block {block}",
+            f"attn_out = {heads} · W_proj + b_proj;  x ← x + attn_out",
+            f"z [{self.n}, {self.model.n_embd}] · c_proj.w [{self.model.n_embd}, {self.model.n_embd}] → [{self.n}, {self.model.n_embd}]",
+            "The projection writes the attention result back into residual dims, and the block adds it to x.",
+            (self._residual("attn_out", f"blocks.{block}.hook_attn_out"),
+             self._residual("x + attn_out", after)),
+        )
+
+    def mlp(self, block: int) -> Step:
+        pre = self.record[f"blocks.{block}.mlp.hook_pre"]
+        hidden = tuple(f"h{i}" for i in range(pre.shape[1]))
+        return Step(
+            "mlp", f"MLP · block {block}", "mlp_out = gelu(LN(x) · W_fc + b_fc) · W_proj + b_proj;  x ← x + mlp_out",
+            f"[{self.n}, {self.model.n_embd}] → hidden [{self.n}, {pre.shape[1]}] → [{self.n}, {self.model.n_embd}]",
+            "Each position alone: no information moves between positions here.",
+            (Matrix("gelu(hidden)", f"blocks.{block}.mlp.hook_post", self.record[f"blocks.{block}.mlp.hook_post"],
+                    self.positions, hidden, "position:token", "hidden unit", "pos ╲ unit"),
+             self._residual("mlp_out", f"blocks.{block}.hook_mlp_out"),
+             self._residual("x + mlp_out", f"blocks.{block}.hook_resid_post")),
+        )
+
+    def logits(self) -> Step:
+        final = "ln_final.hook_normalized" in self.record
+        matrices = []
+        if final:
+            matrices.append(self._residual("LN_f(x)", "ln_final.hook_normalized"))
+        matrices.append(Matrix("logits", "logits", self.record["logits"], self.positions, self.model.vocab,
+                               "position:token", "next token", "pos ╲ next"))
+        return Step(
+            "logits", "Logits", "logits = LN_f(x) · wteᵀ" if final else "logits = x · wteᵀ",
+            f"[{self.n}, {self.model.n_embd}] · wteᵀ [{self.model.n_embd}, {self.model.n_vocab}] → [{self.n}, {self.model.n_vocab}]",
+            "The unembedding is tied: a token's logit is the dot product of the residual stream with its embedding.",
+            tuple(matrices),
+        )
+
+    def probs(self) -> Step:
+        predicted = []
+        for row in self.record["logits"]:
+            best, tied = top_token(row)
+            predicted.append(self.model.vocab[best] + ("(tie)" if tied else ""))
+        return Step(
+            "probs", "Next-token probabilities", "probs = softmax(logits)",
+            f"[{self.n}, {self.model.n_vocab}] → [{self.n}, {self.model.n_vocab}], softmax along each row",
+            "Row i predicts the token after position i. Predicted: " + " ".join(predicted) + ".",
+            (Matrix("probabilities", "probs", self.record["probs"], self.positions, self.model.vocab,
+                    "position:token", "next token", "pos ╲ next"),),
+        )

@@ -1,0 +1,160 @@
+"""The GPT-2 forward pass in numpy, float64, over a batch of contexts.
+
+Small pure functions in picoGPT's manner. Every function takes a leading batch
+axis; one context is a batch of one, so ``predict``, ``explain``, ``complete``
+and ``check`` all run this same code.
+
+When ``record`` is a dict, each intermediate is stored in it under a
+TransformerLens hook name (``blocks.0.attn.hook_pattern`` …) with
+TransformerLens's shapes: ``[batch, pos, head, d_head]`` for q/k/v/z and
+``[batch, head, query_pos, key_pos]`` for scores and pattern. The one addition
+is ``blocks.{i}.attn.scores_before_mask``, the scaled scores before the causal
+mask, which the explain view shows as its own step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+LN_EPS = 1e-5
+
+
+def gelu(x):
+    # GPT-2's tanh approximation
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def softmax(x):
+    # subtracting the row max keeps exp from overflowing; exp(-inf) is exactly 0
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def layer_norm(x, g, b, eps=LN_EPS):  # [..., n_embd] -> [..., n_embd]
+    mean = np.mean(x, axis=-1, keepdims=True)
+    variance = np.var(x, axis=-1, keepdims=True)
+    return g * (x - mean) / np.sqrt(variance + eps) + b
+
+
+def matmul(x, w):  # [..., n_in] @ [n_in, n_out] -> [..., n_out]
+    # One 2-D product for the whole batch: numpy would otherwise multiply context by context.
+    return (x.reshape(-1, x.shape[-1]) @ w).reshape(*x.shape[:-1], w.shape[-1])
+
+
+def linear(x, w, b):  # [..., n_in] @ [n_in, n_out] + [n_out] -> [..., n_out]
+    return matmul(x, w) + b
+
+
+def causal_mask(n_query, n_key):  # -> [n_query, n_key]
+    # The queries are the last n_query positions; each sees itself and every key before it.
+    future = np.triu(np.ones((n_query, n_key), dtype=bool), k=n_key - n_query + 1)
+    return np.where(future, -np.inf, 0.0)
+
+
+def attention(q, k, v, mask, hook=None):
+    # [batch, head, n_q, d_head], [batch, head, n_k, d_head] x2 -> [batch, head, n_q, d_head]
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # [batch, head, n_q, n_k]
+    masked = scores + mask
+    pattern = softmax(masked)
+    if hook is not None:
+        hook("scores_before_mask", scores)
+        hook("hook_attn_scores", masked)
+        hook("hook_pattern", pattern)
+    return pattern @ v
+
+
+def split_heads(x, n_head):  # [batch, n_seq, n_embd] -> [batch, head, n_seq, d_head]
+    batch, n_seq, n_embd = x.shape
+    return x.reshape(batch, n_seq, n_head, n_embd // n_head).transpose(0, 2, 1, 3)
+
+
+def merge_heads(x):  # [batch, head, n_seq, d_head] -> [batch, n_seq, n_embd]
+    batch, n_head, n_seq, d_head = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(batch, n_seq, n_head * d_head)
+
+
+def mha(x, c_attn, c_proj, n_head, n_query, hook=None):
+    # [batch, n_seq, n_embd] -> [batch, n_query, n_embd]: attention output for the last n_query positions
+    qkv = linear(x, **c_attn)  # [batch, n_seq, 3*n_embd]
+    q, k, v = (split_heads(part, n_head) for part in np.split(qkv, 3, axis=-1))  # 3 x [batch, head, n_seq, d_head]
+    q = q[:, :, -n_query:]
+    if hook is not None:
+        for name, value in (("hook_q", q), ("hook_k", k), ("hook_v", v)):
+            hook(name, value.transpose(0, 2, 1, 3))
+    z = attention(q, k, v, causal_mask(n_query, x.shape[1]), hook)  # [batch, head, n_query, d_head]
+    if hook is not None:
+        hook("hook_z", z.transpose(0, 2, 1, 3))
+    return linear(merge_heads(z), **c_proj)  # [batch, n_query, n_embd]
+
+
+def mlp(x, c_fc, c_proj, hook=None):  # [batch, n_seq, n_embd] -> [batch, n_seq, n_embd]
+    pre = linear(x, **c_fc)  # [batch, n_seq, n_hidden]
+    post = gelu(pre)
+    if hook is not None:
+        hook("mlp.hook_pre", pre)
+        hook("mlp.hook_post", post)
+    return linear(post, **c_proj)
+
+
+def block(x, params, n_head, n_query, hook=None):
+    # [batch, n_seq, n_embd] -> [batch, n_query, n_embd]: the residual stream at the last n_query positions
+    h = x
+    if "ln_1" in params:
+        h = layer_norm(x, **params["ln_1"])
+        if hook is not None:
+            hook("ln1.hook_normalized", h)
+    attn_hook = None if hook is None else (lambda name, value: hook(f"attn.{name}", value))
+    attn_out = mha(h, **params["attn"], n_head=n_head, n_query=n_query, hook=attn_hook)
+    x = x[:, -n_query:] + attn_out
+    if hook is not None:
+        hook("hook_attn_out", attn_out)
+    if "mlp" in params:
+        if hook is not None:
+            hook("hook_resid_mid", x)
+        h = layer_norm(x, **params["ln_2"]) if "ln_2" in params else x
+        if hook is not None and "ln_2" in params:
+            hook("ln2.hook_normalized", h)
+        mlp_out = mlp(h, **params["mlp"], hook=hook)
+        x = x + mlp_out
+        if hook is not None:
+            hook("hook_mlp_out", mlp_out)
+    return x
+
+
+def forward(params, tokens, n_head, last_only=False, record=None):
+    """[batch, n_seq] token ids -> logits [batch, n_seq, n_vocab], or [batch, n_vocab] if ``last_only``.
+
+    ``last_only`` computes the final block's attention, MLP and unembedding for
+    the last position alone: what a next-token check needs, for a fraction of
+    the work. Earlier blocks always run at every position, because the last
+    position's keys and values depend on them.
+    """
+    tokens = np.asarray(tokens)
+    n_seq = tokens.shape[-1]
+    hook = None if record is None else record.__setitem__
+    token_embed = params["wte"][tokens]  # [batch, n_seq, n_embd]
+    pos_embed = params["wpe"][np.arange(n_seq)]  # [n_seq, n_embd]
+    x = token_embed + pos_embed
+    if hook is not None:
+        hook("hook_embed", token_embed)
+        hook("hook_pos_embed", np.broadcast_to(pos_embed, token_embed.shape))
+    n_layer = len(params["blocks"])
+    for i, block_params in enumerate(params["blocks"]):
+        n_query = 1 if last_only and i == n_layer - 1 else x.shape[1]
+        block_hook = None if hook is None else (lambda name, value, i=i: hook(f"blocks.{i}.{name}", value))
+        if block_hook is not None:
+            block_hook("hook_resid_pre", x)
+        x = block(x, block_params, n_head, n_query, block_hook)
+        if block_hook is not None:
+            block_hook("hook_resid_post", x)
+    if last_only:
+        x = x[:, -1:]  # a model with no blocks reaches here with every position
+    if "ln_f" in params:
+        x = layer_norm(x, **params["ln_f"])
+        if hook is not None:
+            hook("ln_final.hook_normalized", x)
+    logits = matmul(x, params["wte"].T)  # [batch, n_seq, n_embd] -> [batch, n_seq, n_vocab], tied unembedding
+    if hook is not None:
+        hook("logits", logits)
+        hook("probs", softmax(logits))
+    return logits[:, -1] if last_only else logits

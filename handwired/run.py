@@ -1,0 +1,62 @@
+"""Running the model on one context: the trace behind predict and explain, and greedy completion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from handwired.batch import next_logits
+from handwired.errors import HandwiredError
+from handwired.forward import forward
+from handwired.weightfile import Model
+
+MAX_COMPLETE = 100_000
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One forward pass over one context, with every intermediate."""
+
+    text: str  # what the user gave
+    window: str  # what the model saw: the last n_ctx tokens
+    tokens: np.ndarray  # [n_seq] ids of the window
+    record: dict[str, np.ndarray]  # hook name -> value, batch axis removed
+
+    @property
+    def truncated(self) -> bool:
+        return len(self.window) < len(self.text)
+
+    @property
+    def logits(self) -> np.ndarray:  # [n_seq, n_vocab]
+        return self.record["logits"]
+
+    @property
+    def probs(self) -> np.ndarray:  # [n_seq, n_vocab]
+        return self.record["probs"]
+
+
+def trace(model: Model, text: str) -> Trace:
+    """Run the model on the last n_ctx tokens of ``text``, recording every intermediate."""
+    ids = model.encode(text)
+    window = ids[-model.n_ctx :]
+    record: dict[str, np.ndarray] = {}
+    forward(model.params, window[None, :], model.n_head, record=record)
+    return Trace(text, model.decode(window), window, {name: value[0] for name, value in record.items()})
+
+
+def top_token(logits: np.ndarray) -> tuple[int, bool]:
+    """The predicted token id (the first on a tie, as argmax picks) and whether it is tied."""
+    best = int(np.argmax(logits))
+    return best, int(np.sum(logits == logits[best])) > 1
+
+
+def complete(model: Model, text: str, n: int) -> str:
+    """Append ``n`` greedily chosen tokens, the model always seeing the last n_ctx tokens."""
+    if n < 0 or n > MAX_COMPLETE:
+        raise HandwiredError(f"-n {n}: expected a number of tokens from 0 to {MAX_COMPLETE:,}")
+    ids = list(model.encode(text))
+    for _ in range(n):
+        window = np.array(ids[-model.n_ctx :])[None, :]
+        ids.append(int(np.argmax(next_logits(model, window)[0])))
+    return model.decode(ids)
