@@ -1,0 +1,167 @@
+"""Reading, validating and writing weight files."""
+
+import json
+
+import numpy as np
+import pytest
+
+from handwired.errors import HandwiredError
+from handwired.expr import ExpressionError, evaluate
+from handwired.weightfile import bundled_models, dumps, load, parse, starter_document, write_new
+
+
+@pytest.mark.parametrize(
+    "text,value",
+    [("Lg", 1024), ("-Lg", -1024), ("Lg/2", 512), ("2*Lg+1", 2049), ("-(Lg - 4) / 4", -255), ("1e3", 1000),
+     ("--2", 2), ("2 * (3 + 4) * .5", 7), ("−Lg", -1024), ("3×4÷2", 6), ("1-2-3", -4), ("8/2/2", 2)],
+)
+def test_expressions(text, value):
+    assert evaluate(text, {"Lg": 1024.0}) == value
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [("Lh", "unknown constant 'Lh' (constants: Lg)"), ("2 +", "ends too early"), ("(1", "missing ')'"),
+     ("1/0", "division by zero"), ("__import__('os')", "unexpected"), ("1 2", "unexpected '2'"), ("", "empty"),
+     ("2**3", "unexpected '*'"), ("1e308*10", "finite")],
+)
+def test_bad_expressions(text, message):
+    with pytest.raises(ExpressionError, match=None) as error:
+        evaluate(text, {"Lg": 1024.0})
+    assert message in str(error.value)
+
+
+def problems_of(doc):
+    model, problems = parse(doc)
+    assert (model is None) == bool(problems)
+    return problems
+
+
+def test_bundled_aab_is_found_and_valid(aab_doc):
+    assert "aab" in bundled_models()
+    assert problems_of(aab_doc) == []
+    model = load("aab")
+    assert model.constants == {"Lg": 1024.0}
+    assert model.dims == ("p0", "p1", "p2", "p3", "p4", "a", "b", "out")
+    assert model.params["blocks"][0]["attn"]["c_proj"]["w"][7, 5] == -1024
+
+
+def test_missing_bias_means_zeros(aab_doc):
+    del aab_doc["blocks"][0]["attn"]["c_attn"]["b"]
+    model, problems = parse(aab_doc)
+    assert problems == []
+    assert np.all(model.params["blocks"][0]["attn"]["c_attn"]["b"] == 0)
+
+
+@pytest.mark.parametrize(
+    "edit,expected",
+    [
+        (lambda d: d["blocks"][0]["attn"]["c_attn"]["w"][3].pop(), "blocks[0].attn.c_attn.w[3]: 23 numbers, expected 24"),
+        (lambda d: d["wte"].pop(), "wte: 1 rows, expected 2 (one per vocab token)"),
+        (lambda d: d["blocks"][0]["attn"].update(c_atn=d["blocks"][0]["attn"].pop("c_attn")),
+         "blocks[0].attn.c_atn: unknown key 'c_atn' (did you mean 'c_attn'?"),
+        (lambda d: d["wpe"][1].__setitem__(2, "x"), "wpe[1][2]: 'x': unknown constant 'x' (constants: Lg)"),
+        (lambda d: d["wpe"][1].__setitem__(2, True), "wpe[1][2]: expected a number or an expression"),
+        (lambda d: d["wpe"][1].__setitem__(2, None), "found null"),
+        (lambda d: d["wpe"][0].__setitem__(0, float("nan")), "wpe[0][0]: expected a finite number; found nan"),
+        (lambda d: d["wpe"][0].__setitem__(0, float("inf")), "wpe[0][0]: expected a finite number; found inf"),
+        (lambda d: d.update(n_head=3), "n_head: n_embd 8 is not divisible by n_head 3"),
+        (lambda d: d.update(n_ctx=0), "n_ctx: expected a whole number ≥ 1; found 0"),
+        (lambda d: d.update(n_ctx=4.5), "n_ctx: expected a whole number ≥ 1; found the number 4.5"),
+        (lambda d: d.update(n_embd=10**9), "n_embd: 1000000000 is more than handwired supports"),
+        (lambda d: d.update(format="handwired/2"), "format: expected 'handwired/1'"),
+        (lambda d: d.pop("wte"), "(top level): missing 'wte'"),
+        (lambda d: d.update(vocab=["a", "a"]), "vocab[1]: 'a' appears twice"),
+        (lambda d: d.update(vocab=["ab", "c"]), "vocab[0]: expected a single character"),
+        (lambda d: d.update(example="abc"), "example: 'c' (position 2) is not in the vocabulary a, b"),
+        (lambda d: d.update(dims=["x"] * 3), "dims: expected a list of 8 labels"),
+        (lambda d: d.update(constants={"Lg": "2*Lh"}), "constants.Lg: '2*Lh': unknown constant 'Lh'"),
+        (lambda d: d["blocks"][0].update(ln_2={"g": [1] * 8}), "blocks[0].ln_2: given, but the block has no mlp"),
+        (lambda d: d["blocks"][0].update(mlp={"c_fc": {"w": [[0] * 4] * 8}, "c_proj": {"w": [[0] * 8] * 3}}),
+         "blocks[0].mlp.c_proj.w: 3 rows, expected 4"),
+        (lambda d: d.update(blocks={}), "blocks: expected a list of blocks; found an object"),
+        (lambda d: d.update(ln_f={"g": [1] * 7}), "ln_f.g: 7 numbers, expected 8"),
+    ],
+)
+def test_each_problem_names_its_json_path(aab_doc, edit, expected):
+    edit(aab_doc)
+    problems = problems_of(aab_doc)
+    assert any(expected in problem for problem in problems), problems
+
+
+def test_every_problem_is_reported_not_just_the_first(aab_doc):
+    aab_doc["wte"][0].pop()
+    aab_doc["wpe"][4][0] = "Lx"
+    aab_doc["oops"] = 1
+    problems = problems_of(aab_doc)
+    assert len(problems) == 3
+    assert [p.split(":")[0] for p in problems] == ["oops", "wte[0]", "wpe[4][0]"]
+
+
+def test_constants_may_use_earlier_constants(aab_doc):
+    aab_doc["constants"] = {"Lg": 1024, "half": "Lg/2"}
+    aab_doc["wpe"][0][0] = "half"
+    model, _ = parse(aab_doc)
+    assert model.params["wpe"][0, 0] == 512
+
+
+def test_load_errors_are_one_line_with_the_file(tmp_path, write_json, aab_doc):
+    path = tmp_path / "broken.json"
+    path.write_text('{"format": "handwired/1",\n  "vocab": ["a" "b"]}')
+    with pytest.raises(HandwiredError, match=r"broken.json: not valid JSON: Expecting ',' delimiter \(line 2, column 17\)"):
+        load(str(path))
+    with pytest.raises(HandwiredError, match="no such file, and no bundled model of that name"):
+        load(str(tmp_path / "missing.json"))
+    aab_doc["wte"][0].pop()
+    aab_doc["wte"][1].pop()
+    with pytest.raises(HandwiredError) as error:
+        load(str(write_json(aab_doc)))
+    assert "model.json: wte[0]: 7 numbers, expected 8 (one per residual dim) (and 1 more: handwired weights validate" in str(error.value)
+    assert "\n" not in str(error.value)
+    path.write_text('{"a": 1, "a": 2}')
+    with pytest.raises(HandwiredError, match="key 'a' appears twice"):
+        load(str(path))
+
+
+def test_far_too_large_file_is_refused_without_reading(tmp_path, monkeypatch):
+    import handwired.weightfile as weightfile
+
+    monkeypatch.setattr(weightfile, "MAX_FILE_BYTES", 100)
+    path = tmp_path / "big.json"
+    path.write_text("[" + "0," * 100 + "0]")
+    with pytest.raises(HandwiredError, match="far too large"):
+        load(str(path))
+
+
+def test_encode_rejects_unknown_characters_and_empty_input():
+    model = load("aab")
+    assert model.encode("abba").tolist() == [0, 1, 1, 0]
+    with pytest.raises(HandwiredError, match=r"'c' \(position 2\) is not in the vocabulary a, b"):
+        model.encode("abc")
+    with pytest.raises(HandwiredError, match="empty"):
+        model.encode("")
+
+
+def test_starter_document_validates_and_is_all_zero():
+    doc = starter_document("xyz", 4, 6, n_head=2, n_layer=2)
+    model, problems = parse(doc)
+    assert problems == []
+    assert model.n_layer == 2 and model.n_head == 2 and model.vocab == ("x", "y", "z")
+    assert not np.any(model.params["blocks"][1]["attn"]["c_attn"]["w"])
+
+
+def test_dumps_round_trips_and_keeps_each_row_on_one_line(aab_doc):
+    text = dumps(aab_doc)
+    assert json.loads(text) == aab_doc
+    assert '    [1, 0, 0, 0, 0, 0, 0, 0],\n' in text
+
+
+def test_write_new_refuses_to_overwrite_and_is_atomic(tmp_path):
+    path = tmp_path / "mine.json"
+    path.write_text("my precious weights")
+    with pytest.raises(HandwiredError, match="already exists; use --force"):
+        write_new(path, "new")
+    assert path.read_text() == "my precious weights"
+    write_new(path, "new", force=True)
+    assert path.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["mine.json"]  # no temporary file left behind
