@@ -255,15 +255,21 @@ def weights_view(model: Model) -> Group:
         _param("wpe", params["wpe"], positions, dims, "position", "residual dim"),
     ]
     d = model.n_embd
-    qkv = tuple(f"{part}{i}" for part in "qkv" for i in range(d))
     z_labels = tuple(f"z{i}" for i in range(d))
     for b, block in enumerate(params["blocks"]):
         prefix = f"blocks[{b}]"
         if "ln_1" in block:
             tables.append(_norm(f"{prefix}.ln_1", block["ln_1"], dims))
         attn = block["attn"]
-        tables.append(_param(f"{prefix}.attn.c_attn.w", attn["c_attn"]["w"], dims, qkv, "residual dim", "q, k, v column"))
-        tables.append(_param(f"{prefix}.attn.c_attn.b", attn["c_attn"]["b"][None, :], ("b",), qkv, "", "q, k, v column"))
+        # c_attn is three matrices side by side; shown apart they fit a terminal and read as W_Q, W_K, W_V.
+        for part, name in enumerate(("Q", "K", "V")):
+            columns = slice(part * d, (part + 1) * d)
+            labels = tuple(f"{name.lower()}{i}" for i in range(d))
+            where = f"columns {part * d}…{(part + 1) * d - 1}"
+            tables.append(_param(f"{prefix}.attn.c_attn.w  W_{name}, {where}", attn["c_attn"]["w"][:, columns], dims,
+                                 labels, "residual dim", f"{name.lower()} dim"))
+            tables.append(_param(f"{prefix}.attn.c_attn.b  b_{name}, {where}", attn["c_attn"]["b"][None, columns], ("b",),
+                                 labels, "", f"{name.lower()} dim"))
         tables.append(_param(f"{prefix}.attn.c_proj.w", attn["c_proj"]["w"], z_labels, dims, "z dim (heads concatenated)", "residual dim"))
         tables.append(_param(f"{prefix}.attn.c_proj.b", attn["c_proj"]["b"][None, :], ("b",), dims, "", "residual dim"))
         if "ln_2" in block:

@@ -1,0 +1,164 @@
+"""Checking: rules, plans, the batched evaluation, margins and shortest failures."""
+
+import itertools
+
+import numpy as np
+import pytest
+from reference import params_to_document, random_params, reference_forward
+
+from handwired import check, run
+from handwired.batch import next_logits, next_logits_distinct
+from handwired.errors import HandwiredError
+from handwired.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, FunctionRule, PatternRule
+from handwired.weightfile import load, parse
+
+
+def next_tokens_in_stream(pattern, context):
+    """Brute force: every token that follows ``context`` somewhere in a long repetition of ``pattern``."""
+    stream = pattern * (len(context) // len(pattern) + 3)
+    return {stream[i + len(context)] for i in range(len(pattern)) if stream[i : i + len(context)] == context}
+
+
+def all_contexts(vocab, lengths):
+    for length in lengths:
+        for letters in itertools.product(vocab, repeat=length):
+            yield "".join(letters)
+
+
+@pytest.mark.parametrize("pattern,vocab", [("aab", "ab"), ("abcab", "abc"), ("aaab", "ab"), ("ab", "abc")])
+def test_pattern_rule_matches_brute_force(pattern, vocab):
+    index = {t: i for i, t in enumerate(vocab)}
+    rule = PatternRule(np.array([index[t] for t in pattern]), len(vocab), pattern)
+    for length in range(1, 6):
+        contexts = list(all_contexts(vocab, [length]))
+        judgement = rule.judge(np.array([[index[t] for t in c] for c in contexts]))
+        for row, context in enumerate(contexts):
+            expected = next_tokens_in_stream(pattern, context)
+            status = DECIDED if len(expected) == 1 else AMBIGUOUS if expected else OUT_OF_DOMAIN
+            assert judgement.status[row] == status, context
+            assert {vocab[i] for i in np.flatnonzero(judgement.acceptable[row])} == expected, context
+
+
+def broken_aab():
+    """aab with the bias on 'a' lowered: after 'ab' and 'ba' (z = 0) a and b now tie."""
+    model = load("aab")
+    model.params["blocks"][0]["attn"]["c_proj"]["b"][5] = 0.0
+    return model
+
+
+def brute_force_judge(model, pattern, context):
+    """(verdict, margin) for one context, using the independent reference forward pass."""
+    expected = next_tokens_in_stream(pattern, context)
+    if len(expected) != 1:
+        return None, None
+    logits = reference_forward(model.params, [model.vocab.index(t) for t in context], model.n_head)[0][-1]
+    right = model.vocab.index(next(iter(expected)))
+    margin = logits[right] - max(v for i, v in enumerate(logits) if i != right)
+    return margin > 0, margin
+
+
+@pytest.mark.parametrize("model_factory", [lambda: load("aab"), broken_aab])
+def test_exhaustive_check_agrees_with_brute_force(model_factory):
+    model = model_factory()
+    report = check.run(model, check.exhaustive_plan(model, check.pattern_rule(model, "aab")), show=100)
+    verdicts = {c: brute_force_judge(model, "aab", c) for c in all_contexts("ab", range(1, 6))}
+    decided = {c: v for c, v in verdicts.items() if v[0] is not None}
+    assert report.total == report.checked == 62
+    assert report.passed == sum(v[0] for v in decided.values())
+    assert report.failed == sum(not v[0] for v in decided.values())
+    assert report.ambiguous + report.out_of_domain == 62 - len(decided)
+    failing = [c for c in all_contexts("ab", range(1, 6)) if c in decided and not decided[c][0]]
+    assert [f.context for f in report.failures] == failing  # shortest first, ties in vocab order
+    passing = {c: v[1] for c, v in decided.items() if v[0]}
+    assert report.margin.value == pytest.approx(min(passing.values()))
+    assert report.margin.context == min(passing, key=lambda c: (passing[c], len(c), c))
+
+
+def test_broken_model_reports_its_shortest_failure():
+    model = broken_aab()
+    report = check.run(model, check.exhaustive_plan(model, check.pattern_rule(model, "aab")))
+    assert not report.ok
+    shortest = report.shortest_failure
+    # 'b' alone still passes (z = -1 favours a); after 'ab' z = 0 and only the token embedding of b is left.
+    assert (shortest.context, shortest.acceptable, shortest.predicted, shortest.tied) == ("ab", ("a",), "b", False)
+    np.testing.assert_allclose(shortest.probs, [1 / (1 + np.e), np.e / (1 + np.e)])
+
+
+def test_stream_check_agrees_with_a_per_context_loop():
+    rng = np.random.default_rng(2)
+    model, problems = parse(params_to_document(random_params(rng, n_vocab=3, n_ctx=4, n_layer=2), 2, "abc", 4))
+    assert problems == []
+    stream = ("abcab" * 20)[:60]
+    failing = set()
+    passed = 0
+    for i in range(2, 60):
+        window = stream[:i][-4:]
+        logits = reference_forward(model.params, [model.vocab.index(t) for t in window], 2)[0][-1]
+        right = model.vocab.index(stream[i])
+        if logits[right] > max(v for j, v in enumerate(logits) if j != right):
+            passed += 1
+        else:
+            failing.add(window)
+    report = check.run(model, check.stream_plan(model, "abcab", 60), show=100)
+    assert report.checked == 58
+    assert report.passed == passed and report.failed == 58 - passed
+    assert {f.context for f in report.failures} == failing
+
+
+def test_counts_and_limits():
+    model = load("aab")
+    assert check.count_contexts(model) == 62
+    assert check.count_contexts(model, min_length=2) == 60
+    with pytest.raises(HandwiredError, match=r"62 contexts, more than the 50 handwired will enumerate.*--sample"):
+        check.exhaustive_plan(model, check.pattern_rule(model, "aab"), limit=50)
+    with pytest.raises(HandwiredError, match="--min-length 6: longer than the model's context"):
+        check.exhaustive_plan(model, check.pattern_rule(model, "aab"), min_length=6)
+    with pytest.raises(HandwiredError, match="not in the vocabulary"):
+        check.pattern_rule(model, "abc")
+
+
+def test_sample_plan_is_reproducible_and_covers_its_lengths():
+    model = load("aab")
+    rule = check.pattern_rule(model, "aab")
+    plan = check.sample_plan(model, rule, 5000, seed=3, min_length=2)
+    contexts = [b.contexts for b in plan.batches()]
+    again = [b.contexts for b in check.sample_plan(model, rule, 5000, seed=3, min_length=2).batches()]
+    assert all(np.array_equal(a, b) for a, b in zip(contexts, again))
+    assert sum(len(c) for c in contexts) == 5000
+    lengths = {c.shape[1] for c in contexts}
+    assert lengths == {2, 3, 4, 5}
+    report = check.run(model, plan)
+    assert report.checked == 5000 and report.failed == 0
+
+
+def test_function_rule_plugs_in():
+    model = load("aab")
+
+    def after(context):  # the aab rule by hand: the last two tokens decide
+        if len(context) < 2:
+            return []
+        return {"aa": "b", "ab": "a", "ba": "a"}.get(context[-2:], "")
+
+    report = check.run(model, check.exhaustive_plan(model, FunctionRule(after, model.vocab, "last two tokens")))
+    assert report.rule == "last two tokens"
+    assert report.failed == 0
+    assert report.passed == sum(3 * 2**length // 4 for length in range(2, 6))  # length ≥ 2, not ending in bb
+    assert report.passed + report.out_of_domain == 62
+
+
+def test_should_stop_interrupts_between_batches():
+    model = load("aab")
+    plan = check.stream_plan(model, "aab", 500_000)
+    report = check.run(model, plan, should_stop=lambda: True)
+    assert report.interrupted and 0 < report.checked < plan.total
+    assert report.passed + report.failed == report.checked
+    assert not report.ok
+
+
+def test_distinct_evaluation_gives_every_row_its_own_logits():
+    rng = np.random.default_rng(4)
+    model, _ = parse(params_to_document(random_params(rng, n_vocab=3, n_ctx=5), 2, "abc", 5))
+    contexts = rng.integers(0, 3, (3000, 5))
+    np.testing.assert_allclose(next_logits_distinct(model, contexts), next_logits(model, contexts), rtol=1e-13, atol=1e-13)
+    single = [run.trace(model, model.decode(c)).logits[-1] for c in contexts[:20]]
+    np.testing.assert_allclose(next_logits(model, contexts[:20]), single, rtol=1e-13, atol=1e-13)

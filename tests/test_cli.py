@@ -1,0 +1,261 @@
+"""The command line, through typer's CliRunner: output content, exit codes, and every kind of bad input."""
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from handwired.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    result = runner.invoke(app, list(args))
+    assert "Traceback" not in result.output, result.output
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def user_error(*args):
+    """A command that must fail on bad input: exit code 2 and one line on stderr."""
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+# ---------------------------------------------------------------- predict
+
+
+def test_predict_shows_next_token_and_probabilities():
+    result = invoke("predict", "aabaa")
+    assert result.exit_code == 0
+    assert "aabaa → b" in result.stdout
+    assert "1024" in result.stdout and "1.0000" in result.stdout
+
+
+def test_predict_all_positions():
+    result = invoke("predict", "aabaa", "--all")
+    rows = [line for line in result.stdout.splitlines() if line.startswith("│")]
+    predicted = [row.split("│")[4].strip() for row in rows[:5]]
+    assert predicted == ["b", "b", "a", "a", "b"]
+
+
+def test_predict_json_is_machine_readable():
+    data = json.loads(invoke("predict", "aabaa", "--json", "--all").stdout)
+    assert data["prediction"] == "b"
+    assert data["window"] == "aabaa" and data["truncated"] is False
+    assert data["tokens"] == [0, 0, 1, 0, 0]
+    assert data["logits"] == [1.0, 1024.0]
+    assert [p["prediction"] for p in data["positions"]] == ["b", "b", "a", "a", "b"]
+
+
+def test_long_context_is_cut_to_n_ctx_and_says_so():
+    result = invoke("predict", "aabaabaab")
+    assert "the model sees only the last n_ctx = 5: 'abaab'" in result.stdout
+    data = json.loads(invoke("predict", "aabaabaab", "--json").stdout)
+    assert data["window"] == "abaab" and data["truncated"] is True and data["prediction"] == "a"
+
+
+def test_tie_is_flagged(tmp_path):
+    path = tmp_path / "zero.json"
+    invoke("weights", "new", "-o", str(path))
+    result = invoke("predict", "ab", "--weights", str(path))
+    assert "tied with b" in result.stdout
+    assert json.loads(invoke("predict", "ab", "-w", str(path), "--json").stdout)["tied"] is True
+
+
+# ---------------------------------------------------------------- explain
+
+
+def test_explain_shows_every_step_with_formula_shape_and_hook():
+    out = invoke("explain").stdout
+    for text in ("[embed]", "[qkv]", "[scores]", "[mask]", "[pattern]", "[z]", "[proj]", "[logits]", "[probs]",
+                 "x = wte[tokens] + wpe[positions]", "softmax(Q · Kᵀ / √d_head + M)", "z = pattern · V",
+                 "blocks.0.attn.hook_pattern", "blocks.0.attn.hook_q", "query (destination) position",
+                 "key (source) position", "362.039", "−∞", "Predicted: b b a a b.", "p0", "out"):
+        assert text in out, text
+    assert "context aabaa" in out
+
+
+def test_explain_attention_step_shows_only_the_attention_steps():
+    out = invoke("explain", "aab", "--step", "attention").stdout
+    assert "[scores]" in out and "[mask]" in out and "[pattern]" in out and "[z]" in out
+    assert "[embed]" not in out and "[logits]" not in out and "[qkv]" not in out
+    assert "context aab " in out
+
+
+def test_explain_multi_head_model_shows_each_head(tmp_path):
+    path = tmp_path / "two.json"
+    invoke("weights", "new", "-o", str(path), "--embd", "4", "--head", "2")
+    out = invoke("explain", "abab", "-w", str(path), "--step", "pattern").stdout
+    assert "head 0 of 2" in out and "head 1 of 2" in out
+    out = invoke("explain", "abab", "-w", str(path), "--step", "pattern", "--head", "1").stdout
+    assert "head 0 of 2" not in out and "head 1 of 2" in out
+    assert "--head 2: the model has heads 0…1" in user_error("explain", "ab", "-w", str(path), "--head", "2")
+    assert "--block 1: the model has blocks 0…0" in user_error("explain", "ab", "-w", str(path), "--block", "1")
+
+
+def test_explain_saves_svg_and_html_and_never_overwrites(tmp_path):
+    svg, html = tmp_path / "view.svg", tmp_path / "view.html"
+    result = invoke("explain", "--step", "pattern", "--svg", str(svg), "--html", str(html))
+    assert result.exit_code == 0
+    assert svg.read_text().startswith("<svg") and "hook_pattern" in html.read_text()
+    assert "already exists; use --force" in user_error("explain", "--svg", str(svg))
+    assert invoke("explain", "--step", "probs", "--svg", str(svg), "--force").exit_code == 0
+    weights = tmp_path / "w.json"
+    invoke("weights", "new", "-o", str(weights))
+    before = weights.read_text()
+    assert "that is the weight file being read" in user_error("explain", "-w", str(weights), "--html", str(weights), "--force")
+    assert weights.read_text() == before
+
+
+def test_explain_unknown_step():
+    assert "--step 'sores': expected one of embed" in user_error("explain", "--step", "sores")
+
+
+# ---------------------------------------------------------------- complete, check
+
+
+def test_complete_generates_greedily_with_a_sliding_window():
+    result = invoke("complete", "aab", "-n", "12")
+    assert result.stdout.strip() == "aab" * 5
+
+
+def test_check_passes_the_bundled_model():
+    result = invoke("check")
+    assert result.exit_code == 0
+    assert "27 / 27" in result.stdout and "100.00 %" in result.stdout
+    assert "margin 1023 logits" in result.stdout
+
+
+def test_check_fails_a_blank_model_and_shows_why(tmp_path):
+    path = tmp_path / "blank.json"
+    invoke("weights", "new", "-o", str(path))
+    result = invoke("check", "-w", str(path), "--target", "aab")
+    assert result.exit_code == 1
+    assert "0 / 27" in result.stdout
+    assert "Why the shortest failing context 'aa' fails" in result.stdout
+    assert "a (tie)" in result.stdout
+
+
+def test_check_json_and_exhaustive():
+    data = json.loads(invoke("check", "--exhaustive", "--json").stdout)
+    assert (data["contexts"], data["passed"], data["failed"], data["ambiguous"], data["out_of_domain"]) == (62, 13, 0, 1, 48)
+    assert data["ok"] is True and data["margin"]["logits"] == 1023
+    data = json.loads(invoke("check", "--exhaustive", "--min-length", "2", "--json").stdout)
+    assert data["contexts"] == 60 and data["ambiguous"] == 0
+
+
+def test_check_sample_and_long_stream():
+    data = json.loads(invoke("check", "--sample", "1000", "--seed", "1", "--json").stdout)
+    assert data["contexts"] == 1000 and data["failed"] == 0
+    data = json.loads(invoke("check", "--length", "100000", "--json").stdout)
+    assert data["contexts"] == 99_998 and data["passed"] == 99_998
+
+
+def test_check_option_errors():
+    assert "choose one" in user_error("check", "--exhaustive", "--sample", "5")
+    assert "--sample 0: expected at least 1" in user_error("check", "--sample", "0")
+    assert "--length 1: expected at least 2" in user_error("check", "--length", "1")
+
+
+# ---------------------------------------------------------------- weights
+
+
+def test_weights_show_labels_every_matrix():
+    out = invoke("weights", "show").stdout
+    for text in ("wte", "wpe", "blocks[0].attn.c_attn.w", "blocks[0].attn.c_proj.b", "constants: Lg = 1024",
+                 "q0", "k7", "v7", "-1024"):
+        assert text in out, text
+
+
+def test_weights_validate_ok_and_every_problem(tmp_path, aab_doc, write_json):
+    assert "OK" in invoke("weights", "validate", "aab").stdout
+    aab_doc["wte"][0].pop()
+    aab_doc["wpe"][2][1] = "Lq"
+    result = invoke("weights", "validate", str(write_json(aab_doc)))
+    assert result.exit_code == 2
+    assert "wte[0]: 7 numbers, expected 8" in result.stderr
+    assert "wpe[2][1]: 'Lq': unknown constant 'Lq'" in result.stderr
+    assert "2 problems" in result.stderr
+
+
+def test_weights_new_writes_a_valid_file_and_refuses_to_overwrite(tmp_path):
+    path = tmp_path / "my.json"
+    result = invoke("weights", "new", "--vocab", "abc", "--ctx", "4", "--embd", "6", "--head", "2", "-o", str(path))
+    assert result.exit_code == 0
+    assert "OK" in invoke("weights", "validate", str(path)).stdout
+    path.write_text(path.read_text().replace('"d0"', '"mine"'))
+    edited = path.read_text()
+    assert "already exists; use --force" in user_error("weights", "new", "-o", str(path))
+    assert path.read_text() == edited
+    assert invoke("weights", "new", "-o", str(path), "--force").exit_code == 0
+    assert "--embd 6 is not divisible by --head 4" in user_error("weights", "new", "-o", str(tmp_path / "x.json"),
+                                                              "--embd", "6", "--head", "4")
+    assert "--vocab 'aa'" in user_error("weights", "new", "-o", str(tmp_path / "x.json"), "--vocab", "aa")
+    assert not (tmp_path / "x.json").exists()
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda d: d["blocks"][0]["attn"]["c_attn"]["w"][3].pop(), "model.json: blocks[0].attn.c_attn.w[3]: 23 numbers, expected 24"),
+        (lambda d: d["wte"][1].append(0), "model.json: wte[1]: 9 numbers, expected 8"),
+        (lambda d: d["wpe"][0].__setitem__(1, "one"), "model.json: wpe[0][1]: 'one': unknown constant 'one' (constants: Lg)"),
+        (lambda d: d["wpe"][0].__setitem__(1, [1]), "model.json: wpe[0][1]: expected a number or an expression"),
+        (lambda d: d["blocks"][0]["attn"].update(c_atn={}), "model.json: blocks[0].attn.c_atn: unknown key 'c_atn' (did you mean 'c_attn'?"),
+        (lambda d: d.update(n_head=3), "model.json: n_head: n_embd 8 is not divisible by n_head 3"),
+    ],
+)
+def test_bad_weight_files_give_one_line_and_exit_2(aab_doc, write_json, edit, message):
+    edit(aab_doc)
+    path = write_json(aab_doc)
+    for command in (["predict", "aab"], ["explain"], ["check"], ["weights", "show"]):
+        line = user_error(*command, "--weights", str(path))
+        assert message in line, line
+        assert line.startswith("error: ")
+
+
+def test_nan_and_infinity_are_refused(tmp_path, aab_doc):
+    path = tmp_path / "nan.json"
+    path.write_text(json.dumps(aab_doc).replace('"wpe": [[1, 0', '"wpe": [[NaN, 0', 1))
+    assert "wpe[0][0]: expected a finite number; found nan" in user_error("predict", "a", "-w", str(path))
+    path.write_text(json.dumps(aab_doc).replace('"wpe": [[1, 0', '"wpe": [[Infinity, 0', 1))
+    assert "wpe[0][0]: expected a finite number; found inf" in user_error("predict", "a", "-w", str(path))
+
+
+def test_missing_file_not_json_and_too_large(tmp_path, monkeypatch):
+    assert "nope.json: no such file, and no bundled model of that name (bundled: aab" in user_error(
+        "predict", "a", "-w", str(tmp_path / "nope.json"))
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"vocab": ["a", "b"],}')
+    assert "broken.json: not valid JSON: Expecting property name enclosed in double quotes (line 1, column 22)" in user_error(
+        "predict", "a", "-w", str(broken))
+    import handwired.weightfile as weightfile
+
+    monkeypatch.setattr(weightfile, "MAX_FILE_BYTES", 10)
+    assert "far too large" in user_error("predict", "a", "-w", str(broken))
+
+
+def test_bad_context_input():
+    assert "input 'abc': 'c' (position 2) is not in the vocabulary a, b" in user_error("predict", "abc")
+    assert "input: empty" in user_error("predict", "")
+    assert "not in the vocabulary" in user_error("explain", "xyz")
+    assert "not in the vocabulary" in user_error("complete", "aac")
+    assert "target 'abc'" in user_error("check", "--target", "abc")
+
+
+def test_the_tool_never_writes_to_a_file_it_reads(tmp_path, aab_doc, write_json):
+    path = write_json(aab_doc)
+    before = path.read_bytes()
+    for command in (["predict", "aab"], ["explain"], ["check", "--exhaustive"], ["weights", "show"]):
+        invoke(*command, "-w", str(path))
+    invoke("weights", "validate", str(path))
+    assert path.read_bytes() == before
