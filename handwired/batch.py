@@ -7,30 +7,44 @@ gets the same logits however it is evaluated.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
 import numpy as np
 
-from handwired.forward import forward
+from handwired.forward import forward, qkv_table
 from handwired.weightfile import Model
 
-# Contexts per forward pass. Big enough that numpy's per-call overhead is small,
-# small enough that the largest intermediate (a few MB) stays in cache.
-CHUNK = 8192
+# Positions per forward pass (contexts x their length). Big enough that numpy's
+# per-call overhead is small, small enough that the intermediates stay in cache.
+CHUNK_POSITIONS = 8192
 
 
-def next_logits(model: Model, contexts: np.ndarray, chunk: int = CHUNK) -> np.ndarray:
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    # numpy releases the GIL inside its loops, so chunks run side by side on every core.
+    return ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="handwired")
+
+
+def next_logits(model: Model, contexts: np.ndarray, chunk: int | None = None) -> np.ndarray:
     """[n, n_seq] token ids, every context the same length -> [n, n_vocab] logits for the next token."""
     contexts = np.asarray(contexts)
     if contexts.shape[0] == 0:
         return np.zeros((0, model.n_vocab))
-    return np.concatenate(
-        [
-            forward(model.params, contexts[start : start + chunk], model.n_head, last_only=True)
-            for start in range(0, contexts.shape[0], chunk)
-        ]
-    )
+    chunk = chunk or max(1, CHUNK_POSITIONS // contexts.shape[1])
+    starts = range(0, contexts.shape[0], chunk)
+    table = qkv_table(model.params) if model.n_layer else None
+
+    def run(start: int) -> np.ndarray:
+        return forward(model.params, contexts[start : start + chunk], model.n_head, last_only=True, table=table)
+
+    if len(starts) == 1:
+        return run(0)
+    return np.concatenate(list(_pool().map(run, starts)))
 
 
-def next_logits_distinct(model: Model, contexts: np.ndarray, chunk: int = CHUNK) -> np.ndarray:
+def next_logits_distinct(model: Model, contexts: np.ndarray, chunk: int | None = None) -> np.ndarray:
     """As :func:`next_logits`, but each distinct context runs through the model once.
 
     The model is a pure function of its context, so a long stream, whose windows

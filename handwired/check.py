@@ -23,12 +23,13 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from handwired.batch import CHUNK, next_logits_distinct
+from handwired.batch import next_logits_distinct
 from handwired.errors import HandwiredError
 from handwired.forward import softmax
 from handwired.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, Judgement, PatternRule, Rule
 from handwired.weightfile import Model
 
+BATCH = 65536  # contexts judged at a time: bounds memory however many there are
 MAX_EXHAUSTIVE = 20_000_000  # about half a minute of checking on a small machine
 NEAR_MISS = 1.0  # logits: a margin below this means a small edit could flip an answer
 
@@ -106,8 +107,8 @@ def _windows(model: Model, stream: np.ndarray, min_length: int) -> Iterator[tupl
     if first >= len(stream):
         return
     windows = np.lib.stride_tricks.sliding_window_view(stream[:-1], model.n_ctx)
-    for start in range(first - model.n_ctx, len(windows), CHUNK * 8):
-        stop = min(start + CHUNK * 8, len(windows))
+    for start in range(first - model.n_ctx, len(windows), BATCH):
+        stop = min(start + BATCH, len(windows))
         yield windows[start:stop], stream[start + model.n_ctx : stop + model.n_ctx]
 
 
@@ -172,8 +173,8 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = 
         for length in _lengths(model, min_length):
             place = model.n_vocab ** np.arange(length - 1, -1, -1, dtype=np.int64)
             count = model.n_vocab**length
-            for start in range(0, count, CHUNK):
-                index = np.arange(start, min(start + CHUNK, count), dtype=np.int64)
+            for start in range(0, count, BATCH):
+                index = np.arange(start, min(start + BATCH, count), dtype=np.int64)
                 contexts = ((index[:, None] // place) % model.n_vocab).astype(dtype)  # base-n_vocab digits
                 yield Batch(contexts, rule.judge(contexts))
 
@@ -200,8 +201,8 @@ def sample_plan(model: Model, rule: Rule, n: int, seed: int = 0, min_length: int
     def batches() -> Iterator[Batch]:
         batch_rng = np.random.default_rng([seed, 1])
         for length, count in zip(lengths, per_length):
-            for start in range(0, count, CHUNK):
-                contexts = batch_rng.integers(0, model.n_vocab, (min(CHUNK, count - start), length)).astype(dtype)
+            for start in range(0, count, BATCH):
+                contexts = batch_rng.integers(0, model.n_vocab, (min(BATCH, count - start), length)).astype(dtype)
                 yield Batch(contexts, rule.judge(contexts))
 
     return Plan(

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-import functools
-import json
-import signal
-import sys
-import time
+import os
+
+# handwired's matrices are tiny: BLAS threads only add overhead, while the
+# batched evaluation spreads whole chunks of contexts over the cores instead.
+# This must happen before numpy is first imported; a user's own setting wins.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import functools  # noqa: E402
+import json  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
 from pathlib import Path
 from typing import Annotated, Callable, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
 from handwired import check as checking
@@ -246,6 +252,8 @@ def _run_with_progress(model, plan: checking.Plan, show: int, show_progress: boo
         if not show_progress or not console.is_terminal or time.monotonic() - started < 1.0:
             return
         if not bar:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
             bar["progress"] = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                                        console=console, transient=True)
             bar["task"] = bar["progress"].add_task("check", total=total)

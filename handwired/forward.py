@@ -42,7 +42,8 @@ def matmul(x, w):  # [..., n_in] @ [n_in, n_out] -> [..., n_out]
 
 
 def linear(x, w, b):  # [..., n_in] @ [n_in, n_out] + [n_out] -> [..., n_out]
-    return matmul(x, w) + b
+    # Hand-wired biases are mostly zero; skipping them saves a pass over the output.
+    return matmul(x, w) + b if b.any() else matmul(x, w)
 
 
 def causal_mask(n_query, n_key):  # -> [n_query, n_key]
@@ -73,11 +74,18 @@ def merge_heads(x):  # [batch, head, n_seq, d_head] -> [batch, n_seq, n_embd]
     return x.transpose(0, 2, 1, 3).reshape(batch, n_seq, n_head * d_head)
 
 
-def mha(x, c_attn, c_proj, n_head, n_query, hook=None):
+def mha(x, c_attn, c_proj, n_head, n_query, hook=None, qkv=None):
     # [batch, n_seq, n_embd] -> [batch, n_query, n_embd]: attention output for the last n_query positions
-    qkv = linear(x, **c_attn)  # [batch, n_seq, 3*n_embd]
-    q, k, v = (split_heads(part, n_head) for part in np.split(qkv, 3, axis=-1))  # 3 x [batch, head, n_seq, d_head]
-    q = q[:, :, -n_query:]
+    n_embd = x.shape[-1]
+    if qkv is None:
+        w, b = c_attn["w"], c_attn["b"]  # columns: q | k | v
+        # Only the last n_query positions ask a question; every position offers a key and a value.
+        q = linear(x[:, -n_query:], w[:, :n_embd], b[:n_embd])  # [batch, n_query, n_embd]
+        kv = linear(x, w[:, n_embd:], b[n_embd:])  # [batch, n_seq, 2*n_embd]
+    else:  # looked up already (see qkv_table)
+        q, kv = qkv[:, -n_query:, :n_embd], qkv[:, :, n_embd:]
+    q = split_heads(q, n_head)  # [batch, head, n_query, d_head]
+    k, v = (split_heads(part, n_head) for part in np.split(kv, 2, axis=-1))  # 2 x [batch, head, n_seq, d_head]
     if hook is not None:
         for name, value in (("hook_q", q), ("hook_k", k), ("hook_v", v)):
             hook(name, value.transpose(0, 2, 1, 3))
@@ -96,15 +104,15 @@ def mlp(x, c_fc, c_proj, hook=None):  # [batch, n_seq, n_embd] -> [batch, n_seq,
     return linear(post, **c_proj)
 
 
-def block(x, params, n_head, n_query, hook=None):
+def block(x, params, n_head, n_query, hook=None, qkv=None):
     # [batch, n_seq, n_embd] -> [batch, n_query, n_embd]: the residual stream at the last n_query positions
     h = x
-    if "ln_1" in params:
+    if "ln_1" in params and qkv is None:
         h = layer_norm(x, **params["ln_1"])
         if hook is not None:
             hook("ln1.hook_normalized", h)
     attn_hook = None if hook is None else (lambda name, value: hook(f"attn.{name}", value))
-    attn_out = mha(h, **params["attn"], n_head=n_head, n_query=n_query, hook=attn_hook)
+    attn_out = mha(h, **params["attn"], n_head=n_head, n_query=n_query, hook=attn_hook, qkv=qkv)
     x = x[:, -n_query:] + attn_out
     if hook is not None:
         hook("hook_attn_out", attn_out)
@@ -121,13 +129,28 @@ def block(x, params, n_head, n_query, hook=None):
     return x
 
 
-def forward(params, tokens, n_head, last_only=False, record=None):
+def qkv_table(params):  # -> [n_vocab, n_ctx, 3*n_embd]
+    """Block 0's q, k and v for every (token, position) pair.
+
+    Nothing mixes positions before block 0's attention, so its q, k and v at a
+    position depend only on the token there and on the position. A large batch
+    looks them up here instead of recomputing them for every context.
+    """
+    x = params["wte"][:, None, :] + params["wpe"][None, :, :]  # [n_vocab, n_ctx, n_embd]
+    first = params["blocks"][0]
+    if "ln_1" in first:
+        x = layer_norm(x, **first["ln_1"])
+    return linear(x, **first["attn"]["c_attn"])
+
+
+def forward(params, tokens, n_head, last_only=False, record=None, table=None):
     """[batch, n_seq] token ids -> logits [batch, n_seq, n_vocab], or [batch, n_vocab] if ``last_only``.
 
     ``last_only`` computes the final block's attention, MLP and unembedding for
     the last position alone: what a next-token check needs, for a fraction of
     the work. Earlier blocks always run at every position, because the last
-    position's keys and values depend on them.
+    position's keys and values depend on them. ``table``, from :func:`qkv_table`,
+    saves block 0's projections on a large batch; the result is the same.
     """
     tokens = np.asarray(tokens)
     n_seq = tokens.shape[-1]
@@ -144,7 +167,8 @@ def forward(params, tokens, n_head, last_only=False, record=None):
         block_hook = None if hook is None else (lambda name, value, i=i: hook(f"blocks.{i}.{name}", value))
         if block_hook is not None:
             block_hook("hook_resid_pre", x)
-        x = block(x, block_params, n_head, n_query, block_hook)
+        qkv = table[tokens, np.arange(n_seq)] if table is not None and i == 0 else None  # [batch, n_seq, 3*n_embd]
+        x = block(x, block_params, n_head, n_query, block_hook, qkv)
         if block_hook is not None:
             block_hook("hook_resid_post", x)
     if last_only:
