@@ -23,12 +23,16 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+# As the handwired command does, for both sides alike: single-threaded BLAS (tiny matrices).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
-from handwired import check
-from handwired.batch import next_logits
-from handwired.forward import forward
-from handwired.weightfile import dumps, load, parse
+import numpy as np  # noqa: E402
+
+from handwired import check  # noqa: E402
+from handwired.batch import next_logits  # noqa: E402
+from handwired.forward import forward  # noqa: E402
+from handwired.weightfile import dumps, load, parse  # noqa: E402
 
 
 def aab_document(n_ctx: int) -> dict:

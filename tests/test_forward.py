@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from reference import random_params, reference_forward
 
-from handwired.forward import causal_mask, forward, softmax
+from handwired.forward import causal_mask, forward, qkv_table, softmax
 from handwired.weightfile import parse
 from reference import params_to_document
 
@@ -45,6 +45,20 @@ def test_batched_and_last_only_agree_with_one_context_at_a_time(n_head, layer_no
         np.testing.assert_allclose(batched[i], single, rtol=1e-13, atol=1e-13)
         np.testing.assert_allclose(last[i], single[-1], rtol=1e-13, atol=1e-13)
     np.testing.assert_array_equal(last.argmax(axis=1), batched[:, -1].argmax(axis=1))
+
+
+@pytest.mark.parametrize("n_head,layer_norm,mlp,n_layer", CASES)
+def test_block0_lookup_table_gives_the_same_logits(n_head, layer_norm, mlp, n_layer):
+    rng = np.random.default_rng(9)
+    params = random_params(rng, n_layer=n_layer, layer_norm=layer_norm, mlp=mlp)
+    contexts = rng.integers(0, 3, (40, 6))
+    table = qkv_table(params)
+    for last_only in (False, True):
+        np.testing.assert_allclose(
+            forward(params, contexts, n_head, last_only=last_only, table=table),
+            forward(params, contexts, n_head, last_only=last_only),
+            rtol=1e-13, atol=1e-13,
+        )
 
 
 def test_hooks_have_transformerlens_names_and_shapes():
