@@ -8,6 +8,7 @@ zeros dim; masked cells grey.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 from rich.console import Group
@@ -18,7 +19,7 @@ from rich.text import Text
 from handwired.check import Report
 from handwired.explain import Matrix, Step
 from handwired.run import Trace, top_token
-from handwired.weightfile import Model
+from handwired.weightfile import Model, bundled_dir
 
 POSITIVE = ("#163d63", "#1d5689", "#2670b3", "#2f8ade")
 NEGATIVE = ("#5c1a1a", "#832222", "#ab2b2b", "#d33535")
@@ -50,6 +51,17 @@ def format_values(values: np.ndarray) -> list[list[str]]:
         return f"{v:.3f}"
 
     return [[one(float(v)) for v in row] for row in values]
+
+
+def format_probability(p: float) -> str:
+    """Four decimals, except that 0 and 1 are only printed when exact."""
+    if p == 0 or p == 1:
+        return str(int(p))
+    if p < 0.00005:
+        return "≈0"
+    if p > 0.99995:
+        return "≈1"
+    return f"{p:.4f}"
 
 
 def value_range(values: np.ndarray) -> str:
@@ -112,8 +124,9 @@ def step_panel(step: Step) -> Panel:
 
 def model_line(model: Model) -> Text:
     plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")  # noqa: E731
+    bundled = Path(model.source).parent == bundled_dir()
     return Text.assemble(
-        ("model ", "dim"), (model.name or "(unnamed)", "bold"), (f" ({model.source})", "dim"),
+        ("model ", "dim"), (model.name or "(unnamed)", "bold"), (" (bundled)" if bundled else f" ({model.source})", "dim"),
         ("  vocab ", "dim"), " ".join(model.vocab), ("  n_ctx ", "dim"), str(model.n_ctx),
         ("  n_embd ", "dim"), str(model.n_embd), "  ", plural(model.n_head, "head"), ", ", plural(model.n_layer, "block"),
     )
@@ -160,7 +173,7 @@ def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best:
     for i, token in enumerate(model.vocab):
         bar = "█" * int(round(probs[i] * 20))
         style = "bold green" if i == best else ""
-        table.add_row(Text(token, style=style), logit_texts[i], f"{probs[i]:.4f}", Text(bar, style="green" if i == best else "blue"))
+        table.add_row(Text(token, style=style), logit_texts[i], format_probability(probs[i]), Text(bar, style="green" if i == best else "blue"))
     return table
 
 
@@ -176,7 +189,7 @@ def _positions_table(model: Model, trace: Trace) -> Table:
         verdict = "" if not actual else (" ✓" if actual == predicted and not tied else " ✗")
         table.add_row(
             str(i), token, trace.window[: i + 1], predicted + (" (tie)" if tied else ""),
-            f"{trace.probs[i, best]:.4f}", Text(actual + verdict, style="green" if verdict == " ✓" else "red"),
+            format_probability(trace.probs[i, best]), Text(actual + verdict, style="green" if verdict == " ✓" else "red"),
         )
     return table
 
@@ -235,7 +248,7 @@ def failures_table(model: Model, report: Report) -> Group:
         table.add_row(
             failure.context, " or ".join(failure.acceptable),
             Text(failure.predicted + (" (tie)" if failure.tied else ""), style="red"),
-            *[f"{p:.4f}" for p in failure.probs],
+            *[format_probability(p) for p in failure.probs],
         )
     return Group(Text(title, style="bold"), table)
 

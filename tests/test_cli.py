@@ -1,6 +1,7 @@
 """The command line, through typer's CliRunner: output content, exit codes, and every kind of bad input."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -34,7 +35,9 @@ def test_predict_shows_next_token_and_probabilities():
     result = invoke("predict", "aabaa")
     assert result.exit_code == 0
     assert "aabaa → b" in result.stdout
-    assert "1024" in result.stdout and "1.0000" in result.stdout
+    # p(b) = 1 / (1 + e^-1023) is exactly 1.0 in float64, p(a) exactly 0
+    assert re.search(r"│ a\s+│\s+1 │\s+0 │", result.stdout)
+    assert re.search(r"│ b\s+│\s+1024 │\s+1 │ █+", result.stdout)
 
 
 def test_predict_all_positions():
