@@ -99,30 +99,33 @@ class Report:
 # ---------------------------------------------------------------- plans
 
 
-def _windows(model: Model, stream: np.ndarray, min_length: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(contexts, next tokens) for every prefix of ``stream`` of length >= min_length, cut to n_ctx."""
-    for length in range(min_length, min(model.n_ctx, len(stream))):
-        yield stream[None, :length], stream[length : length + 1]  # the short prefixes at the start
-    first = max(min_length, model.n_ctx)  # the first prefix long enough to fill the window
-    if first >= len(stream):
-        return
-    windows = np.lib.stride_tricks.sliding_window_view(stream[:-1], model.n_ctx)
-    for start in range(first - model.n_ctx, len(windows), BATCH):
-        stop = min(start + BATCH, len(windows))
-        yield windows[start:stop], stream[start + model.n_ctx : stop + model.n_ctx]
+def _stream(ids: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Tokens start…stop-1 of ids repeated forever, made only as far as needed."""
+    return ids[np.arange(start, stop) % len(ids)]
+
+
+def _windows(model: Model, ids: np.ndarray, length: int, min_length: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(contexts, next tokens) for every prefix of length >= min_length of the stream, cut to n_ctx."""
+    for prefix in range(min_length, min(model.n_ctx, length)):  # the short prefixes at the start
+        tokens = _stream(ids, 0, prefix + 1)
+        yield tokens[None, :prefix], tokens[prefix:]
+    # Then full windows, a batch at a time: prefix length `end` is predicting token `end`.
+    for end in range(max(min_length, model.n_ctx), length, BATCH):
+        stop = min(end + BATCH, length)
+        segment = _stream(ids, end - model.n_ctx, stop)
+        yield np.lib.stride_tricks.sliding_window_view(segment[:-1], model.n_ctx), segment[model.n_ctx :]
 
 
 def stream_plan(model: Model, pattern: str, length: int, min_length: int = 2) -> Plan:
     """Every prefix of ``pattern`` repeated to ``length`` tokens, judged by the token after it."""
-    ids = model.encode(pattern, "target")
+    ids = model.encode(pattern, "target").astype(np.min_scalar_type(model.n_vocab))
     if length < 2:
         raise HandwiredError(f"--length {length}: expected at least 2 tokens")
     _check_min_length(min_length, length - 1, "the stream's last prefix")
-    stream = np.resize(ids.astype(np.min_scalar_type(model.n_vocab)), length)
     total = max(0, length - min_length)
 
     def batches() -> Iterator[Batch]:
-        for contexts, following in _windows(model, stream, min_length):
+        for contexts, following in _windows(model, ids, length, min_length):
             acceptable = np.zeros((len(following), model.n_vocab), dtype=bool)
             acceptable[np.arange(len(following)), following] = True
             status = np.full(len(following), DECIDED, dtype=np.int8)

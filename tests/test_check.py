@@ -162,3 +162,17 @@ def test_distinct_evaluation_gives_every_row_its_own_logits():
     np.testing.assert_allclose(next_logits_distinct(model, contexts), next_logits(model, contexts), rtol=1e-13, atol=1e-13)
     single = [run.trace(model, model.decode(c)).logits[-1] for c in contexts[:20]]
     np.testing.assert_allclose(next_logits(model, contexts[:20]), single, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("length,min_length", [(2, 1), (4, 2), (5, 5), (6, 2), (12, 7), (40, 3)])
+def test_stream_plan_yields_every_prefix_once_with_its_next_token(length, min_length):
+    model = load("aab")
+    stream = ("aab" * 20)[:length]
+    expected = [(stream[:i][-model.n_ctx:], stream[i]) for i in range(min_length, length)]
+    plan = check.stream_plan(model, "aab", length, min_length)
+    got = []
+    for batch in plan.batches():
+        for context, acceptable in zip(batch.contexts, batch.judgement.acceptable):
+            got.append((model.decode(context), model.vocab[int(np.flatnonzero(acceptable)[0])]))
+    assert got == expected
+    assert plan.total == len(expected)

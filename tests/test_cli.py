@@ -262,3 +262,22 @@ def test_the_tool_never_writes_to_a_file_it_reads(tmp_path, aab_doc, write_json)
         invoke(*command, "-w", str(path))
     invoke("weights", "validate", str(path))
     assert path.read_bytes() == before
+
+
+def test_ctrl_c_stops_a_long_check_cleanly_with_what_was_checked():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    command = [sys.executable, "-m", "handwired", "check", "--length", "100000000", "--json"]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    child.send_signal(signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=60)
+    assert child.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    data = json.loads(stdout)
+    assert data["interrupted"] is True and data["ok"] is False
+    assert 0 < data["contexts"] < data["total"] == 99_999_998
+    assert data["passed"] == data["contexts"]
