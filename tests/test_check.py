@@ -164,7 +164,7 @@ def test_distinct_evaluation_gives_every_row_its_own_logits():
     np.testing.assert_allclose(next_logits(model, contexts[:20]), single, rtol=1e-13, atol=1e-13)
 
 
-@pytest.mark.parametrize("length,min_length", [(2, 1), (4, 2), (5, 5), (6, 2), (12, 7), (40, 3)])
+@pytest.mark.parametrize("length,min_length", [(2, 1), (4, 2), (6, 5), (6, 2), (12, 7), (40, 3)])
 def test_stream_plan_yields_every_prefix_once_with_its_next_token(length, min_length):
     model = load("aab")
     stream = ("aab" * 20)[:length]
@@ -176,3 +176,5 @@ def test_stream_plan_yields_every_prefix_once_with_its_next_token(length, min_le
             got.append((model.decode(context), model.vocab[int(np.flatnonzero(acceptable)[0])]))
     assert got == expected
     assert plan.total == len(expected)
+    with pytest.raises(HandwiredError, match="--min-length 5: longer than the stream's last prefix"):
+        check.stream_plan(load("aab"), "aab", 5, 5)
