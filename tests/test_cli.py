@@ -281,3 +281,22 @@ def test_ctrl_c_stops_a_long_check_cleanly_with_what_was_checked():
     assert data["interrupted"] is True and data["ok"] is False
     assert 0 < data["contexts"] < data["total"] == 99_999_998
     assert data["passed"] == data["contexts"]
+
+
+def test_near_miss_is_reported_where_the_margin_is_smallest(aab_doc, write_json):
+    aab_doc["constants"]["Lg"] = 3  # still right everywhere, but only just
+    path = write_json(aab_doc)
+    result = invoke("check", "--exhaustive", "-w", str(path))
+    assert result.exit_code == 0
+    assert "Near miss" in result.stdout
+    assert "at 'baa' (b over a)" in result.stdout
+    data = json.loads(invoke("check", "--exhaustive", "-w", str(path), "--json").stdout)
+    assert data["margin"]["near_miss"] is True and 0 < data["margin"]["logits"] < 1
+
+
+def test_exhaustive_refuses_a_model_too_large_to_enumerate(tmp_path):
+    path = tmp_path / "wide.json"
+    invoke("weights", "new", "-o", str(path), "--vocab", "abc", "--ctx", "16", "--embd", "4")
+    line = user_error("check", "--exhaustive", "-w", str(path), "--target", "abc")
+    assert "64,570,080 contexts, more than the 20,000,000 handwired will enumerate" in line
+    assert "--sample 1000000 --seed 0" in line
