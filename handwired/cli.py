@@ -64,12 +64,11 @@ def user_errors(command: Callable) -> Callable:
     return wrapper
 
 
-def _save_console(console: Console, svg: Optional[Path], html: Optional[Path], weights_path: Path, force: bool) -> None:
+def _save_console(console: Console, svg: Optional[Path], html: Optional[Path], force: bool) -> None:
+    """Save what the console printed; the paths were vetted by _check_outputs before any work."""
     for path, export in ((svg, console.export_svg), (html, console.export_html)):
         if path is None:
             continue
-        if path.resolve() == weights_path.resolve():
-            raise HandwiredError(f"{path}: that is the weight file being read; choose another file")
         write_new(path, export(clear=False), force=force)
         Console(stderr=True, highlight=False).print(f"saved {escape(str(path))}")
 
@@ -150,8 +149,7 @@ def explain(
 ) -> None:
     """Show every intermediate of the forward pass on TEXT, step by step."""
     model = load(weights)
-    weights_path = resolve(weights)
-    _check_outputs(weights_path, force, svg, html)
+    _check_outputs(Path(model.source), force, svg, html)
     if text is None:
         if model.example is None:
             raise HandwiredError(f"{model.source}: has no 'example'; give the context, e.g. handwired explain {model.vocab[0] * 3}")
@@ -167,7 +165,7 @@ def explain(
         console.print(note)
     for panel in panels:
         console.print(render.step_panel(panel))
-    _save_console(console, svg, html, weights_path, force)
+    _save_console(console, svg, html, force)
 
 
 @app.command()
@@ -198,7 +196,7 @@ def check(
     min_length: Annotated[
         Optional[int], typer.Option(help="Shortest context to check; default 2 for a stream, 1 otherwise.")
     ] = None,
-    show: Annotated[int, typer.Option(help="How many failing contexts to list.")] = 10,
+    show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = 10,
     near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = checking.NEAR_MISS,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable verdict.")] = False,
 ) -> None:
@@ -211,15 +209,16 @@ def check(
         raise HandwiredError("--exhaustive and --sample: choose one")
     if (exhaustive or sample is not None) and length is not None:
         raise HandwiredError("--length is for a stream check; --exhaustive and --sample choose their own contexts")
-    if show < 0:
-        raise HandwiredError(f"--show {show}: expected 0 or more")
+    if show < 1:
+        raise HandwiredError(f"--show {show}: expected 1 or more")
     if exhaustive:
-        plan = checking.exhaustive_plan(model, checking.pattern_rule(model, pattern), min_length or 1)
+        plan = checking.exhaustive_plan(model, checking.pattern_rule(model, pattern), 1 if min_length is None else min_length)
     elif sample is not None:
-        plan = checking.sample_plan(model, checking.pattern_rule(model, pattern), sample, seed, min_length or 1)
+        plan = checking.sample_plan(model, checking.pattern_rule(model, pattern), sample, seed,
+                                    1 if min_length is None else min_length)
     else:
         plan = checking.stream_plan(model, pattern, length or 10 * len(pattern) - 1, 2 if min_length is None else min_length)
-    report = _run_with_progress(model, plan, max(show, 1), show_progress=not as_json)
+    report = _run_with_progress(model, plan, show, show_progress=not as_json)
     if as_json:
         typer.echo(json.dumps(_report_json(report, near_miss), indent=2, ensure_ascii=False))
     else:

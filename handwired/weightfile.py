@@ -471,6 +471,12 @@ def starter_document(vocab: str, n_ctx: int, n_embd: int, n_head: int = 1, n_lay
     """A zero-filled weight document that validates: a blank to wire by hand."""
     zeros = lambda rows, cols: [[0] * cols for _ in range(rows)]  # noqa: E731
     tokens = list(dict.fromkeys(vocab))
+    entries = (len(tokens) + n_ctx) * n_embd + n_layer * (4 * n_embd * n_embd + 4 * n_embd)
+    if entries * len("0, ") > MAX_FILE_BYTES:
+        raise HandwiredError(
+            f"{entries:,} weights would make a file larger than handwired reads ({MAX_FILE_BYTES:,} bytes); "
+            "choose a smaller --embd, --ctx or --blocks"
+        )
     example = "".join(tokens[i % len(tokens)] for i in range(n_ctx))
     return {
         "format": FORMAT,

@@ -300,3 +300,9 @@ def test_exhaustive_refuses_a_model_too_large_to_enumerate(tmp_path):
     line = user_error("check", "--exhaustive", "-w", str(path), "--target", "abc")
     assert "64,570,080 contexts, more than the 20,000,000 handwired will enumerate" in line
     assert "--sample 1000000 --seed 0" in line
+
+
+def test_weights_new_refuses_a_file_too_large_to_read_back(tmp_path):
+    line = user_error("weights", "new", "-o", str(tmp_path / "huge.json"), "--embd", "4096", "--blocks", "64")
+    assert "would make a file larger than handwired reads" in line
+    assert not (tmp_path / "huge.json").exists()
