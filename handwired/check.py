@@ -26,6 +26,7 @@ import numpy as np
 from handwired.batch import next_logits_distinct
 from handwired.errors import HandwiredError
 from handwired.forward import softmax
+from handwired.run import top_token
 from handwired.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, Judgement, PatternRule, Rule
 from handwired.weightfile import Model
 
@@ -288,13 +289,12 @@ def _keep_failures(model, contexts, logits, acceptable, rows, failures: dict[str
         context = model.decode(key)
         if context in failures:
             continue
-        top = logits[row].max()
-        predicted = int(np.argmax(logits[row]))
+        predicted, tied = top_token(logits[row])
         failures[context] = Failure(
             context=context,
             acceptable=tuple(model.vocab[i] for i in np.flatnonzero(acceptable[row])),
             predicted=model.vocab[predicted],
-            tied=int((logits[row] == top).sum()) > 1,
+            tied=tied,
             logits=logits[row],
             probs=softmax(logits[row]),
         )

@@ -289,7 +289,7 @@ def _report_json(report: checking.Report, near_miss: float) -> dict:
         ],
         "margin": None if margin is None else {
             "logits": margin.value, "context": margin.context, "right": margin.right, "wrong": margin.wrong,
-            "near_miss": margin.value < near_miss,
+            "near_miss": report.near_miss(near_miss),
         },
     }
 

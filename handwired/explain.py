@@ -15,8 +15,8 @@ from handwired.errors import HandwiredError
 from handwired.run import Trace, top_token
 from handwired.weightfile import Model
 
-BLOCK_STEPS = ("ln1", "qkv", "scores", "mask", "pattern", "z", "proj", "mlp")
-STEPS = ("embed", *BLOCK_STEPS, "logits", "probs")
+HEAD_STEPS = ("qkv", "scores", "mask", "pattern", "z")
+STEPS = ("embed", "ln1", *HEAD_STEPS, "proj", "mlp", "logits", "probs")
 GROUPS = {
     "all": STEPS,
     "attention": ("scores", "mask", "pattern", "z"),
@@ -76,17 +76,14 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
     if "embed" in wanted:
         result.append(view.embed())
     for b in blocks:
-        for key in BLOCK_STEPS:
-            if key not in wanted:
-                continue
-            if key in ("qkv", "scores", "mask", "pattern", "z"):
-                result.extend(getattr(view, key)(b, h) for h in heads)
-            elif key == "ln1" and f"blocks.{b}.ln1.hook_normalized" in trace.record:
-                result.append(view.ln1(b))
-            elif key == "mlp" and f"blocks.{b}.hook_mlp_out" in trace.record:
-                result.append(view.mlp(b))
-            elif key == "proj":
-                result.append(view.proj(b))
+        if "ln1" in wanted and f"blocks.{b}.ln1.hook_normalized" in trace.record:
+            result.append(view.ln1(b))
+        for h in heads:  # one head's whole story before the next head's
+            result.extend(getattr(view, key)(b, h) for key in HEAD_STEPS if key in wanted)
+        if "proj" in wanted:
+            result.append(view.proj(b))
+        if "mlp" in wanted and f"blocks.{b}.hook_mlp_out" in trace.record:
+            result.append(view.mlp(b))
     if "logits" in wanted:
         result.append(view.logits())
     if "probs" in wanted:
