@@ -1,8 +1,8 @@
 """Drawing with rich: matrices as labelled heat maps, explain steps as panels, reports as tables.
 
 Colour code, everywhere: blue for positive, red for negative, the shade
-growing with the magnitude relative to the largest in the same matrix; exact
-zeros dim; masked cells grey.
+growing with the magnitude relative to the largest in the same matrix (below
+1 % of it, coloured text only); exact zeros dim; masked cells grey.
 """
 
 from __future__ import annotations
@@ -77,6 +77,8 @@ def _cell_style(value: float, scale: float) -> str:
     if not math.isfinite(value) or value == 0 or scale == 0:
         return "dim"
     shades = POSITIVE if value > 0 else NEGATIVE
+    if abs(value) < scale / 100:  # too faint to shade: the sign still shows in the text colour
+        return "#4f8fd6" if value > 0 else "#d65c5c"
     level = min(len(shades) - 1, int(abs(value) / scale * len(shades)))
     return f"bold white on {shades[level]}"
 
