@@ -150,7 +150,8 @@ def forward(params, tokens, n_head, last_only=False, record=None, table=None):
     the last position alone: what a next-token check needs, for a fraction of
     the work. Earlier blocks always run at every position, because the last
     position's keys and values depend on them. ``table``, from :func:`qkv_table`,
-    saves block 0's projections on a large batch; the result is the same.
+    saves block 0's projections on a large batch; the result is the same up to
+    float rounding (exactly the same for whole-number weights).
     """
     tokens = np.asarray(tokens)
     n_seq = tokens.shape[-1]
