@@ -306,3 +306,20 @@ def test_weights_new_refuses_a_file_too_large_to_read_back(tmp_path):
     line = user_error("weights", "new", "-o", str(tmp_path / "huge.json"), "--embd", "4096", "--blocks", "64")
     assert "would make a file larger than handwired reads" in line
     assert not (tmp_path / "huge.json").exists()
+
+
+def test_layernorm_and_mlp_models_show_their_steps_and_weights(tmp_path):
+    from reference import params_to_document, random_params
+
+    rng = np.random.default_rng(12)
+    doc = params_to_document(random_params(rng, n_vocab=3, n_ctx=4, n_embd=4, n_hidden=6), 2, "xyz", 4)
+    path = tmp_path / "full.json"
+    path.write_text(json.dumps(doc))
+    out = invoke("explain", "xyzx", "-w", str(path)).stdout
+    for text in ("[ln1]", "[mlp]", "blocks.1.ln1.hook_normalized", "blocks.1.mlp.hook_post", "ln_final.hook_normalized",
+                 "LN_f(x) · wteᵀ", "head 1 of 2"):
+        assert text in out, text
+    out = invoke("weights", "show", str(path)).stdout
+    for text in ("blocks[1].ln_2", "blocks[0].mlp.c_fc.w", "h5", "ln_f"):
+        assert text in out, text
+    assert invoke("complete", "xy", "-n", "3", "-w", str(path)).exit_code == 0
