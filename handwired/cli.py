@@ -26,7 +26,18 @@ from handwired import check as checking
 from handwired import explain as explaining
 from handwired import render, run
 from handwired.errors import HandwiredError
-from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps, load, parse, read_json, resolve, starter_document, write_new
+from handwired.weightfile import (
+    DEFAULT_MODEL,
+    MAX_SIZE,
+    bundled_models,
+    dumps,
+    load,
+    parse,
+    read_json,
+    resolve,
+    starter_document,
+    write_new,
+)
 
 app = typer.Typer(
     help="Wire a transformer's weights by hand, run it, see every number, and prove it right.",

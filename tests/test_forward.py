@@ -2,11 +2,10 @@
 
 import numpy as np
 import pytest
-from reference import random_params, reference_forward
+from reference import params_to_document, random_params, reference_forward
 
 from handwired.forward import causal_mask, forward, qkv_table, softmax
 from handwired.weightfile import parse
-from reference import params_to_document
 
 CASES = [
     # (n_head, layer_norm, mlp, n_layer)
