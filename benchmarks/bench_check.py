@@ -139,10 +139,14 @@ def main() -> None:
         print(f"  check.run, in process                {rate(inner_seconds, total)}  "
               f"{total / inner_seconds / big_loop_rate:5.1f}x  ({inner_seconds:.3f} s)")
         command = [sys.executable, "-m", "handwired", "check", "--exhaustive", "--json", "-w", str(path)]
-        seconds, _, stdout = run_child(command)
-        assert json.loads(stdout)["contexts"] == total
-        print(f"  handwired check --exhaustive, whole command: {seconds:.3f} s   "
-              f"({verdict(seconds < 1.0)}: < 1 s end to end, Python start-up and imports included)")
+        times = []
+        for _ in range(5):  # a whole command is at the mercy of the machine's other work: take the median of five
+            seconds, _, stdout = run_child(command)
+            assert json.loads(stdout)["contexts"] == total
+            times.append(seconds)
+        median = sorted(times)[len(times) // 2]
+        print(f"  handwired check --exhaustive, whole command: median {median:.3f} s of 5 runs "
+              f"(fastest {min(times):.3f} s)  ({verdict(median < 1.0)}: < 1 s end to end, start-up and imports included)")
 
     length = stream_n + 2
     command = [sys.executable, "-m", "handwired", "check", "--length", str(length), "--json"]
