@@ -32,10 +32,8 @@ from handwired.weightfile import (
     bundled_models,
     dumps,
     load,
-    parse,
-    read_json,
-    resolve,
     starter_document,
+    validate,
     write_new,
 )
 
@@ -321,8 +319,7 @@ def weights_validate(
     path: Annotated[str, typer.Argument(help="The weight file to check.")],
 ) -> None:
     """List every problem in a weight file, or say it is OK."""
-    file = resolve(path)
-    model, problems = parse(read_json(file), source=str(file))
+    file, model, problems = validate(path)
     if problems:
         err = Console(stderr=True, highlight=False)
         for problem in problems:

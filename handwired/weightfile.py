@@ -119,10 +119,16 @@ def resolve(spec: str) -> Path:
     raise HandwiredError(f"{spec}: no such file, and no bundled model of that name (bundled: {names})")
 
 
-def load(spec: str = DEFAULT_MODEL) -> Model:
-    """Read and validate a weight file named by path or bundled name; raise HandwiredError if it is wrong."""
+def validate(spec: str) -> tuple[Path, Model | None, list[str]]:
+    """Read a weight file named by path or bundled name: its path, the model if valid, every problem."""
     path = resolve(spec)
     model, problems = parse(read_json(path), source=str(path))
+    return path, model, problems
+
+
+def load(spec: str = DEFAULT_MODEL) -> Model:
+    """Read and validate a weight file named by path or bundled name; raise HandwiredError if it is wrong."""
+    path, model, problems = validate(spec)
     if problems:
         first = problems[0]
         more = ""
