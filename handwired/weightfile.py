@@ -256,10 +256,14 @@ class _Checker:
             except ExpressionError as error:
                 self.problem(path, f"{value!r}: {error}")
                 return None
-        if not math.isfinite(value):
-            self.problem(path, f"expected a finite number; found {value}")
+        try:
+            number = float(value)
+        except OverflowError:  # a JSON integer beyond float range
+            number = math.inf
+        if not math.isfinite(number):
+            self.problem(path, f"expected a finite number; found {value if len(str(value)) < 20 else 'a number too large'}")
             return None
-        return float(value)
+        return number
 
     def vector(self, value: Any, path: str, length: int | None, meaning: str) -> np.ndarray | None:
         if not isinstance(value, list):

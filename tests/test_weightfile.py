@@ -65,6 +65,7 @@ def test_missing_bias_means_zeros(aab_doc):
         (lambda d: d["wpe"][1].__setitem__(2, None), "found null"),
         (lambda d: d["wpe"][0].__setitem__(0, float("nan")), "wpe[0][0]: expected a finite number; found nan"),
         (lambda d: d["wpe"][0].__setitem__(0, float("inf")), "wpe[0][0]: expected a finite number; found inf"),
+        (lambda d: d["wpe"][0].__setitem__(0, 10**400), "wpe[0][0]: expected a finite number; found a number too large"),
         (lambda d: d.update(n_head=3), "n_head: n_embd 8 is not divisible by n_head 3"),
         (lambda d: d.update(n_ctx=0), "n_ctx: expected a whole number ≥ 1; found 0"),
         (lambda d: d.update(n_ctx=4.5), "n_ctx: expected a whole number ≥ 1; found the number 4.5"),
