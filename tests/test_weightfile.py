@@ -166,3 +166,44 @@ def test_write_new_refuses_to_overwrite_and_is_atomic(tmp_path):
     write_new(path, "new", force=True)
     assert path.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["mine.json"]  # no temporary file left behind
+
+
+def _nodes(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _nodes(item, path + (key,))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _nodes(item, path + (i,))
+
+
+def test_random_damage_is_always_reported_never_raised(aab_doc):
+    """Replace random parts of a valid file with random JSON: parse reports a problem or accepts it."""
+    import copy
+    import random
+
+    from handwired.forward import forward
+
+    rng = random.Random(0)
+    junk = [None, True, 0, -1, 2.5, 1e400, "Lg", "-(", "x", "", [], [1], [[1]], {}, {"w": 1}, "a", ["a", "b", "c"]]
+    paths = list(_nodes(aab_doc))[1:]
+    for _ in range(1500):
+        doc = copy.deepcopy(aab_doc)
+        for _ in range(rng.randint(1, 3)):
+            *parent, last = rng.choice(paths)
+            node = doc
+            try:
+                for key in parent:
+                    node = node[key]
+                if rng.random() < 0.2 and isinstance(node, dict):
+                    node.pop(last, None)
+                else:
+                    node[last] = rng.choice(junk)
+            except (KeyError, IndexError, TypeError):
+                continue
+        model, problems = parse(doc)
+        assert (model is None) == bool(problems)
+        assert all(isinstance(p, str) and "\n" not in p for p in problems)
+        if model is not None:
+            forward(model.params, np.zeros((1, model.n_ctx), dtype=int), model.n_head)
