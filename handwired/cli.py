@@ -154,7 +154,7 @@ def explain(
     head: Annotated[Optional[int], typer.Option(help="Show only this head.")] = None,
     svg: Annotated[Optional[Path], typer.Option(help="Also save what was printed as SVG.")] = None,
     html: Annotated[Optional[Path], typer.Option(help="Also save what was printed as HTML.")] = None,
-    force: Annotated[bool, typer.Option(help="Replace an existing --svg/--html file.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
 ) -> None:
     """Show every intermediate of the forward pass on TEXT, step by step."""
     model = load(weights)
@@ -199,7 +199,7 @@ def check(
         Optional[int],
         typer.Option(help="Stream length in tokens; default: ten repeats of the target less one, as the published test."),
     ] = None,
-    exhaustive: Annotated[bool, typer.Option(help="Check every context of length --min-length…n_ctx.")] = False,
+    exhaustive: Annotated[bool, typer.Option("--exhaustive", help="Check every context of length --min-length…n_ctx.")] = False,
     sample: Annotated[Optional[int], typer.Option(help="Check this many random contexts instead.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed for --sample.")] = 0,
     min_length: Annotated[
@@ -338,7 +338,7 @@ def weights_new(
     embd: Annotated[int, typer.Option(help="n_embd: residual stream width.")] = 8,
     head: Annotated[int, typer.Option(help="n_head: attention heads (must divide --embd).")] = 1,
     blocks: Annotated[int, typer.Option(help="How many blocks.")] = 1,
-    force: Annotated[bool, typer.Option(help="Replace an existing file.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
     """Write a zero-filled starter weight file that validates."""
     if len(set(vocab)) != len(vocab) or not vocab:
