@@ -34,7 +34,10 @@ def next_logits(model: Model, contexts: np.ndarray, chunk: int | None = None) ->
         return np.zeros((0, model.n_vocab))
     chunk = chunk or max(1, CHUNK_POSITIONS // contexts.shape[1])
     starts = range(0, contexts.shape[0], chunk)
-    table = qkv_table(model.params) if model.n_layer else None
+    # The lookup table pays off only when the batch has more positions than the table has rows
+    # (complete, one context at a time, would build it for nothing).
+    worth_a_table = model.n_layer and contexts.size > model.n_vocab * model.n_ctx
+    table = qkv_table(model.params) if worth_a_table else None
 
     def run(start: int) -> np.ndarray:
         return forward(model.params, contexts[start : start + chunk], model.n_head, last_only=True, table=table)

@@ -233,8 +233,8 @@ def check(
     else:
         console = stdout()
         console.print(render.report_view(model, report, near_miss))
-        if report.failures:
-            failure = report.failures[0]
+        failure = report.shortest_failure
+        if failure is not None:
             console.print(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
                                style="bold"))
             trace = run.trace(model, failure.context)
@@ -290,7 +290,7 @@ def _report_json(report: checking.Report, near_miss: float) -> dict:
         "out_of_domain": report.out_of_domain,
         "ok": report.ok,
         "interrupted": report.interrupted,
-        "shortest_failure": report.failures[0].context if report.failures else None,
+        "shortest_failure": report.shortest_failure.context if report.shortest_failure else None,
         "failures": [
             {"context": f.context, "expected": list(f.acceptable), "predicted": f.predicted, "tied": f.tied,
              "logits": f.logits.tolist(), "probabilities": f.probs.tolist()}
