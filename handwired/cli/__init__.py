@@ -1,0 +1,26 @@
+"""The command line: a thin layer that parses arguments, calls the core and renders.
+
+One module per command group, each only parsing and rendering: :mod:`.model`
+(predict, explain, complete), :mod:`.check`, :mod:`.weights`. They register
+their commands on :data:`handwired.cli.app.app`.
+"""
+
+from __future__ import annotations
+
+import os
+
+# handwired's matrices are tiny: BLAS threads only add overhead, while the
+# batched evaluation spreads whole chunks of contexts over the cores instead.
+# This must happen before numpy is first imported; a user's own setting wins.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+from handwired.cli.app import app  # noqa: E402
+from handwired.cli import model, check, weights  # noqa: E402,F401  (registers the commands)
+
+
+def main() -> None:
+    app()
+
+
+__all__ = ["app", "main"]

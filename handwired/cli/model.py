@@ -1,0 +1,114 @@
+"""Model commands: predict, explain, complete."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from handwired import explain as explaining
+from handwired import render, run
+from handwired.cli.app import WeightsOption, check_outputs, save_console, app, stdout, user_errors
+from handwired.errors import HandwiredError
+from handwired.weightfile import DEFAULT_MODEL, load
+
+
+@app.command()
+@user_errors
+def predict(
+    text: Annotated[str, typer.Argument(help="The context, one character per token, e.g. aabaa.")],
+    weights: WeightsOption = DEFAULT_MODEL,
+    all_positions: Annotated[bool, typer.Option("--all", help="Show the prediction at every position.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
+) -> None:
+    """Predict the next token after TEXT."""
+    model = load(weights)
+    trace = run.trace(model, text)
+    if as_json:
+        typer.echo(json.dumps(_prediction_json(model, trace, all_positions), indent=2, ensure_ascii=False))
+        return
+    stdout().print(render.prediction_view(model, trace, all_positions))
+
+
+def _prediction_json(model, trace: run.Trace, all_positions: bool) -> dict:
+    def at(i: int) -> dict:
+        best, tied = run.top_token(trace.logits[i])
+        return {
+            "position": i,
+            "token": trace.window[i],
+            "prediction": model.vocab[best],
+            "tied": tied,
+            "logits": trace.logits[i].tolist(),
+            "probabilities": trace.probs[i].tolist(),
+        }
+
+    last = at(len(trace.window) - 1)
+    result = {
+        "model": model.name,
+        "weights": model.source,
+        "vocab": list(model.vocab),
+        "text": trace.text,
+        "window": trace.window,
+        "truncated": trace.truncated,
+        "tokens": trace.tokens.tolist(),
+        "prediction": last["prediction"],
+        "tied": last["tied"],
+        "logits": last["logits"],
+        "probabilities": last["probabilities"],
+    }
+    if all_positions:
+        result["positions"] = [at(i) for i in range(len(trace.window))]
+    return result
+
+
+@app.command()
+@user_errors
+def explain(
+    text: Annotated[Optional[str], typer.Argument(help="The context; default: the weight file's example.")] = None,
+    weights: WeightsOption = DEFAULT_MODEL,
+    step: Annotated[
+        Optional[list[str]],
+        typer.Option("--step", "-s", help=f"Steps to show, repeatable: {', '.join(explaining.CHOICES)}. Default: all."),
+    ] = None,
+    block: Annotated[Optional[int], typer.Option(help="Show only this block.")] = None,
+    head: Annotated[Optional[int], typer.Option(help="Show only this head.")] = None,
+    svg: Annotated[Optional[Path], typer.Option(help="Also save what was printed as SVG.")] = None,
+    html: Annotated[Optional[Path], typer.Option(help="Also save what was printed as HTML.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
+) -> None:
+    """Show every intermediate of the forward pass on TEXT, step by step."""
+    model = load(weights)
+    check_outputs(Path(model.source), force, svg, html)
+    if text is None:
+        if model.example is None:
+            raise HandwiredError(f"{model.source}: has no 'example'; give the context, e.g. handwired explain {model.vocab[0] * 3}")
+        text = model.example
+    wanted = explaining.expand(step or [])
+    trace = run.trace(model, text)
+    panels = explaining.steps(model, trace, wanted, block, head)
+    console = Console(highlight=False, record=svg is not None or html is not None)
+    console.print(render.model_line(model))
+    console.print(Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"))
+    note = render.window_note(model, trace)
+    if note:
+        console.print(note)
+    for panel in panels:
+        console.print(render.step_panel(panel))
+    save_console(console, svg, html, force)
+
+
+@app.command()
+@user_errors
+def complete(
+    text: Annotated[str, typer.Argument(help="The context to continue.")],
+    n: Annotated[int, typer.Option("-n", help="How many tokens to generate.")] = 10,
+    weights: WeightsOption = DEFAULT_MODEL,
+) -> None:
+    """Continue TEXT greedily, the model always seeing the last n_ctx tokens."""
+    model = load(weights)
+    completed = run.complete(model, text, n)
+    stdout().print(Text.assemble((text, "bold"), (completed[len(text):], "green")), soft_wrap=True)

@@ -1,0 +1,76 @@
+"""weights: show, validate, create and list weight files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from handwired import render
+from handwired.cli.app import EXIT_USER_ERROR, WeightsOption, stdout, user_errors, weights_app
+from handwired.errors import HandwiredError
+from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps, load, starter_document, validate, write_new
+
+
+@weights_app.command("show")
+@user_errors
+def weights_show(
+    path: Annotated[Optional[str], typer.Argument(help="A weight file or bundled model; default: aab.")] = None,
+    weights: WeightsOption = DEFAULT_MODEL,
+) -> None:
+    """Show every weight matrix, labelled."""
+    stdout().print(render.weights_view(load(path or weights)))
+
+
+@weights_app.command("validate")
+@user_errors
+def weights_validate(
+    path: Annotated[str, typer.Argument(help="The weight file to check.")],
+) -> None:
+    """List every problem in a weight file, or say it is OK."""
+    file, model, problems = validate(path)
+    if problems:
+        err = Console(stderr=True, highlight=False)
+        for problem in problems:
+            err.print(f"{escape(str(file))}: {escape(problem)}", soft_wrap=True)
+        err.print(f"{len(problems)} problem{'s' if len(problems) > 1 else ''}")
+        raise typer.Exit(EXIT_USER_ERROR)
+    stdout().print(Text.assemble(("OK ", "bold green"), f"{file}: ", render.model_line(model)))
+
+
+@weights_app.command("new")
+@user_errors
+def weights_new(
+    output: Annotated[Path, typer.Option("--output", "-o", help="The file to create.")],
+    vocab: Annotated[str, typer.Option(help="The tokens, one character each, e.g. ab.")] = "ab",
+    ctx: Annotated[int, typer.Option(help="n_ctx: how many tokens the model sees.")] = 5,
+    embd: Annotated[int, typer.Option(help="n_embd: residual stream width.")] = 8,
+    head: Annotated[int, typer.Option(help="n_head: attention heads (must divide --embd).")] = 1,
+    blocks: Annotated[int, typer.Option(help="How many blocks.")] = 1,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+) -> None:
+    """Write a zero-filled starter weight file that validates."""
+    if len(set(vocab)) != len(vocab) or not vocab:
+        raise HandwiredError(f"--vocab {vocab!r}: expected distinct characters, e.g. ab")
+    for option, value, lowest in (("--ctx", ctx, 1), ("--embd", embd, 1), ("--head", head, 1), ("--blocks", blocks, 0)):
+        if not lowest <= value <= MAX_SIZE:
+            raise HandwiredError(f"{option} {value}: expected {lowest} to {MAX_SIZE}")
+    if embd % head:
+        raise HandwiredError(f"--embd {embd} is not divisible by --head {head}")
+    doc = starter_document(vocab, ctx, embd, head, blocks)
+    write_new(output, dumps(doc), force=force)
+    stdout().print(f"wrote {escape(str(output))}: vocab {' '.join(vocab)}, n_ctx {ctx}, n_embd {embd}, n_head {head}, "
+                   f"{blocks} block{'s' if blocks != 1 else ''}, all zeros. Next: edit it, then "
+                   f"handwired explain --weights {escape(str(output))}")
+
+
+@weights_app.command("list")
+def weights_list() -> None:
+    """List the bundled models."""
+    console = stdout()
+    for name, path in bundled_models().items():
+        console.print(Text.assemble((name, "bold"), f"  {path}"))
