@@ -292,7 +292,7 @@ class Score:
     def text(self) -> str:
         return (f"{self.parameters} non-zero parameters, n_embd {self.n_embd}, {self.n_head} "
                 f"head{'s' if self.n_head != 1 else ''}, {self.n_layer} block{'s' if self.n_layer != 1 else ''}, "
-                f"margin {self.margin:.3g}")
+                f"margin {format_margin(self.margin)}")
 
     def to_json(self) -> dict[str, Any]:
         return {"parameters": self.parameters, "n_embd": self.n_embd, "n_head": self.n_head,
@@ -310,6 +310,11 @@ class Score:
         if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not np.isfinite(margin):
             raise ValueError("expected a finite margin")
         return cls(*whole, float(margin))
+
+
+def format_margin(margin: float) -> str:
+    """A margin as people read it: 1023, 2.5, 0.125."""
+    return f"{margin:.0f}" if margin == round(margin) else f"{margin:.3f}".rstrip("0")
 
 
 def nonzero_parameters(model: Model) -> int:

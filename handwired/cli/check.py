@@ -37,8 +37,20 @@ def check(
     show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = 10,
     near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = checking.NEAR_MISS,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable verdict.")] = False,
+    puzzle: Annotated[
+        Optional[str], typer.Option(help="Judge the model as an answer to this puzzle, on every context by its rule.")
+    ] = None,
 ) -> None:
-    """Score the model on its target pattern; exit code 0 only if nothing fails."""
+    """Score the model on its target pattern (or a puzzle's rule); exit code 0 only if nothing fails."""
+    if puzzle is not None:
+        given = [option for option, value in (("--target", target), ("--length", length), ("--exhaustive", exhaustive),
+                                              ("--sample", sample), ("--min-length", min_length)) if value not in (None, False)]
+        if given:
+            raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
+        from handwired.cli.puzzles import check_puzzle  # the same verdict as `handwired puzzles check`
+
+        check_puzzle(puzzle, weights, show, near_miss, as_json)
+        return
     model = load(weights)
     pattern = target or model.target
     if pattern is None:
@@ -60,19 +72,23 @@ def check(
     if as_json:
         typer.echo(json.dumps(report_json(report, near_miss), indent=2, ensure_ascii=False))
     else:
-        console = stdout()
-        console.print(render.report_view(model, report, near_miss))
-        failure = report.shortest_failure
-        if failure is not None:
-            console.print(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
-                               style="bold"))
-            trace = run.trace(model, failure.context)
-            for panel in explaining.steps(model, trace, explaining.expand(["attention", "probs"])):
-                console.print(render.step_panel(panel))
+        print_report(stdout(), model, report, near_miss)
     if report.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok:
         raise typer.Exit(1)
+
+
+def print_report(console: Console, model, report: checking.Report, near_miss: float) -> None:
+    """The verdict, then the attention view of the shortest failing context, so you can see why it fails."""
+    console.print(render.report_view(model, report, near_miss))
+    failure = report.shortest_failure
+    if failure is not None:
+        console.print(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
+                           style="bold"))
+        trace = run.trace(model, failure.context)
+        for panel in explaining.steps(model, trace, explaining.expand(["attention", "probs"])):
+            console.print(render.step_panel(panel))
 
 
 def run_with_progress(model, plan: checking.Plan, show: int, show_progress: bool) -> checking.Report:
