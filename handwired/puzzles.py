@@ -15,7 +15,6 @@ fewest blocks, then the fewest heads, then the largest margin.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,7 +23,9 @@ import numpy as np
 from handwired import check as checking
 from handwired.errors import HandwiredError
 from handwired.rules import DECIDED, OUT_OF_DOMAIN, Rule, rule_from_spec
-from handwired.weightfile import MAX_SIZE, Model, _Checker, _vocab, load, read_json, starter_document
+from handwired.weightfile import (
+    MAX_SIZE, Model, _Checker, _vocab, bundled_folder, json_files, load, read_json, starter_document,
+)
 
 FORMAT = "handwired-puzzle/1"
 STATEMENT_KEYS = {
@@ -73,18 +74,12 @@ class Puzzle:
 
 def puzzles_dir() -> Path:
     """Where the bundled puzzles are: inside the installed package, or puzzles/ in a checkout."""
-    packaged = resources.files("handwired") / "puzzles"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "puzzles"
+    return bundled_folder("puzzles")
 
 
 def bundled_puzzles() -> dict[str, Path]:
     """Name -> statement file, for every bundled puzzle."""
-    folder = puzzles_dir()
-    if not folder.is_dir():
-        return {}
-    return {path.stem: path for path in sorted(folder.glob("*.json"))}
+    return json_files(puzzles_dir())
 
 
 def solution_path(name: str) -> Path | None:
