@@ -232,15 +232,13 @@ def starter(puzzle: Puzzle) -> dict[str, Any]:
     caps = puzzle.caps
     doc = starter_document("".join(puzzle.vocab), puzzle.n_ctx, caps.n_embd, caps.n_head, caps.n_layer)
     doc["name"] = puzzle.name
-    doc["description"] = f"A start on puzzle {puzzle.name!r}: {puzzle.summary} All zeros until you wire it."
+    doc["description"] = f"A start on puzzle {puzzle.name!r}: {puzzle.summary} " + doc["description"]
     doc["example"] = max(puzzle.examples, key=len)
     if puzzle.rule_spec.get("kind") == "pattern":
         doc["target"] = puzzle.rule_spec["pattern"]
     if caps.mlp:
-        hidden = MLP_WIDTH * caps.n_embd
         for block in doc["blocks"]:
-            block["mlp"] = {"c_fc": {"w": [[0] * hidden for _ in range(caps.n_embd)], "b": [0] * hidden},
-                            "c_proj": {"w": [[0] * caps.n_embd for _ in range(hidden)], "b": [0] * caps.n_embd}}
+            block["mlp"] = {"hidden": MLP_WIDTH * caps.n_embd, "c_fc": {"w": {}}, "c_proj": {"w": {}}}
     return doc
 
 
