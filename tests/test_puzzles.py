@@ -78,6 +78,9 @@ def test_reference_solution_passes_every_context_with_margin(monkeypatch, folder
     assert report.failed == 0 and report.passed > 0 and report.ok
     assert report.margin.value >= 1.0, report.margin
     assert model.description, "a reference solution says how it works"
+    assert any(label != f"d{i}" for i, label in enumerate(model.dims)), "a reference labels its dims"
+    pattern = puzzle.rule_spec.get("pattern")
+    assert model.target in (None, pattern), "a target only for a pattern puzzle, and that pattern"
     par = puzzles.par(puzzle)
     assert par.parameters == puzzles.nonzero_parameters(model) and par.margin == report.margin.value
 
