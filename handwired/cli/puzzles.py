@@ -99,8 +99,9 @@ def puzzles_show(name: NameArgument) -> None:
         Text.assemble(("\nrule: ", "bold"), puzzle.rule.description),
         Text.assemble(("judged: ", "bold"), f"on every context of length 1…{puzzle.n_ctx} over {', '.join(puzzle.vocab)} "
                       f"({puzzle.n_contexts:,} contexts), each fed from position 0, by this rule alone — not by the "
-                      "stream test that `handwired check` runs on a model's target (which starts the pattern at "
-                      "phase 0). A context passes when the right token's logit is strictly above every other; "
+                      "stream test that `handwired check` runs on a model's target"
+                      + (", which starts the pattern at phase 0" if puzzle.rule_spec["kind"] == "pattern" else "")
+                      + ". A context passes when the right token's logit is strictly above every other; "
                       "ambiguous and out-of-domain contexts are counted, never judged."),
         Text.assemble(("caps: ", "bold"), f"vocab {' '.join(puzzle.vocab)} (in this order), n_ctx {puzzle.n_ctx}, ",
                       puzzle.caps.text(), "; LayerNorm always allowed"),
