@@ -14,6 +14,7 @@ fewest blocks, then the fewest heads, then the largest margin.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -33,6 +34,7 @@ STATEMENT_KEYS = {
     "n_ctx": True, "caps": True, "rule": True, "examples": True, "hints": True,
 }  # key -> required
 CAPS_KEYS = {"n_embd": True, "n_head": True, "n_layer": True, "mlp": True}
+FOLDER_VARIABLE = "HANDWIRED_PUZZLES"
 MLP_WIDTH = 4  # the starter's MLP has 4 × n_embd hidden units, as GPT-2's
 
 
@@ -73,7 +75,10 @@ class Puzzle:
 
 
 def puzzles_dir() -> Path:
-    """Where the bundled puzzles are: inside the installed package, or puzzles/ in a checkout."""
+    """Where the puzzles are: $HANDWIRED_PUZZLES (a folder laid out like puzzles/, for people writing
+    new puzzles), else the bundled ones: inside the installed package, or puzzles/ in a checkout."""
+    if os.environ.get(FOLDER_VARIABLE):
+        return Path(os.environ[FOLDER_VARIABLE])
     return bundled_folder("puzzles")
 
 

@@ -236,3 +236,20 @@ def test_progress_home_defaults_to_the_app_dir(monkeypatch):
 
     monkeypatch.delenv("HANDWIRED_HOME")
     assert str(progressing.home()) == typer.get_app_dir("handwired")
+
+
+def test_a_folder_of_new_puzzles_can_be_played_through_the_environment(monkeypatch, tmp_path, fixture_puzzles):
+    import shutil
+
+    import handwired.puzzles
+
+    monkeypatch.undo()  # back to the real lookup, which reads $HANDWIRED_PUZZLES
+    monkeypatch.setenv("HANDWIRED_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "mine"
+    (folder / "solutions").mkdir(parents=True)
+    shutil.copy(fixture_puzzles / "first.json", folder)
+    shutil.copy(fixture_puzzles / "solutions" / "first.json", folder / "solutions")
+    monkeypatch.setenv("HANDWIRED_PUZZLES", str(folder))
+    assert handwired.puzzles.puzzles_dir() == folder
+    assert "no puzzle named 'aab' (puzzles: first)" in user_error("puzzles", "show", "aab")
+    assert invoke("puzzles", "check", "first", str(folder / "solutions" / "first.json")).exit_code == 0
