@@ -25,7 +25,7 @@ from handwired import check as checking
 from handwired.errors import HandwiredError
 from handwired.rules import DECIDED, OUT_OF_DOMAIN, Rule, rule_from_spec
 from handwired.weightfile import (
-    MAX_SIZE, Model, _Checker, _vocab, bundled_folder, json_files, load, read_json, starter_document,
+    MAX_SIZE, Model, _Checker, _kind, _vocab, bundled_folder, json_files, load, read_json, starter_document,
 )
 
 FORMAT = "handwired-puzzle/1"
@@ -124,10 +124,10 @@ def parse_statement(doc: Any, path: Path) -> tuple[Puzzle | None, list[str]]:
     if top is None:
         return None, checker.problems
     if "format" in top and top["format"] != FORMAT:
-        checker.problem("format", f"expected {FORMAT!r}; found {top['format']!r}")
+        checker.problem("format", f"expected {FORMAT!r}; found {_kind(top['format'])}")
     name = checker.text(top["name"], "name") if "name" in top else None
     if name is not None and name != path.stem:
-        checker.problem("name", f"expected {path.stem!r}, the file's name; found {name!r}")
+        checker.problem("name", f"expected {path.stem!r}, the file's name; found {_kind(name)}")
     level = checker.whole(top["level"], "level") if "level" in top else None
     texts = {key: checker.text(top[key], key) for key in ("title", "summary", "story") if key in top}
     vocab = _vocab(checker, top["vocab"]) if "vocab" in top else None
@@ -161,7 +161,7 @@ def _caps(checker: _Checker, value: Any) -> Caps | None:
         return None
     sizes = [checker.whole(spec[key], f"caps.{key}") for key in ("n_embd", "n_head", "n_layer")]
     if not isinstance(spec["mlp"], bool):
-        checker.problem("caps.mlp", f"expected true or false; found {spec['mlp']!r}")
+        checker.problem("caps.mlp", f"expected true or false; found {_kind(spec['mlp'])}")
         return None
     if None in sizes:
         return None
@@ -175,11 +175,11 @@ def _caps(checker: _Checker, value: Any) -> Caps | None:
 def _strings(checker: _Checker, value: Any, path: str, vocab=None, n_ctx=None) -> list[str] | None:
     """A non-empty list of non-empty strings; with a vocab, each a context the model can see."""
     if not isinstance(value, list) or not value:
-        checker.problem(path, f"expected a non-empty list of strings; found {value!r:.60}")
+        checker.problem(path, f"expected a non-empty list of strings; found {_kind(value)}")
         return None
     for i, item in enumerate(value):
         if not isinstance(item, str) or not item.strip():
-            checker.problem(f"{path}[{i}]", f"expected a non-empty string; found {item!r:.60}")
+            checker.problem(f"{path}[{i}]", f"expected a non-empty string; found {_kind(item)}")
             return None
         if vocab is not None:
             bad = [char for char in item if char not in vocab]

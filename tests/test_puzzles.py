@@ -138,13 +138,13 @@ def test_a_good_statement_has_no_problems(statement):
 @pytest.mark.parametrize(
     "edit,message",
     [
-        (lambda d: d.update(format="handwired/1"), "format: expected 'handwired-puzzle/1'; found 'handwired/1'"),
-        (lambda d: d.update(name="aba"), "name: expected 'aab', the file's name; found 'aba'"),
+        (lambda d: d.update(format="handwired/1"), "format: expected 'handwired-puzzle/1'; found the string 'handwired/1'"),
+        (lambda d: d.update(name="aba"), "name: expected 'aab', the file's name; found the string 'aba'"),
         (lambda d: d.pop("story"), "(top level): missing 'story'"),
         (lambda d: d.update(colour="red"), "colour: unknown key 'colour'"),
         (lambda d: d.update(level=0), "level: expected a whole number ≥ 1; found 0"),
         (lambda d: d.update(vocab=["a", "a"]), "vocab[1]: 'a' appears twice"),
-        (lambda d: d["caps"].update(mlp="no"), "caps.mlp: expected true or false; found 'no'"),
+        (lambda d: d["caps"].update(mlp="no"), "caps.mlp: expected true or false; found the string 'no'"),
         (lambda d: d["caps"].update(n_head=3), "caps: n_embd 8 is not divisible by n_head 3"),
         (lambda d: d["caps"].pop("n_layer"), "caps: missing 'n_layer'"),
         (lambda d: d.update(rule={"kind": "magic"}), "rule.kind: expected one of pattern"),

@@ -168,6 +168,8 @@ def check_puzzle(name: str, file: str, show: int, near_miss: float, as_json: boo
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
     else:
         console = stdout()
+        console.print(Text.assemble(("puzzle ", "dim"), (puzzle.name, "bold magenta"),
+                                    f" — {puzzle.title} (level {puzzle.level})"))
         print_report(console, model, report, near_miss)
         if score is not None:
             console.print(_score_view(puzzle, score, par, best_before, new_best))
