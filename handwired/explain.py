@@ -36,6 +36,7 @@ class Matrix:
     corner: str = ""  # the header cell above the row labels, short
     future: np.ndarray | None = None  # [rows, cols] bool: the key comes after the query
     future_text: str | None = None  # what a future cell shows; None: its value, greyed
+    show_tiny: bool = False  # print values below 0.0005 as 5.6e-8 rather than ≈0 (when their size is the lesson)
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,12 @@ NEGATIVE = ("#5c1a1a", "#832222", "#ab2b2b", "#d33535")
 TINY = 0.0005  # below this a nonzero value would print as 0.000; it prints as ≈0 instead
 
 
-def format_values(values: np.ndarray) -> list[list[str]]:
+def format_values(values: np.ndarray, show_tiny: bool = False) -> list[list[str]]:
     """Cell texts: whole numbers as integers when the whole matrix is whole, else three decimals.
 
     Exact zeros print as ``0`` and nonzero values too small for three decimals
-    as ``≈0``, so a learner can tell an exact 0 from e.g. exp(−362).
+    as ``≈0``, so a learner can tell an exact 0 from e.g. exp(−362); with
+    ``show_tiny`` they print in scientific notation instead (``5.6e-8``).
     """
     finite = values[np.isfinite(values)]
     whole = finite.size > 0 and bool(np.all(finite == np.round(finite))) and bool(np.all(np.abs(finite) < 1e12))
@@ -45,12 +46,18 @@ def format_values(values: np.ndarray) -> list[list[str]]:
         if whole:
             return f"{int(v)}"
         if abs(v) < TINY:
-            return "≈0"
+            return scientific(v) if show_tiny else "≈0"
         if abs(v) >= 1e6:
             return f"{v:.3e}"
         return f"{v:.3f}"
 
     return [[one(float(v)) for v in row] for row in values]
+
+
+def scientific(v: float) -> str:
+    """Two significant digits and a plain exponent: 5.6e-8, -1.2e-157."""
+    mantissa, exponent = f"{v:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def format_probability(p: float) -> str:
@@ -64,12 +71,12 @@ def format_probability(p: float) -> str:
     return f"{p:.4f}"
 
 
-def value_range(values: np.ndarray) -> str:
+def value_range(values: np.ndarray, show_tiny: bool = False) -> str:
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return "no finite values"
     low, high = float(finite.min()), float(finite.max())
-    text = format_values(np.array([[low, high]]))[0]
+    text = format_values(np.array([[low, high]]), show_tiny)[0]
     return f"range {text[0]} … {text[1]}"
 
 
@@ -88,9 +95,9 @@ def matrix_table(matrix: Matrix) -> Group:
     values = matrix.values
     finite = np.abs(values[np.isfinite(values)])
     scale = float(finite.max()) if finite.size else 0.0
-    texts = format_values(values)
+    texts = format_values(values, matrix.show_tiny)
     future = matrix.future if matrix.future is not None else np.zeros(values.shape, dtype=bool)
-    notes = [value_range(values), "blue > 0, red < 0, shade ∝ |value|"]
+    notes = [value_range(values, matrix.show_tiny), "blue > 0, red < 0, shade ∝ |value|"]
     if any("≈0" in row for row in texts):
         notes.append("≈0: not exactly 0, smaller than 0.0005")
     if future.any():
