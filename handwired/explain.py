@@ -115,7 +115,7 @@ class _View:
 
     def _attention_matrix(self, title: str, hook: str, block: int, head: int, future_text: str | None) -> Matrix:
         values = self.record[f"blocks.{block}.attn.{hook}"][head]  # [head, query, key] -> [query, key]
-        future = np.triu(np.ones(values.shape, dtype=bool), k=1)
+        future = np.triu(np.ones(values.shape, dtype=bool), k=1) if self.trace.causal else None
         return Matrix(title, f"blocks.{block}.attn.{hook}", values, self.positions, self.positions,
                       "query (destination) position", "key (source) position", "query ╲ key", future, future_text)
 
@@ -163,16 +163,28 @@ class _View:
         return Step(
             "scores", f"Attention scores · {self._where(block, head)}", "scores = Q · Kᵀ / √d_head",
             f"Q [{self.n}, {self.model.d_head}] · Kᵀ [{self.model.d_head}, {self.n}] / √{self.model.d_head} → [{self.n}, {self.n}]",
-            "How well each query matches each key. Grey cells: keys after the query, masked next.",
+            "How well each query matches each key. "
+            + ("Grey cells: keys after the query, masked next." if self.trace.causal else "No mask: every key counts."),
             (self._attention_matrix("Q·Kᵀ/√d_head", "scores_before_mask", block, head, None),),
         )
 
     def mask(self, block: int, head: int) -> Step:
+        if not self.trace.causal:
+            return self._no_mask(block, head)
         return Step(
             "mask", f"Causal mask · {self._where(block, head)}", "scores + M,  M[q, k] = 0 if k ≤ q else −∞",
             f"[{self.n}, {self.n}] + [{self.n}, {self.n}] → [{self.n}, {self.n}]",
             "A position may read itself and earlier positions only; −∞ becomes exactly 0 after softmax.",
             (self._attention_matrix("scores + M", "hook_attn_scores", block, head, "−∞"),),
+        )
+
+    def _no_mask(self, block: int, head: int) -> Step:
+        return Step(
+            "mask", f"No mask (--no-mask) · {self._where(block, head)}", "scores + M,  M = 0 everywhere",
+            f"[{self.n}, {self.n}] + 0 → [{self.n}, {self.n}]",
+            "The mask is off: nothing is masked, and each position also reads the positions after it, "
+            "as an encoder's bidirectional self-attention does.",
+            (self._attention_matrix("scores + M (M = 0)", "hook_attn_scores", block, head, None),),
         )
 
     def pattern(self, block: int, head: int) -> Step:

@@ -151,11 +151,19 @@ def window_note(model: Model, trace: Trace) -> Text | None:
     )
 
 
+def mask_note(trace: Trace) -> Text | None:
+    if trace.causal:
+        return None
+    return Text("Mask off (--no-mask): bidirectional self-attention, as in an encoder. Every position also sees the "
+                "tokens after it, so a prediction at an earlier position may be reading its own answer.",
+                style="bold yellow")
+
+
 def prediction_view(model: Model, trace: Trace, all_positions: bool) -> Group:
     parts: list = [model_line(model)]
-    note = window_note(model, trace)
-    if note:
-        parts.append(note)
+    for note in (window_note(model, trace), mask_note(trace)):
+        if note:
+            parts.append(note)
     if all_positions:
         parts.append(_positions_table(model, trace))
     best, tied = top_token(trace.logits[-1])
