@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+from rich.columns import Columns
 from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
@@ -124,7 +125,8 @@ def matrix_table(matrix: Matrix) -> Group:
 def step_panel(step: Step) -> Panel:
     header = Text.assemble((step.formula, "bold cyan"), "\n", ("shape: ", "dim"), step.shape, "\n", (step.note, "italic"))
     return Panel(
-        Group(header, *[matrix_table(m) for m in step.matrices]),
+        Group(header, Columns([matrix_table(m) for m in step.matrices], padding=(0, 3)) if step.side_by_side
+              else Group(*[matrix_table(m) for m in step.matrices])),
         title=Text.assemble((f"[{step.key}] ", "bold magenta"), (step.title, "bold")),
         title_align="left",
         expand=False,

@@ -82,6 +82,9 @@ def explain(
     ] = None,
     block: Annotated[Optional[int], typer.Option(help="Show only this block.")] = None,
     head: Annotated[Optional[int], typer.Option(help="Show only this head.")] = None,
+    position: Annotated[
+        Optional[int], typer.Option(help="The position the why step explains; default: the last.")
+    ] = None,
     svg: Annotated[Optional[Path], typer.Option(help="Also save what was printed as SVG.")] = None,
     html: Annotated[Optional[Path], typer.Option(help="Also save what was printed as HTML.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
@@ -96,7 +99,8 @@ def explain(
         text = model.example
     wanted = explaining.expand(step or [])
     trace = run.trace(model, text, causal=not no_mask)
-    panels = explaining.steps(model, trace, wanted, block, head)
+    named = any(name in explaining.BLOCK_STEPS for name in step or [])
+    panels = explaining.steps(model, trace, wanted, block, head, position, every_step=named)
     console = Console(highlight=False, record=svg is not None or html is not None)
     console.print(render.model_line(model))
     console.print(Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"))
