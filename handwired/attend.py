@@ -72,6 +72,9 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, score: str = "scaled-dot
     if score not in SCORES:
         raise HandwiredError(f"--score {score!r}: expected one of {', '.join(SCORES)}")
     _check_shapes(q, k, v)
+    if causal and len(q) > len(k):
+        raise HandwiredError(f"--causal with {len(q)} queries and {len(k)} keys: the first queries would see no key; "
+                             "a causal mask needs at least as many keys as queries")
     raw = scores(q, k, score)  # [n_q, n_k]
     # forward.py's convention: the queries are the last n_q of the n_k positions.
     mask = causal_mask(len(q), len(k)) if causal else np.zeros(raw.shape)  # [n_q, n_k]

@@ -108,6 +108,8 @@ def test_inline_forms():
     (["--q", "1;;2", "--k", "1", "--v", "1"], "'nothing' is not a number"),
     (["--q", "nan", "--k", "1", "--v", "1"], "not a finite number"),
     (["--q", "1", "--k", "1", "--v", "1", "--score", "cosine"], "--score 'cosine': expected one of scaled-dot"),
+    (["--q", "1;2", "--k", "1", "--v", "1", "--causal"], "a causal mask needs at least as many keys as queries"),
+    (["--q", "", "--k", "1", "--v", "1"], "--q: empty"),
     ([], "nothing to attend"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message):
@@ -129,3 +131,15 @@ def test_bad_files(tmp_path):
 def test_core_rejects_unknown_score():
     with pytest.raises(HandwiredError):
         attend.attend(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1)), "cosine")
+
+
+def test_saves_svg_and_html_and_never_overwrites(tmp_path):
+    svg, html = tmp_path / "a.svg", tmp_path / "a.html"
+    args = ["attend", "--q", "62", "--k", "60,64,68", "--v", "110,115,126", "--score", "gaussian"]
+    assert invoke(*args, "--svg", str(svg), "--html", str(html)).exit_code == 0
+    assert svg.read_text().startswith("<svg") and "5.6e-8" in html.read_text()
+    assert "already exists; use --force" in user_error(*args, "--svg", str(svg))
+    source = tmp_path / "in.json"
+    source.write_text('{"x": [1, 2]}')
+    assert "that is the file being read" in user_error("attend", str(source), "--html", str(source), "--force")
+    assert source.read_text() == '{"x": [1, 2]}'

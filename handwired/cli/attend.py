@@ -41,6 +41,8 @@ def attend(
         raise HandwiredError("nothing to attend: give --q, --k and --v (or --x), or a JSON file, "
                              "e.g. handwired attend --q 62 --k 60,64,68 --v 110,115,126 --score gaussian")
     for path in (svg, html):
+        if path is not None and file is not None and path.resolve() == file.resolve():
+            raise HandwiredError(f"{path}: that is the file being read; choose another file")
         if path is not None and path.exists() and not force:
             raise HandwiredError(f"{path}: already exists; use --force to replace it")
     given = attending.read_file(file) if file is not None else {
