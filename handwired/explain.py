@@ -292,7 +292,8 @@ class _View:
         matrices = [
             Matrix("concat(z_0 … z_H): the heads' outputs side by side", f"blocks.{block}.attn.hook_z",
                    z.reshape(self.n, n_embd), self.positions, z_labels, "position:token",
-                   f"z dim (head h: z{{h·{d_head}}} …)", "pos ╲ z"),
+                   "z dim (" + ", ".join(f"head {h}: z{h * d_head}…z{(h + 1) * d_head - 1}" for h in range(n_head)) + ")",
+                   "pos ╲ z"),
             Matrix("W_O = c_proj.w", f"blocks[{block}].attn.c_proj.w", c_proj["w"], z_labels, self.dims,
                    "z dim", "residual dim", "z ╲ dim"),
         ]
