@@ -11,8 +11,8 @@ import math
 from pathlib import Path
 
 import numpy as np
-from rich.columns import Columns
 from rich.console import Group
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -122,10 +122,43 @@ def matrix_table(matrix: Matrix) -> Group:
     return Group(title, table, Text(" · ".join(notes), style="dim"))
 
 
+class SideBySide:
+    """Tables in a row when the width allows, else one under another: never squeezed or cut."""
+
+    GAP = 3
+
+    def __init__(self, items: list[Group]) -> None:
+        self.items = items
+
+    def _widths(self, console, options) -> list[int] | None:
+        # each item's tables at their full width; titles and captions wrap to fit
+        widths = [max((Measurement.get(console, options, part).maximum for part in item.renderables
+                       if isinstance(part, Table)), default=20) for item in self.items]
+        return widths if sum(widths) + self.GAP * (len(widths) - 1) <= options.max_width else None
+
+    def __rich_console__(self, console, options):
+        widths = self._widths(console, options)
+        if widths is None:
+            yield Group(*self.items)
+            return
+        grid = Table.grid(padding=(0, self.GAP))
+        for width in widths:
+            grid.add_column(width=width)  # the caption under each table wraps to the table's width
+        grid.add_row(*self.items)
+        yield grid
+
+    def __rich_measure__(self, console, options) -> Measurement:
+        widths = self._widths(console, options)
+        if widths is None:
+            return Measurement.get(console, options, Group(*self.items))
+        total = sum(widths) + self.GAP * (len(widths) - 1)
+        return Measurement(total, total)
+
+
 def step_panel(step: Step) -> Panel:
     header = Text.assemble((step.formula, "bold cyan"), "\n", ("shape: ", "dim"), step.shape, "\n", (step.note, "italic"))
     return Panel(
-        Group(header, Columns([matrix_table(m) for m in step.matrices], padding=(0, 3)) if step.side_by_side
+        Group(header, SideBySide([matrix_table(m) for m in step.matrices]) if step.side_by_side
               else Group(*[matrix_table(m) for m in step.matrices])),
         title=Text.assemble((f"[{step.key}] ", "bold magenta"), (step.title, "bold")),
         title_align="left",

@@ -68,6 +68,8 @@ def test_self_attention_shorthand_equals_q_k_v_given_separately():
     assert by_x == by_qkv
     # X·Xᵀ by hand: 67² + 91² = 12770, 67·60 + 91·87 = 11937, 64² + 84² = 11152
     assert by_x["dot"][0][:2] == [12770, 11937] and by_x["dot"][2][2] == 11152
+    # every row's largest score is its dot product with x0 (the longest row): saturated, all copy x0
+    assert by_x["output"] == [[67, 91]] * 3 and by_x["saturated_rows"] == [0, 1, 2]
     assert "Self-attention: Q = K = V = X" in invoke("attend", "--x", x).stdout
 
 

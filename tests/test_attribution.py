@@ -127,3 +127,26 @@ def test_concat_shares_add_up_to_attn_out():
     shares = [m.values for m in step.matrices if m.title.startswith("head ")]
     bias = model.params["blocks"][0]["attn"]["c_proj"]["b"]
     np.testing.assert_allclose(sum(shares) + bias, trace.record["blocks.0.hook_attn_out"], atol=1e-9)
+
+
+def test_heads_are_drawn_side_by_side_when_the_terminal_is_wide_enough():
+    from rich.console import Console
+
+    from handwired import render
+
+    model = load("aaab")
+    step = explain.steps(model, run.trace(model, "aaab"), ["heads"])[0]
+
+    def drawn(width):
+        console = Console(width=width, record=True, color_system=None)
+        console.print(render.step_panel(step))
+        return console.export_text()
+
+    def together(text):
+        return any("head 0  blocks.0" in line and "head 1  blocks.0" in line for line in text.splitlines())
+
+    wide, narrow = drawn(120), drawn(80)
+    assert together(wide) and not together(narrow)
+    for text in (wide, narrow):  # whole tables either way: no cell cut short
+        assert "┃ query ╲ key ┃   0:a ┃   1:a ┃   2:a ┃   3:b ┃" in text
+        assert "│ 3:b         │    ≈0 │ 1.000 │  ≈0 │   0 │" in text
