@@ -28,8 +28,8 @@ from handwired.explain import Matrix, Step
 from handwired.forward import causal_mask, softmax
 
 SCORES = ("scaled-dot", "dot", "gaussian")
-# A weight this far below its row's largest (e^-30 ≈ 1e-13) no longer moves the output:
-# softmax has become a hard choice.
+# When the best key's score leads the next by this much, the others' weights are below e^-30 ≈ 1e-13:
+# softmax has become a hard choice of one key.
 SATURATED_GAP = 30.0
 INPUT_KEYS = ("q", "k", "v", "x")
 
@@ -49,15 +49,17 @@ class Attention:
     weights: np.ndarray  # [n_q, n_k] softmax along each row
     output: np.ndarray  # [n_q, d_v] weights · V
 
+    def leads(self) -> np.ndarray:  # [n_q] how far each row's best visible score is ahead of its second
+        visible = np.sort(np.where(np.isfinite(self.masked), self.masked, -np.inf), axis=-1)  # [n_q, n_k]
+        if visible.shape[1] < 2:
+            return np.full(visible.shape[0], np.inf)
+        return visible[:, -1] - visible[:, -2]  # +inf where a row sees one key only
+
     @property
     def saturated(self) -> list[int]:
-        """Query rows where softmax is a hard choice: some visible key is ≥ SATURATED_GAP below the best."""
-        rows = []
-        for row in range(self.masked.shape[0]):
-            visible = self.masked[row][np.isfinite(self.masked[row])]
-            if visible.size > 1 and visible.max() - visible.min() >= SATURATED_GAP:
-                rows.append(row)
-        return rows
+        """Query rows where softmax is a hard choice: the best key leads the next by SATURATED_GAP or more."""
+        leads = self.leads()
+        return [int(row) for row in np.flatnonzero(np.isfinite(leads) & (leads >= SATURATED_GAP))]
 
 
 def scores(q: np.ndarray, k: np.ndarray, kind: str) -> np.ndarray:  # [n_q, d], [n_k, d] -> [n_q, n_k]
@@ -195,15 +197,16 @@ def saturation_note(attention: Attention) -> str | None:
     rows = attention.saturated
     if not rows:
         return None
+    lead = float(attention.leads()[rows].min())
     spread = max(float(np.ptp(attention.masked[r][np.isfinite(attention.masked[r])])) for r in rows)
-    # log10 of the smallest weight, from the scores: float64 itself stops near 1e-308
-    smallest = max(spread, 0) / math.log(10)
     underflow = bool(np.any((attention.weights[rows] == 0) & np.isfinite(attention.masked[rows])))
     where = ", ".join(f"q{r}" for r in rows)
-    text = (f"Softmax saturated in row{'s' if len(rows) > 1 else ''} {where}: the scores differ by up to {spread:,.0f}, "
-            f"so one key takes weight ≈1 and the others as little as e^-{spread:,.0f} ≈ 1e-{smallest:.0f}"
-            + (" (below float64's range, so printed as 0)" if underflow else "")
-            + "; the output just copies one value and softmax's gradient vanishes.")
+    # powers of ten from the scores themselves: float64 stops near 1e-308
+    text = (f"Softmax saturated in row{'s' if len(rows) > 1 else ''} {where}: the best key's score leads the next "
+            f"by {lead:,.0f} or more, so it takes weight ≈1 and every other key at most e^-{lead:,.0f} ≈ "
+            f"1e-{lead / math.log(10):.0f} (the least, e^-{spread:,.0f} ≈ 1e-{spread / math.log(10):.0f}"
+            + (", is below float64's range and printed as 0" if underflow else "")
+            + "); the output just copies one value, and softmax's gradient vanishes.")
     if attention.score == "dot":
         return text + " Dividing by √d_k (--score scaled-dot) is the transformer's remedy for large dot products."
     if attention.score == "scaled-dot":

@@ -53,7 +53,8 @@ def test_saturation_is_said_on_screen_and_in_json():
     assert "Softmax saturated in rows q0, q1" in result.stdout
     assert "e^-852" in result.stdout
     note = json.loads(invoke("attend", "--q", Q2, "--k", K2, "--v", V2, "--score", "dot", "--json").stdout)["note"]
-    assert "below float64's range, so printed as 0" in note  # e^-852 underflows
+    assert "leads the next by 484 or more" in note  # 11428 - 10944
+    assert "e^-852 ≈ 1e-370, is below float64's range and printed as 0" in note  # 12087 - 11235 underflows
     data = json.loads(invoke("attend", "--q", Q2, "--k", K2, "--v", V2, "--json").stdout)
     assert data["score"] == "scaled-dot" and data["saturated_rows"] == [0, 1]
     assert data["dot"][0] == [12087, 11235, 11576]
@@ -71,6 +72,13 @@ def test_self_attention_shorthand_equals_q_k_v_given_separately():
     # every row's largest score is its dot product with x0 (the longest row): saturated, all copy x0
     assert by_x["output"] == [[67, 91]] * 3 and by_x["saturated_rows"] == [0, 1, 2]
     assert "Self-attention: Q = K = V = X" in invoke("attend", "--x", x).stdout
+
+
+def test_a_wide_spread_is_not_saturation_while_two_keys_share_the_best_score():
+    # scores 0, 0, -40.5: the third weight is e^-40.5 / 2, but the first two still split the weight evenly
+    data = json.loads(invoke("attend", "--q", "0", "--k", "0,0,9", "--v", "1,2,3", "--score", "gaussian", "--json").stdout)
+    assert data["saturated_rows"] == [] and data["note"] is None
+    assert data["weights"][0][0] == pytest.approx(0.5)
 
 
 def test_causal_mask_zeroes_future_keys_and_says_so():
