@@ -1,4 +1,4 @@
-"""A player's progress: solved puzzles, best scores and hints revealed.
+"""A player's progress: solved puzzles, best scores and hints revealed (and each puzzle's par, remembered).
 
 Kept in ``progress.json`` in handwired's application directory (typer's
 ``get_app_dir("handwired")``, or ``$HANDWIRED_HOME`` when set). Progress is a
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from handwired.errors import HandwiredError
-from handwired.puzzles import Score
+from handwired.puzzles import Puzzle, Score, par, par_source
 from handwired.weightfile import write_new
 
 FORMAT = "handwired-progress/1"
@@ -59,6 +59,8 @@ class Entry:
 class Progress:
     path: Path
     puzzles: dict[str, Entry] = field(default_factory=dict)
+    # Par takes a whole check of the reference solution; it is kept with the fingerprint of what it came from.
+    pars: dict[str, tuple[str, Score]] = field(default_factory=dict)  # name -> (puzzles.par_source, par)
     writable: bool = True  # False when a bad file could not be set aside: never overwrite it
     warn: Callable[[str], None] = lambda message: None
 
@@ -91,8 +93,25 @@ class Progress:
             entry.hints = count
             self.save()
 
+    def par(self, puzzle: Puzzle) -> Score | None:
+        """The puzzle's par, from the last time it was computed if nothing it depends on has changed."""
+        source = par_source(puzzle)
+        if source is None:
+            return None
+        if puzzle.name in self.pars and self.pars[puzzle.name][0] == source:
+            return self.pars[puzzle.name][1]
+        score = par(puzzle)
+        if score is not None:
+            self.pars[puzzle.name] = (source, score)
+            self.save()
+        return score
+
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "puzzles": {name: entry.to_json() for name, entry in sorted(self.puzzles.items())}}
+        return {
+            "format": FORMAT,
+            "puzzles": {name: entry.to_json() for name, entry in sorted(self.puzzles.items())},
+            "par": {name: {"source": source, "score": score.to_json()} for name, (source, score) in sorted(self.pars.items())},
+        }
 
     def save(self) -> None:
         """Write atomically; a failure is reported, not raised."""
@@ -112,7 +131,7 @@ def load(path: Path | None = None, warn: Callable[[str], None] = lambda message:
     if not path.exists():
         return progress
     try:
-        progress.puzzles = _parse(path)
+        progress.puzzles, progress.pars = _parse(path)
     except (OSError, UnicodeDecodeError, ValueError) as error:  # JSONDecodeError is a ValueError
         reason = getattr(error, "strerror", None) or str(error)
         aside = _set_aside(path)
@@ -126,17 +145,23 @@ def load(path: Path | None = None, warn: Callable[[str], None] = lambda message:
     return progress
 
 
-def _parse(path: Path) -> dict[str, Entry]:
+def _parse(path: Path) -> tuple[dict[str, Entry], dict[str, tuple[str, Score]]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("puzzles"), dict):
         raise ValueError(f"expected {{\"format\": \"{FORMAT}\", \"puzzles\": {{…}}}}")
-    puzzles = {}
+    if not set(data) <= {"format", "puzzles", "par"} or not isinstance(data.get("par", {}), dict):
+        raise ValueError("expected only format, puzzles and par")
+    puzzles, pars = {}, {}
     for name, entry in data["puzzles"].items():
         try:
             puzzles[name] = Entry.from_json(entry)
         except ValueError as error:
             raise ValueError(f"puzzles.{name}: {error}") from None
-    return puzzles
+    for name, entry in data.get("par", {}).items():
+        if not isinstance(entry, dict) or set(entry) != {"source", "score"} or not isinstance(entry["source"], str):
+            raise ValueError(f"par.{name}: expected source and score")
+        pars[name] = (entry["source"], Score.from_json(entry["score"]))
+    return puzzles, pars
 
 
 def _set_aside(path: Path) -> Path | None:

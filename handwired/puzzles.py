@@ -14,6 +14,7 @@ fewest blocks, then the fewest heads, then the largest margin.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from handwired import __version__
 from handwired import check as checking
 from handwired.errors import HandwiredError
 from handwired.rules import DECIDED, OUT_OF_DOMAIN, Rule, rule_from_spec
@@ -339,6 +341,17 @@ def reference_solution(puzzle: Puzzle) -> Model | None:
     """The puzzle's bundled reference solution, loaded; None if it has none."""
     path = solution_path(puzzle.name)
     return None if path is None else load(str(path))
+
+
+def par_source(puzzle: Puzzle) -> str | None:
+    """A fingerprint of everything par depends on (statement, reference, handwired's version); None without a reference."""
+    path = solution_path(puzzle.name)
+    if path is None:
+        return None
+    digest = hashlib.sha256(__version__.encode())
+    for part in (puzzle.source, path):
+        digest.update(part.read_bytes())
+    return digest.hexdigest()
 
 
 def par(puzzle: Puzzle) -> Score | None:

@@ -87,3 +87,25 @@ def test_saving_into_a_folder_that_cannot_exist_warns(tmp_path, monkeypatch):
     warnings = []
     progressing.load(warn=warnings.append).record("aab", GOOD)
     assert len(warnings) == 1 and "could not save progress" in warnings[0]
+
+
+def test_par_is_remembered_until_the_statement_or_the_reference_changes(tmp_path, monkeypatch, fixture_puzzles):
+    import shutil
+
+    from handwired import puzzles
+
+    folder = tmp_path / "puzzles"
+    shutil.copytree(fixture_puzzles, folder)
+    monkeypatch.setattr(puzzles, "puzzles_dir", lambda: folder)
+    puzzle = puzzles.load_puzzle("aab")
+    assert progressing.load().par(puzzle) == Score(26, 8, 1, 1, 1023.0)
+
+    def no_check(*args, **kwargs):
+        raise AssertionError("par was computed again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(puzzles, "judge", no_check)
+        assert progressing.load().par(puzzle) == Score(26, 8, 1, 1, 1023.0)  # from the file, no check
+    solution = folder / "solutions" / "aab.json"
+    solution.write_text(solution.read_text().replace('"Lg": 1024', '"Lg": 2048'))
+    assert progressing.load().par(puzzle).margin == 2047  # the reference changed: computed afresh

@@ -92,7 +92,7 @@ def puzzles_show(name: NameArgument) -> None:
     for context in puzzle.examples:
         answer = puzzles.answer(puzzle, context)
         examples.add_row(context, Text(answer.text(), style="bold green" if answer.status == 0 else "yellow"))
-    par = puzzles.par(puzzle)
+    par = progress.par(puzzle)
     best = progress.best(name)
     parts = [
         Text(puzzle.story),
@@ -160,7 +160,7 @@ def check_puzzle(name: str, file: str, show: int, near_miss: float, as_json: boo
     progress = _progress()
     best_before = progress.best(name)
     new_best = progress.record(name, score) if score is not None else False
-    par = puzzles.par(puzzle) if score is not None else None
+    par = progress.par(puzzle) if score is not None else None
     if as_json:
         result = {"puzzle": name, **report_json(report, near_miss), "solved": score is not None,
                   "score": None if score is None else score.to_json(), "par": None if par is None else par.to_json(),
@@ -240,11 +240,12 @@ def puzzles_solution(
     path = puzzles.solution_path(name)
     if path is None:
         raise HandwiredError(f"puzzle {name!r} has no reference solution")
-    if not spoil and not _progress().solved(name):
+    progress = _progress()
+    if not spoil and not progress.solved(name):
         raise HandwiredError(f"puzzle {name!r} is not solved yet: solve it first "
                              f"(handwired puzzles check {name} FILE), or add --spoil to see the solution anyway")
     model = load(str(path))
-    par = puzzles.par(puzzle)
+    par = progress.par(puzzle)
     console = stdout()
     console.print(Text.assemble(("reference solution of ", "dim"), (name, "bold"), ("  ", ""), (str(path), "dim")))
     if model.description:
