@@ -3,8 +3,9 @@
 Run:  python benchmarks/bench_puzzles.py
 
 The induction puzzle: vocab abcd, n_ctx 8, two blocks of two heads, n_embd 24:
-87,380 contexts. It checks the puzzle's starter (all zeros) and a model with
-random weights of the same shape, each the median of five runs, against the
+87,380 contexts. It checks the puzzle's starter (all zeros), a model with
+random weights of the same shape and, when the puzzle is bundled, its reference
+solution (a solved check, which also shows par), each the median of five runs, against the
 baseline measured in the same run: `handwired puzzles list`, which starts
 Python and reads the puzzles but checks nothing. Target (2-core machine):
 well under two seconds for the whole check command.
@@ -68,9 +69,13 @@ def main() -> None:
         baseline = median_seconds([*command, "puzzles", "list"], env, ok_codes=(0,))
         print(f"{'what':58} {'median of 5':>12} {'beyond the baseline':>20}")
         print(f"{'baseline: handwired puzzles list (start-up, no check)':58} {baseline:>10.2f} s")
-        for name in ("starter", "random"):
-            seconds = median_seconds([*command, "puzzles", "check", "induction", str(folder / f"{name}.json")], env)
-            label = f"handwired puzzles check induction, {name} model (87,380)"
+        files = {"starter": folder / "starter.json", "random": folder / "random.json"}
+        reference = puzzles.solution_path("induction") if "HANDWIRED_PUZZLES" not in env else None
+        if reference is not None:
+            files["reference (solved)"] = reference
+        for name, path in files.items():
+            seconds = median_seconds([*command, "puzzles", "check", "induction", str(path)], env)
+            label = f"handwired puzzles check induction, {name}"
             print(f"{label:58} {seconds:>10.2f} s {seconds - baseline:>18.2f} s   {seconds / baseline:.1f}x")
 
 
