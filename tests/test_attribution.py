@@ -93,15 +93,15 @@ def test_why_at_another_position_and_with_layer_norm_says_the_scale():
 
 
 def test_aaab_passes_every_phase_exhaustively_with_a_margin_of_at_least_one():
-    result = invoke("check", "--exhaustive", "-w", "aaab", "--json")
+    result = invoke("check", "--exhaustive", "-w", "multihead", "--json")
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert data["failed"] == 0 and data["passed"] > 0 and data["margin"]["logits"] >= 1
-    assert invoke("check", "-w", "aaab").exit_code == 0  # the stream from the start, too
+    assert invoke("check", "-w", "multihead").exit_code == 0  # the stream from the start, too
 
 
 def test_aaab_heads_do_different_jobs():
-    model = load("aaab")
+    model = load("multihead")
     assert model.n_head == 2
     pattern = run.trace(model, "aaabaaab").record["blocks.0.attn.hook_pattern"]  # [head, query, key]
     for t in range(2, 8):
@@ -111,7 +111,7 @@ def test_aaab_heads_do_different_jobs():
 
 
 def test_explain_tells_the_multi_head_story_only_for_several_heads():
-    out = invoke("explain", "-w", "aaab").stdout
+    out = invoke("explain", "-w", "multihead").stdout
     for text in ("[heads] Every head's pattern", "head 0  blocks.0.attn.hook_pattern", "head 1  blocks.0.attn.hook_pattern",
                  "[concat]", "concat(z_0 … z_H)", "W_O = c_proj.w", "head 1's share", "[why]"):
         assert text in out, text
@@ -121,7 +121,7 @@ def test_explain_tells_the_multi_head_story_only_for_several_heads():
 
 
 def test_concat_shares_add_up_to_attn_out():
-    model = load("aaab")
+    model = load("multihead")
     trace = run.trace(model, "aaabaaa")
     step = explain.steps(model, trace, ["concat"])[0]
     shares = [m.values for m in step.matrices if m.title.startswith("head ")]
@@ -134,7 +134,7 @@ def test_heads_are_drawn_side_by_side_when_the_terminal_is_wide_enough():
 
     from handwired import render
 
-    model = load("aaab")
+    model = load("multihead")
     step = explain.steps(model, run.trace(model, "aaab"), ["heads"])[0]
 
     def drawn(width):
