@@ -57,17 +57,19 @@ def puzzles_list() -> None:
         console.print("No puzzles are installed.")
         return
     progress = _progress()
-    table = Table(title="puzzles (judged on every context; best = fewest non-zero parameters)", title_justify="left")
+    table = Table(title="puzzles: each judged on every context", title_justify="left")
     for column, justify in (("level", "right"), ("name", "left"), ("to build", "left"), ("vocab", "left"),
-                            ("n_ctx", "right"), ("caps", "left"), ("solved", "left"), ("best", "left")):
-        table.add_column(column, justify=justify)
+                            ("n_ctx", "right"), ("caps", "left"), ("solved", "left")):
+        table.add_column(column, justify=justify, no_wrap=column != "to build", ratio=1 if column == "to build" else None)
+    table.caption = ("caps: at most n_embd, heads, blocks; MLP where allowed · solved: ✓ and your best score, "
+                     "in non-zero parameters")
     for puzzle in catalogue:
         best = progress.best(puzzle.name)
         solved = progress.solved(puzzle.name)
         table.add_row(
-            str(puzzle.level), Text(puzzle.name, style="bold"), puzzle.summary, " ".join(puzzle.vocab),
-            str(puzzle.n_ctx), _caps_short(puzzle.caps), Text("✓" if solved else "·", style="green" if solved else "dim"),
-            "" if best is None else f"{best.parameters} params",
+            str(puzzle.level), Text(puzzle.name, style="bold"), puzzle.summary, "".join(puzzle.vocab),
+            str(puzzle.n_ctx), _caps_short(puzzle.caps),
+            Text(f"✓ {best.parameters}" if solved and best else "·", style="green" if solved else "dim"),
         )
     console.print(table)
     solved = sum(progress.solved(p.name) for p in catalogue)
@@ -76,7 +78,7 @@ def puzzles_list() -> None:
 
 
 def _caps_short(caps: puzzles.Caps) -> str:
-    return f"n_embd≤{caps.n_embd} heads≤{caps.n_head} blocks≤{caps.n_layer}{' MLP' if caps.mlp else ''}"
+    return f"{caps.n_embd}, {caps.n_head}, {caps.n_layer}{', MLP' if caps.mlp else ''}"
 
 
 @puzzles_app.command("show")
