@@ -9,9 +9,11 @@ from reference import params_to_document, random_params
 from test_cli import invoke, user_error
 
 from handwired import progress as progressing
+from handwired import puzzles
 from handwired.check import Report
 
 pytestmark = pytest.mark.usefixtures("fixture_puzzles")
+BUNDLED_DIR = puzzles.puzzles_dir  # the real lookup, kept before any test replaces it
 
 
 @pytest.fixture
@@ -244,8 +246,7 @@ def test_a_folder_of_new_puzzles_can_be_played_through_the_environment(monkeypat
 
     import handwired.puzzles
 
-    monkeypatch.undo()  # back to the real lookup, which reads $HANDWIRED_PUZZLES
-    monkeypatch.setenv("HANDWIRED_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(handwired.puzzles, "puzzles_dir", BUNDLED_DIR)  # the real lookup, which reads $HANDWIRED_PUZZLES
     folder = tmp_path / "mine"
     (folder / "solutions").mkdir(parents=True)
     shutil.copy(fixture_puzzles / "first.json", folder)
@@ -254,3 +255,17 @@ def test_a_folder_of_new_puzzles_can_be_played_through_the_environment(monkeypat
     assert handwired.puzzles.puzzles_dir() == folder
     assert "no puzzle named 'aab' (puzzles: first)" in user_error("puzzles", "show", "aab")
     assert invoke("puzzles", "check", "first", str(folder / "solutions" / "first.json")).exit_code == 0
+
+
+@pytest.mark.parametrize("name", list(puzzles.bundled_puzzles()))
+def test_every_bundled_puzzle_shows_its_statement_and_par(monkeypatch, name):
+    monkeypatch.setattr(puzzles, "puzzles_dir", BUNDLED_DIR)  # the bundled puzzles, not the test ones
+    monkeypatch.setenv("COLUMNS", "200")
+    puzzle = puzzles.load_puzzle(name)
+    result = invoke("puzzles", "show", name)
+    assert result.exit_code == 0
+    out = flat(result.stdout)
+    assert puzzle.title in out and f"{puzzle.n_contexts:,} contexts" in out
+    assert f"par: {puzzles.nonzero_parameters(puzzles.reference_solution(puzzle))} non-zero parameters" in out
+    for context in puzzle.examples:
+        assert f"{context} {puzzles.answer(puzzle, context).text()}" in out
