@@ -56,7 +56,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         env = {**os.environ, "HANDWIRED_HOME": str(folder / "home")}
-        if "induction" not in puzzles.bundled_puzzles():
+        bundled = "induction" in puzzles.bundled_puzzles()
+        if not bundled:
             (folder / "puzzles").mkdir()
             (folder / "puzzles" / "induction.json").write_text(json.dumps(STATEMENT))
             env["HANDWIRED_PUZZLES"] = str(folder / "puzzles")
@@ -70,7 +71,7 @@ def main() -> None:
         print(f"{'what':58} {'median of 5':>12} {'beyond the baseline':>20}")
         print(f"{'baseline: handwired puzzles list (start-up, no check)':58} {baseline:>10.2f} s")
         files = {"starter": folder / "starter.json", "random": folder / "random.json"}
-        reference = puzzles.solution_path("induction") if "HANDWIRED_PUZZLES" not in env else None
+        reference = puzzles.solution_path("induction") if bundled else None
         if reference is not None:
             files["reference (solved)"] = reference
         for name, path in files.items():
