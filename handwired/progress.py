@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from handwired.errors import HandwiredError
-from handwired.puzzles import Puzzle, Score, par, par_source
+from handwired.puzzles import Puzzle, Score, par_source
+from handwired.puzzles import par as compute_par
 from handwired.weightfile import write_new
 
 FORMAT = "handwired-progress/1"
@@ -100,7 +101,7 @@ class Progress:
             return None
         if puzzle.name in self.pars and self.pars[puzzle.name][0] == source:
             return self.pars[puzzle.name][1]
-        score = par(puzzle)
+        score = compute_par(puzzle)
         if score is not None:
             self.pars[puzzle.name] = (source, score)
             self.save()
@@ -132,7 +133,7 @@ def load(path: Path | None = None, warn: Callable[[str], None] = lambda message:
         return progress
     try:
         progress.puzzles, progress.pars = _parse(path)
-    except (OSError, UnicodeDecodeError, ValueError) as error:  # JSONDecodeError is a ValueError
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
         reason = getattr(error, "strerror", None) or str(error)
         aside = _set_aside(path)
         if aside is None:
