@@ -202,7 +202,8 @@ def _score_view(puzzle: puzzles.Puzzle, score: puzzles.Score, par: puzzles.Score
         verdict += " Level with par."
     if new_best and best_before is not None:
         verdict += " A new best."
-    notes = [Text(verdict, style="bold green"), table]
+    notes = [Text(verdict, style="bold green"), table,
+             Text(f"How the reference does it: handwired puzzles solution {puzzle.name}", style="dim")]
     if score.margin < checking.NEAR_MISS:
         notes.append(Text(f"The margin is under {checking.NEAR_MISS:g} logit: it counts, but a more robust wiring "
                           "would lead by more.", style="yellow"))
