@@ -235,7 +235,7 @@ def test_nan_and_infinity_are_refused(tmp_path, aab_doc):
 
 
 def test_missing_file_not_json_and_too_large(tmp_path, monkeypatch):
-    assert "nope.json: no such file, and no bundled model of that name (bundled: aab" in user_error(
+    assert "nope.json: no such file, and no bundled model of that name (bundled: aab, multihead)" in user_error(
         "predict", "a", "-w", str(tmp_path / "nope.json"))
     broken = tmp_path / "broken.json"
     broken.write_text('{"vocab": ["a", "b"],}')
