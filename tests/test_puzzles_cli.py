@@ -73,10 +73,13 @@ def test_start_writes_a_starter_that_fits_and_refuses_to_overwrite(tmp_path, sta
     assert first["n_head"] == 2 and len(first["blocks"]) == 2 and "mlp" in first["blocks"][0]
 
 
-def test_start_defaults_to_the_puzzles_name(tmp_path, monkeypatch):
+def test_start_and_check_default_to_the_puzzles_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    assert "first.json: no such file" in user_error("puzzles", "check", "first")
     assert invoke("puzzles", "start", "first").exit_code == 0
     assert (tmp_path / "first.json").is_file()
+    result = invoke("puzzles", "check", "first")
+    assert result.exit_code == 1 and "model first (first.json)" in result.stdout
 
 
 def test_check_a_starter_fails_with_counts_and_the_attention_view(starter, handwired_home):

@@ -141,13 +141,13 @@ def puzzles_start(
 @user_errors
 def puzzles_check(
     name: NameArgument,
-    file: Annotated[str, typer.Argument(help="Your weight file.")],
+    file: Annotated[Optional[str], typer.Argument(help="Your weight file; default NAME.json, as start writes it.")] = None,
     show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = 10,
     near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = checking.NEAR_MISS,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable verdict.")] = False,
 ) -> None:
     """Judge FILE on every context by the puzzle's rule; exit code 0 only if it solves the puzzle."""
-    check_puzzle(name, file, show, near_miss, as_json)
+    check_puzzle(name, file or f"{name}.json", show, near_miss, as_json)
 
 
 def check_puzzle(name: str, file: str, show: int, near_miss: float, as_json: bool) -> None:
