@@ -16,10 +16,10 @@ from handwired.run import Trace, top_token
 from handwired.weightfile import Model
 
 HEAD_STEPS = ("qkv", "scores", "mask", "pattern", "z")
-STEPS = ("embed", "ln1", *HEAD_STEPS, "proj", "mlp", "logits", "probs")
+STEPS = ("embed", "ln1", *HEAD_STEPS, "proj", "mlp", "logits", "probs", "prediction")
 GROUPS = {
     "all": STEPS,
-    "attention": ("scores", "mask", "pattern", "z"),
+    "attention": (*HEAD_STEPS, "prediction"),  # Q, K, V → scores → mask → pattern → z, then what each position predicts
 }
 CHOICES = (*STEPS, *GROUPS)  # what --step accepts
 
@@ -36,6 +36,15 @@ class Matrix:
     corner: str = ""  # the header cell above the row labels, short
     future: np.ndarray | None = None  # [rows, cols] bool: the key comes after the query
     future_text: str | None = None  # what a future cell shows; None: its value, greyed
+    texts: tuple[tuple[str, ...], ...] | None = None  # [rows][cols] cell texts, e.g. as written; None: the values formatted
+
+
+@dataclass(frozen=True)
+class Prediction:
+    position: str  # "2:b"
+    token: str  # the predicted next token: the first best on a tie, as argmax picks
+    probability: float
+    tied: bool
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,7 @@ class Step:
     shape: str
     note: str
     matrices: tuple[Matrix, ...]
+    predictions: tuple[Prediction, ...] = ()
 
 
 def expand(steps: list[str] | tuple[str, ...]) -> list[str]:
@@ -88,6 +98,8 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
         result.append(view.logits())
     if "probs" in wanted:
         result.append(view.probs())
+    if "prediction" in wanted:
+        result.append(view.prediction())
     return result
 
 
@@ -108,7 +120,8 @@ class _View:
 
     def _head_matrix(self, title: str, hook: str, block: int, head: int, prefix: str) -> Matrix:
         values = self.record[f"blocks.{block}.attn.{hook}"][:, head, :]  # [pos, head, d_head] -> [pos, d_head]
-        cols = tuple(f"{prefix}{i}" for i in range(values.shape[1]))
+        first = head * self.model.d_head  # numbered across heads, as in c_attn's columns and c_proj's rows
+        cols = tuple(f"{prefix}{first + i}" for i in range(values.shape[1]))
         return Matrix(title, f"blocks.{block}.attn.{hook}", values, self.positions, cols,
                       "position:token", f"{prefix} dim (this head)", f"pos ╲ {prefix}")
 
@@ -187,7 +200,7 @@ class _View:
             "z", f"Weighted sum of values · {self._where(block, head)}", "z = pattern · V",
             f"pattern [{self.n}, {self.n}] · V [{self.n}, {self.model.d_head}] → z [{self.n}, {self.model.d_head}]",
             "Each position's z is the average of the values it attends to, weighted by the pattern.",
-            (self._head_matrix("z", "hook_z", block, head, "v"),),
+            (self._head_matrix("z", "hook_z", block, head, "z"),),
         )
 
     def proj(self, block: int) -> Step:
@@ -229,15 +242,27 @@ class _View:
             tuple(matrices),
         )
 
+    def _predictions(self) -> list[Prediction]:
+        result = []
+        for position, logits, probs in zip(self.positions, self.record["logits"], self.record["probs"]):
+            best, tied = top_token(logits)
+            result.append(Prediction(position, self.model.vocab[best], float(probs[best]), tied))
+        return result
+
     def probs(self) -> Step:
-        predicted = []
-        for row in self.record["logits"]:
-            best, tied = top_token(row)
-            predicted.append(self.model.vocab[best] + ("(tie)" if tied else ""))
+        predicted = [p.token + ("(tie)" if p.tied else "") for p in self._predictions()]
         return Step(
             "probs", "Next-token probabilities", "probs = softmax(logits)",
             f"[{self.n}, {self.model.n_vocab}] → [{self.n}, {self.model.n_vocab}], softmax along each row",
             "Row i predicts the token after position i. Predicted: " + " ".join(predicted) + ".",
             (Matrix("probabilities", "probs", self.record["probs"], self.positions, self.model.vocab,
                     "position:token", "next token", "pos ╲ next"),),
+        )
+
+    def prediction(self) -> Step:
+        return Step(
+            "prediction", "Prediction at each position", "next token = argmax(logits),  p = softmax(logits)[next]",
+            f"logits [{self.n}, {self.model.n_vocab}] → one token per position",
+            "Position i predicts the token after it; the last position's guess is the model's answer.",
+            (), tuple(self._predictions()),
         )

@@ -11,13 +11,16 @@ import math
 from pathlib import Path
 
 import numpy as np
-from rich.console import Group
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from handwired.check import Report
-from handwired.explain import Matrix, Step
+from handwired.explain import Matrix, Prediction, Step
+from handwired.fold import column_pages, fold_labels, table_width, zero_lines
 from handwired.run import Trace, top_token
 from handwired.weightfile import Model, bundled_dir
 
@@ -83,45 +86,135 @@ def _cell_style(value: float, scale: float) -> str:
     return f"bold white on {shades[level]}"
 
 
-def matrix_table(matrix: Matrix) -> Group:
-    """Title, the heat-map table, and a caption stating the range and the colour code."""
-    values = matrix.values
-    finite = np.abs(values[np.isfinite(values)])
-    scale = float(finite.max()) if finite.size else 0.0
-    texts = format_values(values)
-    future = matrix.future if matrix.future is not None else np.zeros(values.shape, dtype=bool)
-    notes = [value_range(values), "blue > 0, red < 0, shade ∝ |value|"]
-    if any("≈0" in row for row in texts):
-        notes.append("≈0: not exactly 0, smaller than 0.0005")
-    if future.any():
-        notes.append("grey: a key after the query, masked" + (" next" if matrix.future_text is None else "")
-                     + (f" ({matrix.future_text} = exactly 0)" if matrix.future_text == "·" else ""))
-    title = Text.assemble((matrix.title, "bold"), "  ", (matrix.hook, "dim"), "\n",
-                          ("rows: ", "dim"), matrix.row_axis, ("  columns: ", "dim"), matrix.col_axis)
-    table = Table(pad_edge=True)
-    corner = matrix.corner or f"{matrix.row_axis} ╲ {matrix.col_axis}"
-    table.add_column(Text(corner, style="italic"), style="bold", no_wrap=True)
-    for col in matrix.cols:
-        table.add_column(Text(col), justify="right", no_wrap=True)
-    for r, label in enumerate(matrix.rows):
-        cells = []
-        for c, text in enumerate(texts[r]):
-            if future[r, c]:
-                cells.append(Text(matrix.future_text or text, style="grey50"))
-            else:
-                cells.append(Text(text, style=_cell_style(float(values[r, c]), scale)))
-        table.add_row(Text(label), *cells)
-    return Group(title, table, Text(" · ".join(notes), style="dim"))
+SHOW_ALL = "--all"  # what the fold line tells a person to add to see everything
 
 
-def step_panel(step: Step) -> Panel:
+class MatrixView:
+    """A matrix as a heat-map table that fits the width it is given, without cutting a number.
+
+    Rows and columns that are exactly 0 everywhere are folded away (one line
+    says which) unless ``show_all``; attention matrices are never folded, as
+    a query × key square reads only whole. Columns that still do not fit are
+    split into pages, each repeating the row labels.
+    """
+
+    def __init__(self, matrix: Matrix, show_all: bool = False, reveal: str = SHOW_ALL) -> None:
+        self.matrix = matrix
+        values = matrix.values
+        finite = np.abs(values[np.isfinite(values)])
+        self.scale = float(finite.max()) if finite.size else 0.0
+        self.future = matrix.future if matrix.future is not None else np.zeros(values.shape, dtype=bool)
+        formatted = matrix.texts if matrix.texts is not None else format_values(values)
+        self.texts = [[matrix.future_text if self.future[r, c] and matrix.future_text else text
+                       for c, text in enumerate(row)] for r, row in enumerate(formatted)]
+        zero_rows, zero_cols = zero_lines(values)
+        if show_all or matrix.future is not None:
+            zero_rows, zero_cols = np.zeros_like(zero_rows), np.zeros_like(zero_cols)
+        self.everything_zero = bool(values.size) and bool(zero_rows.all())
+        self.rows = [] if self.everything_zero else [int(r) for r in np.flatnonzero(~zero_rows)]
+        self.cols = [] if self.everything_zero else [int(c) for c in np.flatnonzero(~zero_cols)]
+        self.corner = matrix.corner or f"{matrix.row_axis} ╲ {matrix.col_axis}"
+        self.label_width = max([cell_len(self.corner)] + [cell_len(matrix.rows[r]) for r in self.rows])
+        self.widths = [max([cell_len(matrix.cols[c])] + [cell_len(self.texts[r][c]) for r in self.rows]) for c in self.cols]
+        self.head = Text.assemble((matrix.title, "bold"), "  ", (matrix.hook, "dim"), "\n", ("rows: ", "dim"),
+                                  matrix.row_axis, ("  columns: ", "dim"), matrix.col_axis)
+        self.fold_note = self._fold_note(zero_rows, zero_cols, reveal)
+        self.caption = self._caption(formatted)
+
+    def _fold_note(self, zero_rows: np.ndarray, zero_cols: np.ndarray, reveal: str) -> Text | None:
+        m = self.matrix
+        if self.everything_zero:
+            return Text(f"all {m.values.size} entries are 0 ({len(m.rows)} × {len(m.cols)}); {reveal} to show it",
+                        style="dim")
+        parts = []
+        for mask, labels, kind in ((zero_rows, m.rows, "row"), (zero_cols, m.cols, "column")):
+            hidden = [labels[i] for i in np.flatnonzero(mask)]
+            if hidden:
+                parts.append(f"{len(hidden)} all-zero {kind}{'s' if len(hidden) > 1 else ''} hidden: {fold_labels(hidden)}")
+        return Text("; ".join([*parts, f"{reveal} to show them"]), style="dim") if parts else None
+
+    def _caption(self, formatted: list[list[str]]) -> Text | None:
+        if self.everything_zero:
+            return None
+        m = self.matrix
+        notes = [value_range(m.values), "blue > 0, red < 0, shade ∝ |value|"]
+        if any("≈0" in row for row in formatted):
+            notes.append("≈0: not exactly 0, smaller than 0.0005")
+        if self.future.any():
+            notes.append("grey: a key after the query, masked" + (" next" if m.future_text is None else "")
+                         + (f" ({m.future_text} = exactly 0)" if m.future_text == "·" else ""))
+        return Text(" · ".join(notes), style="dim")
+
+    def _texts(self) -> list[Text]:
+        return [text for text in (self.head, self.fold_note, self.caption) if text is not None]
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        texts = [Measurement.get(console, options, text) for text in self._texts()]
+        tables = [table_width([self.label_width, width]) for width in self.widths]  # the narrowest page: one column
+        whole = [table_width([self.label_width, *self.widths])] if self.cols else []  # every column on one page
+        widest = max([t.maximum for t in texts] + whole)
+        narrowest = max([t.minimum for t in texts] + tables)
+        return Measurement(narrowest, max(narrowest, widest))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.head
+        if self.fold_note is not None:
+            yield self.fold_note
+        if self.cols:
+            pages = column_pages(self.label_width, self.widths, options.max_width)
+            for number, page in enumerate(pages, 1):
+                columns = [self.cols[i] for i in page]
+                if len(pages) > 1:
+                    yield Text(f"columns {fold_labels([self.matrix.cols[c] for c in columns])} "
+                               f"(page {number} of {len(pages)})", style="dim")
+                yield self._table(columns)
+        if self.caption is not None:
+            yield self.caption
+
+    def _table(self, columns: list[int]) -> Table:
+        m = self.matrix
+        # Widths are computed here, from the texts, so rich never has to squeeze or wrap a cell.
+        table = Table(pad_edge=True)
+        table.add_column(Text(self.corner, style="italic"), style="bold", no_wrap=True, overflow="fold",
+                         min_width=self.label_width)
+        for c in columns:
+            table.add_column(Text(m.cols[c]), justify="right", no_wrap=True, overflow="fold",
+                             min_width=self.widths[self.cols.index(c)])
+        for r in self.rows:
+            cells = [Text(self.texts[r][c], style="grey50" if self.future[r, c] else _cell_style(float(m.values[r, c]), self.scale))
+                     for c in columns]
+            table.add_row(Text(m.rows[r]), *cells)
+        return table
+
+
+def matrix_table(matrix: Matrix, show_all: bool = False, reveal: str = SHOW_ALL) -> MatrixView:
+    """Title, the fold line, the heat-map table in pages, and a caption stating the range and the colour code."""
+    return MatrixView(matrix, show_all, reveal)
+
+
+def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL) -> Panel:
     header = Text.assemble((step.formula, "bold cyan"), "\n", ("shape: ", "dim"), step.shape, "\n", (step.note, "italic"))
+    parts: list = [header, *[matrix_table(m, show_all, reveal) for m in step.matrices]]
+    if step.predictions:
+        parts.append(predictions_table(step.predictions))
     return Panel(
-        Group(header, *[matrix_table(m) for m in step.matrices]),
+        Group(*parts),
         title=Text.assemble((f"[{step.key}] ", "bold magenta"), (step.title, "bold")),
         title_align="left",
         expand=False,
     )
+
+
+def predictions_table(predictions: tuple[Prediction, ...]) -> Table:
+    """position:token, the token it predicts next, and that token's probability."""
+    table = Table()
+    table.add_column(Text("position:token", style="italic"), style="bold", no_wrap=True)
+    table.add_column("predicts", no_wrap=True)
+    table.add_column("probability", justify="right", no_wrap=True)
+    for p in predictions:
+        table.add_row(p.position, Text(p.token + (" (tie)" if p.tied else ""), style="yellow" if p.tied else "green"),
+                      format_probability(p.probability))
+    return table
 
 
 def model_line(model: Model) -> Text:
@@ -255,17 +348,22 @@ def failures_table(model: Model, report: Report) -> Group:
     return Group(Text(title, style="bold"), table)
 
 
-def weights_view(model: Model) -> Group:
+def weights_view(model: Model, show_all: bool = False) -> Group:
     """Every parameter as a labelled table."""
     parts: list = [model_line(model)]
     if model.description:
         parts.append(Text(model.description, style="italic"))
     if model.constants:
         parts.append(Text.assemble(("constants: ", "dim"), ", ".join(f"{k} = {v:g}" for k, v in model.constants.items())))
+    return Group(*parts, *[matrix_table(matrix, show_all) for matrix in weight_matrices(model)])
+
+
+def weight_matrices(model: Model) -> list[Matrix]:
+    """Every parameter as a labelled matrix (a vector as one row), in the weight file's order."""
     params = model.params
     dims = model.dims
     positions = tuple(str(i) for i in range(model.n_ctx))
-    tables = [
+    matrices = [
         _param("wte", params["wte"], model.vocab, dims, "token", "residual dim"),
         _param("wpe", params["wpe"], positions, dims, "position", "residual dim"),
     ]
@@ -274,36 +372,36 @@ def weights_view(model: Model) -> Group:
     for b, block in enumerate(params["blocks"]):
         prefix = f"blocks[{b}]"
         if "ln_1" in block:
-            tables.append(_norm(f"{prefix}.ln_1", block["ln_1"], dims))
+            matrices.append(_norm(f"{prefix}.ln_1", block["ln_1"], dims))
         attn = block["attn"]
         # c_attn is three matrices side by side; shown apart they fit a terminal and read as W_Q, W_K, W_V.
         for part, name in enumerate(("Q", "K", "V")):
             columns = slice(part * d, (part + 1) * d)
             labels = tuple(f"{name.lower()}{i}" for i in range(d))
             where = f"columns {part * d}…{(part + 1) * d - 1}"
-            tables.append(_param(f"{prefix}.attn.c_attn.w  W_{name}, {where}", attn["c_attn"]["w"][:, columns], dims,
-                                 labels, "residual dim", f"{name.lower()} dim"))
-            tables.append(_param(f"{prefix}.attn.c_attn.b  b_{name}, {where}", attn["c_attn"]["b"][None, columns], ("b",),
-                                 labels, "", f"{name.lower()} dim"))
-        tables.append(_param(f"{prefix}.attn.c_proj.w", attn["c_proj"]["w"], z_labels, dims, "z dim (heads concatenated)", "residual dim"))
-        tables.append(_param(f"{prefix}.attn.c_proj.b", attn["c_proj"]["b"][None, :], ("b",), dims, "", "residual dim"))
+            matrices.append(_param(f"{prefix}.attn.c_attn.w  W_{name}, {where}", attn["c_attn"]["w"][:, columns], dims,
+                                   labels, "residual dim", f"{name.lower()} dim"))
+            matrices.append(_param(f"{prefix}.attn.c_attn.b  b_{name}, {where}", attn["c_attn"]["b"][None, columns], ("b",),
+                                   labels, "", f"{name.lower()} dim"))
+        matrices.append(_param(f"{prefix}.attn.c_proj.w", attn["c_proj"]["w"], z_labels, dims, "z dim (heads concatenated)", "residual dim"))
+        matrices.append(_param(f"{prefix}.attn.c_proj.b", attn["c_proj"]["b"][None, :], ("b",), dims, "", "residual dim"))
         if "ln_2" in block:
-            tables.append(_norm(f"{prefix}.ln_2", block["ln_2"], dims))
+            matrices.append(_norm(f"{prefix}.ln_2", block["ln_2"], dims))
         if "mlp" in block:
             mlp = block["mlp"]
             hidden = tuple(f"h{i}" for i in range(mlp["c_fc"]["w"].shape[1]))
-            tables.append(_param(f"{prefix}.mlp.c_fc.w", mlp["c_fc"]["w"], dims, hidden, "residual dim", "hidden unit"))
-            tables.append(_param(f"{prefix}.mlp.c_fc.b", mlp["c_fc"]["b"][None, :], ("b",), hidden, "", "hidden unit"))
-            tables.append(_param(f"{prefix}.mlp.c_proj.w", mlp["c_proj"]["w"], hidden, dims, "hidden unit", "residual dim"))
-            tables.append(_param(f"{prefix}.mlp.c_proj.b", mlp["c_proj"]["b"][None, :], ("b",), dims, "", "residual dim"))
+            matrices.append(_param(f"{prefix}.mlp.c_fc.w", mlp["c_fc"]["w"], dims, hidden, "residual dim", "hidden unit"))
+            matrices.append(_param(f"{prefix}.mlp.c_fc.b", mlp["c_fc"]["b"][None, :], ("b",), hidden, "", "hidden unit"))
+            matrices.append(_param(f"{prefix}.mlp.c_proj.w", mlp["c_proj"]["w"], hidden, dims, "hidden unit", "residual dim"))
+            matrices.append(_param(f"{prefix}.mlp.c_proj.b", mlp["c_proj"]["b"][None, :], ("b",), dims, "", "residual dim"))
     if "ln_f" in params:
-        tables.append(_norm("ln_f", params["ln_f"], dims))
-    return Group(*parts, *tables)
+        matrices.append(_norm("ln_f", params["ln_f"], dims))
+    return matrices
 
 
-def _param(name, values, rows, cols, row_axis, col_axis) -> Group:
-    return matrix_table(Matrix(name, "", values, tuple(rows), tuple(cols), row_axis or "—", col_axis, "╲"))
+def _param(name, values, rows, cols, row_axis, col_axis) -> Matrix:
+    return Matrix(name, "", values, tuple(rows), tuple(cols), row_axis or "—", col_axis, "╲")
 
 
-def _norm(name: str, params: dict, dims) -> Group:
+def _norm(name: str, params: dict, dims) -> Matrix:
     return _param(name, np.stack([params["g"], params["b"]]), ("g", "b"), dims, "", "residual dim")

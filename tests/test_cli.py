@@ -84,11 +84,14 @@ def test_explain_shows_every_step_with_formula_shape_and_hook():
     assert "context aabaa" in out
 
 
-def test_explain_attention_step_shows_only_the_attention_steps():
+def test_explain_attention_step_is_qkv_to_z_then_the_prediction_at_each_position():
     out = invoke("explain", "aab", "--step", "attention").stdout
-    assert "[scores]" in out and "[mask]" in out and "[pattern]" in out and "[z]" in out
-    assert "[embed]" not in out and "[logits]" not in out and "[qkv]" not in out
+    shown = re.findall(r"─ \[(\w+)\]", out)
+    assert shown == ["qkv", "scores", "mask", "pattern", "z", "prediction"]
     assert "context aab " in out
+    # aab at positions 0, 1, 2 predicts b, b, a, each with probability exactly 1 (a margin of 1023 logits)
+    rows = re.findall(r"│ (\d:\w)\s+│ (\w)\s+│\s+(\S+) │", out)
+    assert rows == [("0:a", "b", "1"), ("1:a", "b", "1"), ("2:b", "a", "1")]
 
 
 def test_explain_multi_head_model_shows_each_head(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import time
 from typing import Annotated, Optional
@@ -67,8 +68,10 @@ def check(
             console.print(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
                                style="bold"))
             trace = run.trace(model, failure.context)
-            for panel in explaining.steps(model, trace, explaining.expand(["attention", "probs"])):
-                console.print(render.step_panel(panel))
+            again = ["handwired", "explain", failure.context, *(["-w", weights] if weights != DEFAULT_MODEL else []),
+                     "--step", "attention", "--all"]
+            for panel in explaining.steps(model, trace, explaining.expand(["attention"])):
+                console.print(render.step_panel(panel, reveal=shlex.join(again)))
     if report.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok:

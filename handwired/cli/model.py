@@ -12,7 +12,7 @@ from rich.text import Text
 
 from handwired import explain as explaining
 from handwired import render, run
-from handwired.cli.app import WeightsOption, check_outputs, save_console, app, stdout, user_errors
+from handwired.cli.app import WeightsOption, app, check_outputs, save_view, stdout, user_errors
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
 
@@ -76,8 +76,9 @@ def explain(
     ] = None,
     block: Annotated[Optional[int], typer.Option(help="Show only this block.")] = None,
     head: Annotated[Optional[int], typer.Option(help="Show only this head.")] = None,
-    svg: Annotated[Optional[Path], typer.Option(help="Also save what was printed as SVG.")] = None,
-    html: Annotated[Optional[Path], typer.Option(help="Also save what was printed as HTML.")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show rows and columns that are all zero (folded by default).")] = False,
+    svg: Annotated[Optional[Path], typer.Option(help="Also save the view as SVG, nothing folded.")] = None,
+    html: Annotated[Optional[Path], typer.Option(help="Also save the view as HTML, nothing folded.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
 ) -> None:
     """Show every intermediate of the forward pass on TEXT, step by step."""
@@ -90,15 +91,18 @@ def explain(
     wanted = explaining.expand(step or [])
     trace = run.trace(model, text)
     panels = explaining.steps(model, trace, wanted, block, head)
-    console = Console(highlight=False, record=svg is not None or html is not None)
-    console.print(render.model_line(model))
-    console.print(Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"))
-    note = render.window_note(model, trace)
-    if note:
-        console.print(note)
-    for panel in panels:
-        console.print(render.step_panel(panel))
-    save_console(console, svg, html, force)
+
+    def view(everything: bool) -> list:
+        note = render.window_note(model, trace)
+        return [render.model_line(model),
+                Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"),
+                *([note] if note else []),
+                *[render.step_panel(panel, everything) for panel in panels]]
+
+    console = stdout()
+    for part in view(show_all):
+        console.print(part)
+    save_view(view, svg, html, force)
 
 
 @app.command()

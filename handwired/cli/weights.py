@@ -21,9 +21,10 @@ from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps,
 def weights_show(
     path: Annotated[Optional[str], typer.Argument(help="A weight file or bundled model; default: aab.")] = None,
     weights: WeightsOption = DEFAULT_MODEL,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show rows and columns that are all zero (folded by default).")] = False,
 ) -> None:
     """Show every weight matrix, labelled."""
-    stdout().print(render.weights_view(load(path or weights)))
+    stdout().print(render.weights_view(load(path or weights), show_all))
 
 
 @weights_app.command("validate")
