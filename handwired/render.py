@@ -167,24 +167,37 @@ class MatrixView:
                 if len(pages) > 1:
                     yield Text(f"columns {fold_labels([self.matrix.cols[c] for c in columns])} "
                                f"(page {number} of {len(pages)})", style="dim")
-                yield self._table(columns)
+                yield from self._table(columns)
         if self.caption is not None:
             yield self.caption
 
-    def _table(self, columns: list[int]) -> Table:
+    def _table(self, columns: list[int]) -> list[Text]:
+        """One page as lines, drawn like rich's default table: the widths are known, so nothing is measured twice."""
         m = self.matrix
-        # Widths are computed here, from the texts, so rich never has to squeeze or wrap a cell.
-        table = Table(pad_edge=True)
-        table.add_column(Text(self.corner, style="italic"), style="bold", no_wrap=True, overflow="fold",
-                         min_width=self.label_width)
-        for c in columns:
-            table.add_column(Text(m.cols[c]), justify="right", no_wrap=True, overflow="fold",
-                             min_width=self.widths[self.cols.index(c)])
+        widths = [self.label_width] + [self.widths[self.cols.index(c)] for c in columns]
+
+        def rule(left: str, line: str, middle: str, right: str) -> Text:
+            return Text(left + middle.join(line * (width + 2) for width in widths) + right)
+
+        def row(edge: str, cells: list[tuple[str, str]], first_style: str, left_first: bool) -> Text:
+            line = Text(edge, no_wrap=True, overflow="fold")
+            for i, ((text, style), width) in enumerate(zip(cells, widths)):
+                pad = " " * (width - cell_len(text))
+                line.append(" ")
+                line.append(text + pad if i == 0 and left_first else pad + text, style=first_style if i == 0 else style)
+                line.append(" " + edge)
+            return line
+
+        lines = [rule("┏", "━", "┳", "┓"),
+                 row("┃", [(self.corner, "")] + [(m.cols[c], "") for c in columns], "italic", True),
+                 rule("┡", "━", "╇", "┩")]
+        lines[1].stylize("bold")
         for r in self.rows:
-            cells = [Text(self.texts[r][c], style="grey50" if self.future[r, c] else _cell_style(float(m.values[r, c]), self.scale))
+            cells = [(self.texts[r][c], "grey50" if self.future[r, c] else _cell_style(float(m.values[r, c]), self.scale))
                      for c in columns]
-            table.add_row(Text(m.rows[r]), *cells)
-        return table
+            lines.append(row("│", [(m.rows[r], "")] + cells, "bold", True))
+        lines.append(rule("└", "─", "┴", "┘"))
+        return lines
 
 
 def matrix_table(matrix: Matrix, show_all: bool = False, reveal: str = SHOW_ALL) -> MatrixView:
