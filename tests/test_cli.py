@@ -138,14 +138,18 @@ def test_check_passes_the_bundled_model():
     assert "margin 1023 logits" in result.stdout
 
 
-def test_check_fails_a_blank_model_and_shows_why(tmp_path):
+def test_check_fails_a_blank_model_and_shows_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # the fold lines below, unwrapped
     path = tmp_path / "blank.json"
     invoke("weights", "new", "-o", str(path))
     result = invoke("check", "-w", str(path), "--target", "aab")
     assert result.exit_code == 1
     assert "0 / 27" in result.stdout
-    assert "Why the shortest failing context 'aa' fails" in result.stdout
-    assert "a (tie)" in result.stdout
+    why = result.stdout[result.stdout.index("Why the shortest failing context 'aa' fails"):]
+    assert re.findall(r"─ \[(\w+)\]", why) == ["qkv", "scores", "mask", "pattern", "z", "prediction"]
+    # all-zero Q, K, V and z are one line each, naming the command that shows them
+    assert why.count(f"all 16 entries are 0 (2 × 8); handwired explain aa -w {path} --step attention --all to show it") == 4
+    assert re.search(r"│ 1:a\s+│ a \(tie\)\s+│\s+0.5000 │", why)
 
 
 def test_check_json_and_exhaustive():
