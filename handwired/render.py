@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.cells import cell_len
@@ -18,11 +19,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from handwired.check import Report
 from handwired.explain import Matrix, Prediction, Step
 from handwired.fold import column_pages, fold_labels, table_width, zero_lines
 from handwired.run import Trace, top_token
 from handwired.weightfile import Model, bundled_dir
+
+if TYPE_CHECKING:
+    from handwired.check import Report
 
 POSITIVE = ("#163d63", "#1d5689", "#2670b3", "#2f8ade")
 NEGATIVE = ("#5c1a1a", "#832222", "#ab2b2b", "#d33535")

@@ -12,9 +12,7 @@ import difflib
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +90,9 @@ class Model:
 
 def bundled_dir() -> Path:
     """Where the bundled models are: inside the installed package, or weights/ in a checkout."""
-    packaged = resources.files("handwired") / "weights"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "weights"
+    package = Path(__file__).resolve().parent  # a plain path: importlib.resources would cost every command ~3 ms
+    packaged = package / "weights"
+    return packaged if packaged.is_dir() else package.parent / "weights"
 
 
 def bundled_models() -> dict[str, Path]:
@@ -544,6 +541,8 @@ def write_new(path: Path, text: str, force: bool = False) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise HandwiredError(f"{path}: folder {folder} does not exist")
+    import tempfile  # here: only writing needs it, and every command starts faster without
+
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:

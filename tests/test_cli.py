@@ -330,3 +330,25 @@ def test_layernorm_and_mlp_models_show_their_steps_and_weights(tmp_path):
     for text in ("blocks[1].ln_2", "blocks[0].mlp.c_fc.w", "h5", "ln_f"):
         assert text in out, text
     assert invoke("complete", "xy", "-n", "3", "-w", str(path)).exit_code == 0
+
+
+def test_predict_loads_only_what_it_needs():
+    """Start-up: what only check, complete or writing files need stays out of predict's imports."""
+    import subprocess
+    import sys
+
+    from handwired import check as checking
+    from handwired.cli.check import NEAR_MISS
+
+    assert NEAR_MISS == checking.NEAR_MISS  # the --near-miss default, written in the CLI to keep check out of its imports
+    program = ("import sys; sys.argv = ['handwired', 'predict', 'aabaa']\n"
+               "from handwired.cli import main\n"
+               "try:\n    main()\nexcept SystemExit:\n    pass\n"
+               "print(' '.join(sorted(sys.modules)), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert "aabaa → b" in done.stdout
+    loaded = set(done.stderr.split())
+    assert "handwired.render" in loaded  # the probe is real: it sees what predict used
+    for module in ("handwired.check", "handwired.batch", "handwired.rules", "concurrent.futures", "tempfile",
+                   "importlib.resources", "rich.progress", "rich._emoji_codes"):
+        assert module not in loaded, module

@@ -34,7 +34,7 @@ WeightsOption = Annotated[
 
 
 def stdout() -> Console:
-    return Console(highlight=False)
+    return Console(highlight=False, emoji=False)  # no :name: codes in handwired's output; skips loading rich's emoji table
 
 
 def user_errors(command: Callable) -> Callable:

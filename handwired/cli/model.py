@@ -1,7 +1,5 @@
 """Model commands: predict, explain, complete."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Optional

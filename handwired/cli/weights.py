@@ -1,7 +1,5 @@
 """weights: show, validate, create and list weight files."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 
