@@ -55,9 +55,21 @@ def table_width(widths: list[int]) -> int:
 def column_pages(label_width: int, widths: list[int], max_width: int) -> list[list[int]]:
     """Column indices in pages, in order: each page, its row labels first, fits ``max_width``.
 
-    A column wider than any page gets a page of its own (the table is then
-    wider than the terminal, but still nothing is cut).
+    As few pages as fit, and of even widths (rather than full pages and a
+    last one with a single column). A column wider than any page gets a page
+    of its own (the table is then wider than the terminal, but nothing is cut).
     """
+    fewest = _fill(label_width, widths, max_width)
+    narrowest = table_width([label_width, max(widths, default=0)])
+    for limit in range(min(narrowest, max_width), max_width):  # the narrowest limit that needs no more pages
+        pages = _fill(label_width, widths, limit)
+        if len(pages) == len(fewest):
+            return pages
+    return fewest
+
+
+def _fill(label_width: int, widths: list[int], max_width: int) -> list[list[int]]:
+    """Pages filled in order, each with as many columns as fit."""
     pages: list[list[int]] = []
     page: list[int] = []
     used = table_width([label_width])

@@ -237,16 +237,28 @@ def test_fold_labels_folds_runs_of_three_or_more():
     assert fold_labels(["q1", "q2", "a", "b", "out", "h3", "h5", "h6", "h7", "0:a"]) == "q1, q2, a, b, out, h3, h5…h7, 0:a"
 
 
-def test_column_pages_keep_order_fit_and_place_every_column_once():
-    widths = [5, 12, 3, 9, 9, 1, 30, 4]
-    for max_width in (20, 40, 80, 200):
+def fewest_pages(label_width: int, widths: list[int], max_width: int) -> int:
+    """By brute force: the fewest pages of consecutive columns that each fit (or hold one column)."""
+    best = {0: 0}  # columns placed -> pages used
+    for start in range(len(widths)):
+        for end in range(start + 1, len(widths) + 1):
+            if end - start > 1 and table_width([label_width, *widths[start:end]]) > max_width:
+                break
+            best[end] = min(best.get(end, len(widths)), best[start] + 1)
+    return best[len(widths)]
+
+
+def test_column_pages_keep_order_fit_place_every_column_once_and_are_as_few_as_possible():
+    widths = [5, 12, 3, 9, 9, 1, 30, 4, 6, 6, 6, 6, 6, 6, 6, 6]
+    for max_width in (20, 40, 55, 80, 120, 300):
         pages = column_pages(6, widths, max_width)
         assert [c for page in pages for c in page] == list(range(len(widths)))
         for page in pages:
             assert table_width([6, *[widths[c] for c in page]]) <= max_width or len(page) == 1
-        assert all(table_width([6, *[widths[c] for c in page + [next_page[0]]]]) > max_width
-                   for page, next_page in zip(pages, pages[1:]))  # no page could have taken one more
-    assert column_pages(6, widths, 200) == [list(range(len(widths)))]
+        assert len(pages) == fewest_pages(6, widths, max_width)
+    assert column_pages(6, widths, 300) == [list(range(len(widths)))]
+    # even pages: seventeen columns of 6 in 80 columns are 6 + 6 + 5, not 8 + 8 + 1
+    assert [len(page) for page in column_pages(3, [6] * 17, 80)] == [6, 6, 5]
 
 
 # ---------------------------------------------------------------- saving and colour
