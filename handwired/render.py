@@ -166,39 +166,38 @@ class MatrixView:
         if self.cols:
             pages = column_pages(self.label_width, self.widths, options.max_width)
             for number, page in enumerate(pages, 1):
-                columns = [self.cols[i] for i in page]
                 if len(pages) > 1:
-                    yield Text(f"columns {fold_labels([self.matrix.cols[c] for c in columns])} "
+                    yield Text(f"columns {fold_labels([self.matrix.cols[self.cols[i]] for i in page])} "
                                f"(page {number} of {len(pages)})", style="dim")
-                yield from self._table(columns)
+                yield from self._table(page)
         if self.caption is not None:
             yield self.caption
 
-    def _table(self, columns: list[int]) -> list[Text]:
-        """One page as lines, drawn like rich's default table: the widths are known, so nothing is measured twice."""
+    def _table(self, page: list[int]) -> list[Text]:
+        """One page (indices into self.cols) as lines drawn like rich's default table, from the widths known here."""
         m = self.matrix
-        widths = [self.label_width] + [self.widths[self.cols.index(c)] for c in columns]
+        columns = [self.cols[i] for i in page]
+        widths = [self.label_width] + [self.widths[i] for i in page]
 
         def rule(left: str, line: str, middle: str, right: str) -> Text:
             return Text(left + middle.join(line * (width + 2) for width in widths) + right)
 
-        def row(edge: str, cells: list[tuple[str, str]], first_style: str, left_first: bool) -> Text:
-            line = Text(edge, no_wrap=True, overflow="fold")
-            for i, ((text, style), width) in enumerate(zip(cells, widths)):
+        def row(edge: str, label: tuple[str, str], cells: list[tuple[str, str]]) -> Text:
+            line = Text(edge, no_wrap=True, overflow="fold")  # fold, not ellipsis: only if one column outgrows the screen
+            for i, ((text, style), width) in enumerate(zip([label, *cells], widths)):
                 pad = " " * (width - cell_len(text))
                 line.append(" ")
-                line.append(text + pad if i == 0 and left_first else pad + text, style=first_style if i == 0 else style)
+                line.append(text + pad if i == 0 else pad + text, style=style)  # labels left, numbers right
                 line.append(" " + edge)
             return line
 
-        lines = [rule("┏", "━", "┳", "┓"),
-                 row("┃", [(self.corner, "")] + [(m.cols[c], "") for c in columns], "italic", True),
-                 rule("┡", "━", "╇", "┩")]
-        lines[1].stylize("bold")
+        header = row("┃", (self.corner, "italic"), [(m.cols[c], "") for c in columns])
+        header.stylize("bold")
+        lines = [rule("┏", "━", "┳", "┓"), header, rule("┡", "━", "╇", "┩")]
         for r in self.rows:
             cells = [(self.texts[r][c], "grey50" if self.future[r, c] else _cell_style(float(m.values[r, c]), self.scale))
                      for c in columns]
-            lines.append(row("│", [(m.rows[r], "")] + cells, "bold", True))
+            lines.append(row("│", (m.rows[r], "bold"), cells))
         lines.append(rule("└", "─", "┴", "┘"))
         return lines
 

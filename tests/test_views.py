@@ -5,6 +5,7 @@ the views were drawn from, so "every number in full" is checked cell by cell.
 """
 
 import html
+import io
 import json
 import re
 from collections import Counter
@@ -330,3 +331,20 @@ def test_head_columns_are_numbered_across_heads_and_match_c_attn_and_c_proj():
     attn_out = sum(np.outer(z_columns[label], c_proj.values[r]) for r, label in enumerate(c_proj.rows))
     attn_out = attn_out + block["attn"]["c_proj"]["b"]
     np.testing.assert_allclose(attn_out, trace.record["blocks.0.hook_attn_out"], atol=1e-9)
+
+
+def test_cell_texts_given_with_the_matrix_are_printed_and_folding_follows_the_values():
+    from rich.console import Console
+
+    from handwired.explain import Matrix
+
+    values = np.array([[1024.0, 0.0, 0.0], [0.0, 0.0, 2048.0]])
+    texts = (("Lg", "0", "0"), ("0", "0*Lg", "2*Lg"))  # e.g. as written in the weight file
+    console = Console(width=WIDTH, file=io.StringIO(), color_system=None)
+    console.print(render.matrix_table(Matrix("m", "", values, ("r0", "r1"), ("c0", "c1", "c2"), "row", "col")))
+    console.print(render.matrix_table(Matrix("w", "", values, ("r0", "r1"), ("c0", "c1", "c2"), "row", "col", texts=texts)))
+    plain, written = printed_cells(console.file.getvalue(), [Matrix("m", "", values, (), (), "", ""),
+                                                             Matrix("w", "", values, (), (), "", "")])
+    assert plain == [{("r0", "c0"): "1024", ("r0", "c2"): "0", ("r1", "c0"): "0", ("r1", "c2"): "2048"}]
+    assert written == [{("r0", "c0"): "Lg", ("r0", "c2"): "0", ("r1", "c0"): "0", ("r1", "c2"): "2*Lg"}]
+    assert console.file.getvalue().count("1 all-zero column hidden: c1; --all to show them") == 2
