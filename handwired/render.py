@@ -223,9 +223,9 @@ def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL) -> Pa
 def predictions_table(predictions: tuple[Prediction, ...]) -> Table:
     """position:token, the token it predicts next, and that token's probability."""
     table = Table()
-    table.add_column(Text("position:token", style="italic"), style="bold", no_wrap=True)
-    table.add_column("predicts", no_wrap=True)
-    table.add_column("probability", justify="right", no_wrap=True)
+    table.add_column(Text("position:token", style="italic"), style="bold", no_wrap=True, overflow="fold")
+    table.add_column("predicts", no_wrap=True, overflow="fold")
+    table.add_column("probability", justify="right", no_wrap=True, overflow="fold")
     for p in predictions:
         table.add_row(p.position, Text(p.token + (" (tie)" if p.tied else ""), style="yellow" if p.tied else "green"),
                       format_probability(p.probability))
