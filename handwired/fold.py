@@ -8,8 +8,6 @@ is split into column pages rather than squeezed, so no number is ever cut.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 # A rich table draws one border before the first column and, for every column,
@@ -22,29 +20,6 @@ def zero_lines(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rows and the columns that are exactly 0 everywhere (−∞ and nan are not 0)."""
     zero = values == 0  # [rows, cols]
     return zero.all(axis=1), zero.all(axis=0)  # [rows], [cols]
-
-
-def fold_labels(labels: tuple[str, ...] | list[str]) -> str:
-    """``q0, q1, q2, k0`` -> ``q0…q2, k0``: runs of one prefix with consecutive numbers folded."""
-    parts: list[str] = []
-    run: list[tuple[str, str | None, int]] = []  # (label, prefix, number); prefix None: not numbered
-
-    def flush() -> None:
-        parts.extend([f"{run[0][0]}…{run[-1][0]}"] if len(run) > 2 else [label for label, _, _ in run])
-        run.clear()
-
-    for label in labels:
-        match = _NUMBERED.fullmatch(label)
-        if match and run and run[-1][1] == match[1] and run[-1][2] + 1 == int(match[2]):
-            run.append((label, match[1], int(match[2])))
-            continue
-        flush()
-        run.append((label, match[1], int(match[2])) if match else (label, None, 0))
-    flush()
-    return ", ".join(parts)
-
-
-_NUMBERED = re.compile(r"(.*?)(\d+)")
 
 
 def table_width(widths: list[int]) -> int:

@@ -20,9 +20,9 @@ from rich.table import Table
 from rich.text import Text
 
 from handwired.explain import Matrix, Prediction, Step
-from handwired.fold import column_pages, fold_labels, table_width, zero_lines
+from handwired.fold import column_pages, table_width, zero_lines
 from handwired.run import Trace, top_token
-from handwired.weightfile import Model, bundled_dir
+from handwired.weightfile import Model, bundled_dir, fold_labels
 
 if TYPE_CHECKING:
     from handwired.check import Report
@@ -32,11 +32,12 @@ NEGATIVE = ("#5c1a1a", "#832222", "#ab2b2b", "#d33535")
 TINY = 0.0005  # below this a nonzero value would print as 0.000; it prints as ≈0 instead
 
 
-def format_values(values: np.ndarray) -> list[list[str]]:
+def format_values(values: np.ndarray, show_tiny: bool = False) -> list[list[str]]:
     """Cell texts: whole numbers as integers when the whole matrix is whole, else three decimals.
 
     Exact zeros print as ``0`` and nonzero values too small for three decimals
-    as ``≈0``, so a learner can tell an exact 0 from e.g. exp(−362).
+    as ``≈0``, so a learner can tell an exact 0 from e.g. exp(−362); with
+    ``show_tiny`` they print in scientific notation instead (``5.6e-8``).
     """
     finite = values[np.isfinite(values)]
     whole = finite.size > 0 and bool(np.all(finite == np.round(finite))) and bool(np.all(np.abs(finite) < 1e12))
@@ -51,12 +52,18 @@ def format_values(values: np.ndarray) -> list[list[str]]:
         if whole:
             return f"{int(v)}"
         if abs(v) < TINY:
-            return "≈0"
+            return scientific(v) if show_tiny else "≈0"
         if abs(v) >= 1e6:
             return f"{v:.3e}"
         return f"{v:.3f}"
 
     return [[one(float(v)) for v in row] for row in values]
+
+
+def scientific(v: float) -> str:
+    """Two significant digits and a plain exponent: 5.6e-8, -1.2e-157."""
+    mantissa, exponent = f"{v:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def format_probability(p: float) -> str:
@@ -70,12 +77,12 @@ def format_probability(p: float) -> str:
     return f"{p:.4f}"
 
 
-def value_range(values: np.ndarray) -> str:
+def value_range(values: np.ndarray, show_tiny: bool = False) -> str:
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return "no finite values"
     low, high = float(finite.min()), float(finite.max())
-    text = format_values(np.array([[low, high]]))[0]
+    text = format_values(np.array([[low, high]]), show_tiny)[0]
     return f"range {text[0]} … {text[1]}"
 
 
@@ -107,7 +114,7 @@ class MatrixView:
         finite = np.abs(values[np.isfinite(values)])
         self.scale = float(finite.max()) if finite.size else 0.0
         self.future = matrix.future if matrix.future is not None else np.zeros(values.shape, dtype=bool)
-        formatted = matrix.texts if matrix.texts is not None else format_values(values)
+        formatted = matrix.texts if matrix.texts is not None else format_values(values, matrix.show_tiny)
         self.texts = [[matrix.future_text if self.future[r, c] and matrix.future_text else text
                        for c, text in enumerate(row)] for r, row in enumerate(formatted)]
         zero_rows, zero_cols = zero_lines(values)
@@ -140,7 +147,7 @@ class MatrixView:
         if self.everything_zero:
             return None
         m = self.matrix
-        notes = [value_range(m.values), "blue > 0, red < 0, shade ∝ |value|"]
+        notes = [value_range(m.values, m.show_tiny), "blue > 0, red < 0, shade ∝ |value|"]
         if any("≈0" in row for row in formatted):
             notes.append("≈0: not exactly 0, smaller than 0.0005")
         if self.future.any():
@@ -151,10 +158,14 @@ class MatrixView:
     def _texts(self) -> list[Text]:
         return [text for text in (self.head, self.fold_note, self.caption) if text is not None]
 
+    def full_width(self) -> int:
+        """The table's width with every shown column on one page (0: no table)."""
+        return table_width([self.label_width, *self.widths]) if self.cols else 0
+
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         texts = [Measurement.get(console, options, text) for text in self._texts()]
         tables = [table_width([self.label_width, width]) for width in self.widths]  # the narrowest page: one column
-        whole = [table_width([self.label_width, *self.widths])] if self.cols else []  # every column on one page
+        whole = [self.full_width()] if self.cols else []  # every column on one page
         widest = max([t.maximum for t in texts] + whole)
         narrowest = max([t.minimum for t in texts] + tables)
         return Measurement(narrowest, max(narrowest, widest))
@@ -207,9 +218,42 @@ def matrix_table(matrix: Matrix, show_all: bool = False, reveal: str = SHOW_ALL)
     return MatrixView(matrix, show_all, reveal)
 
 
+class SideBySide:
+    """Tables in a row when the width allows, else one under another: never squeezed or cut."""
+
+    GAP = 3
+
+    def __init__(self, items: list[MatrixView]) -> None:
+        self.items = items
+
+    def _widths(self, console, options) -> list[int] | None:
+        # each item's table on one page at its full width; titles and captions wrap to fit
+        widths = [item.full_width() or 20 for item in self.items]
+        return widths if sum(widths) + self.GAP * (len(widths) - 1) <= options.max_width else None
+
+    def __rich_console__(self, console, options):
+        widths = self._widths(console, options)
+        if widths is None:
+            yield Group(*self.items)
+            return
+        grid = Table.grid(padding=(0, self.GAP))
+        for width in widths:
+            grid.add_column(width=width)  # the caption under each table wraps to the table's width
+        grid.add_row(*self.items)
+        yield grid
+
+    def __rich_measure__(self, console, options) -> Measurement:
+        widths = self._widths(console, options)
+        if widths is None:
+            return Measurement.get(console, options, Group(*self.items))
+        total = sum(widths) + self.GAP * (len(widths) - 1)
+        return Measurement(total, total)
+
+
 def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL) -> Panel:
     header = Text.assemble((step.formula, "bold cyan"), "\n", ("shape: ", "dim"), step.shape, "\n", (step.note, "italic"))
-    parts: list = [header, *[matrix_table(m, show_all, reveal) for m in step.matrices]]
+    views = [matrix_table(m, show_all, reveal) for m in step.matrices]
+    parts: list = [header, *([SideBySide(views)] if step.side_by_side else views)]
     if step.predictions:
         parts.append(predictions_table(step.predictions))
     return Panel(
@@ -252,11 +296,19 @@ def window_note(model: Model, trace: Trace) -> Text | None:
     )
 
 
+def mask_note(trace: Trace) -> Text | None:
+    if trace.causal:
+        return None
+    return Text("Mask off (--no-mask): bidirectional self-attention, as in an encoder. Every position also sees the "
+                "tokens after it, so a prediction at an earlier position may be reading its own answer.",
+                style="bold yellow")
+
+
 def prediction_view(model: Model, trace: Trace, all_positions: bool) -> Group:
     parts: list = [model_line(model)]
-    note = window_note(model, trace)
-    if note:
-        parts.append(note)
+    for note in (window_note(model, trace), mask_note(trace)):
+        if note:
+            parts.append(note)
     if all_positions:
         parts.append(_positions_table(model, trace))
     best, tied = top_token(trace.logits[-1])

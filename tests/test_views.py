@@ -17,9 +17,9 @@ from rich.cells import cell_len
 from test_cli import invoke
 
 from handwired import explain, render, run
-from handwired.fold import column_pages, fold_labels, table_width
+from handwired.fold import column_pages, table_width
 from handwired.render import format_values
-from handwired.weightfile import load
+from handwired.weightfile import fold_labels, load
 
 WIDTH = 80
 
@@ -160,7 +160,10 @@ def test_explain_of_a_wide_model_at_80_columns_prints_every_number_in_full(wide_
     assert out.count("15 all-zero columns hidden: scratch0…scratch14; --all to show them") == 3  # the embeddings
     assert out.count("4 all-zero columns hidden: q5…q8; --all to show them") == 2  # head 0's Q in both blocks
     # the prediction at each position, after the matrices: position:token, the next token, its probability
-    [(header, rows)] = tables(unpanel(out)[next(i for i, line in enumerate(unpanel(out)) if "[prediction]" in line):])
+    lines = unpanel(out)
+    start = next(i for i, line in enumerate(lines) if "[prediction]" in line)
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("╰"))
+    [(header, rows)] = tables(lines[start:end])
     assert header == ["position:token", "predicts", "probability"]
     logits, _ = reference_forward(wide_document(), [0, 1, 2, 0, 1], 2)
     expected = []

@@ -4,7 +4,7 @@ import json
 import shlex
 import signal
 import time
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -15,6 +15,9 @@ from handwired import render, run
 from handwired.cli.app import EXIT_INTERRUPTED, WeightsOption, app, stdout, user_errors
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
+
+if TYPE_CHECKING:
+    from handwired import check as checking
 
 NEAR_MISS = 1.0  # --near-miss's default, as handwired.check.NEAR_MISS (a test holds them equal), kept out of the imports
 
@@ -37,8 +40,13 @@ def check(
     show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = 10,
     near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = NEAR_MISS,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable verdict.")] = False,
+    no_mask: Annotated[bool, typer.Option("--no-mask", help="Refused: a next-token check must not let the model see the future.")] = False,
 ) -> None:
     """Score the model on its target pattern; exit code 0 only if nothing fails."""
+    if no_mask:
+        raise HandwiredError("--no-mask: check judges next-token predictions, and a model that sees the tokens after "
+                             "a position can read the answer instead of predicting it; there is nothing to prove. "
+                             "Use it with predict or explain")
     from handwired import check as checking  # here, not above: only check needs it, and predict starts faster
     model = load(weights)
     pattern = target or model.target
