@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired import attribution
 from handwired.errors import HandwiredError
 from handwired.run import Trace, top_token
 from handwired.weightfile import Model
@@ -313,6 +312,8 @@ class _View:
         c_proj = self.model.params["blocks"][block]["attn"]["c_proj"]
         z = self.record[f"blocks.{block}.attn.hook_z"]  # [pos, head, d_head]
         z_labels = tuple(f"z{i}" for i in range(n_embd))
+        from handwired import attribution  # here: predict, which imports this module, needs no attribution
+
         writes = attribution.head_writes(z, c_proj["w"], n_head)  # [pos, head, n_embd]
         matrices = [
             Matrix("concat(z_0 … z_H): the heads' outputs side by side", f"blocks.{block}.attn.hook_z",
@@ -337,6 +338,8 @@ class _View:
     # ---------------------------------------------------------------- why this token
 
     def why(self, position: int | None) -> Step:
+        from handwired import attribution
+
         split = attribution.attribute(self.model, self.trace, position)
         vocab = self.model.vocab
         values = np.vstack([split.contributions, split.total[None, :]])  # [n_parts + 1, n_vocab]

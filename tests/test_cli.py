@@ -338,10 +338,13 @@ def test_predict_loads_only_what_it_needs():
     import subprocess
     import sys
 
+    from handwired import attend as attending
     from handwired import check as checking
+    from handwired.cli.attend import SCORES
     from handwired.cli.check import NEAR_MISS
 
-    assert NEAR_MISS == checking.NEAR_MISS  # the --near-miss default, written in the CLI to keep check out of its imports
+    # written again in the CLI modules to keep check and attend out of their imports
+    assert NEAR_MISS == checking.NEAR_MISS and SCORES == attending.SCORES
     program = ("import sys; sys.argv = ['handwired', 'predict', 'aabaa']\n"
                "from handwired.cli import main\n"
                "try:\n    main()\nexcept SystemExit:\n    pass\n"
@@ -350,6 +353,7 @@ def test_predict_loads_only_what_it_needs():
     assert "aabaa → b" in done.stdout
     loaded = set(done.stderr.split())
     assert "handwired.render" in loaded  # the probe is real: it sees what predict used
-    for module in ("handwired.check", "handwired.batch", "handwired.rules", "concurrent.futures", "tempfile",
-                   "importlib.resources", "rich.progress", "rich._emoji_codes"):
+    for module in ("handwired.check", "handwired.batch", "handwired.rules", "handwired.attend", "handwired.attribution",
+                   "handwired.convert", "concurrent.futures", "tempfile", "importlib.resources", "rich.progress",
+                   "rich._emoji_codes"):
         assert module not in loaded, module

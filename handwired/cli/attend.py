@@ -7,11 +7,11 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
-from handwired import attend as attending
 from handwired import render
 from handwired.cli.app import app, save_view, stdout, user_errors
 from handwired.errors import HandwiredError
 
+SCORES = ("scaled-dot", "dot", "gaussian")  # handwired.attend.SCORES (a test holds them equal), kept out of the imports
 MATRIX_HELP = "',' between numbers in a row, ';' between rows; without ';' each number is a row of its own."
 
 
@@ -23,7 +23,7 @@ def attend(
     k: Annotated[Optional[str], typer.Option("--k", help="Keys, e.g. 60,64,68 or '68,91;60,87;64,88'.")] = None,
     v: Annotated[Optional[str], typer.Option("--v", help="Values, one row per key.")] = None,
     x: Annotated[Optional[str], typer.Option("--x", help="Self-attention: Q = K = V = X.")] = None,
-    score: Annotated[str, typer.Option(help=f"Score function: {', '.join(attending.SCORES)}.")] = "scaled-dot",
+    score: Annotated[str, typer.Option(help=f"Score function: {', '.join(SCORES)}.")] = "scaled-dot",
     causal: Annotated[bool, typer.Option("--causal", help="Mask keys after the query (a decoder's mask).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print every intermediate as JSON.")] = False,
     svg: Annotated[Optional[Path], typer.Option(help="Also save what was printed as SVG.")] = None,
@@ -31,6 +31,7 @@ def attend(
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
 ) -> None:
     """Compute one attention step: scores, softmax weights and the weighted sum of values."""
+    from handwired import attend as attending  # here: the other commands start faster without it
     inline = {name: text for name, text in (("q", q), ("k", k), ("v", v), ("x", x)) if text is not None}
     if file is not None and inline:
         raise HandwiredError(f"{file}: give the matrices in the file or inline (--{next(iter(inline))}), not both")
