@@ -244,7 +244,7 @@ class _View:
 
     def mlp(self, block: int) -> Step:
         pre = self.record[f"blocks.{block}.mlp.hook_pre"]
-        hidden = tuple(f"h{i}" for i in range(pre.shape[1]))
+        hidden = self.model.axes[f"blocks[{block}].mlp.c_fc.w"][1].labels  # the file's own names for its hidden units
         return Step(
             "mlp", f"MLP · block {block}", "mlp_out = gelu(LN(x) · W_fc + b_fc) · W_proj + b_proj;  x ← x + mlp_out",
             f"[{self.n}, {self.model.n_embd}] → hidden [{self.n}, {pre.shape[1]}] → [{self.n}, {self.model.n_embd}]",

@@ -7,6 +7,7 @@ growing with the magnitude relative to the largest in the same matrix (below
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ from rich.text import Text
 from handwired.explain import Matrix, Prediction, Step
 from handwired.fold import column_pages, table_width, zero_lines
 from handwired.run import Trace, top_token
-from handwired.weightfile import Model, bundled_dir, fold_labels
+from handwired.weightfile import Model, bundled_dir, fold_labels, locate
 
 if TYPE_CHECKING:
     from handwired.check import Report
@@ -426,49 +427,60 @@ def weights_view(model: Model, show_all: bool = False) -> Group:
 
 
 def weight_matrices(model: Model) -> list[Matrix]:
-    """Every parameter as a labelled matrix (a vector as one row), in the weight file's order."""
-    params = model.params
-    dims = model.dims
-    positions = tuple(str(i) for i in range(model.n_ctx))
-    matrices = [
-        _param("wte", params["wte"], model.vocab, dims, "token", "residual dim"),
-        _param("wpe", params["wpe"], positions, dims, "position", "residual dim"),
-    ]
+    """Every parameter as a labelled matrix (a vector as one row), in the weight file's order.
+
+    Cells show each entry as the file wrote it (``Lg``, ``2*Lg``, ``0.5``); colours follow the values.
+    """
+
+    def param(path: str, title: str = "", columns: slice = slice(None), row: str = "", col_axis: str = "") -> Matrix:
+        written = model.written[path]
+        values = locate(model.params, path)
+        axes = model.axes[path]
+        if written.ndim == 1:  # a vector: one row
+            written, values, axes = written[None, :], values[None, :], (None, *axes)
+        rows = (row,) if axes[0] is None else axes[0].labels
+        cols = axes[1].labels[columns]
+        texts = tuple(tuple(_as_written(entry) for entry in line[columns]) for line in written)
+        return Matrix(title or path, "", values[:, columns], rows, cols, _axis_name(axes[0]),
+                      col_axis or _axis_name(axes[1]), "╲", texts=texts)
+
+    def norm(path: str) -> Matrix:
+        g, b = param(f"{path}.g", row="g"), param(f"{path}.b", row="b")
+        return Matrix(path, "", np.vstack([g.values, b.values]), ("g", "b"), g.cols, "—", g.col_axis, "╲",
+                      texts=g.texts + b.texts)
+
     d = model.n_embd
-    z_labels = tuple(f"z{i}" for i in range(d))
-    for b, block in enumerate(params["blocks"]):
-        prefix = f"blocks[{b}]"
+    matrices = [param("wte"), param("wpe")]
+    for i, block in enumerate(model.params["blocks"]):
+        prefix = f"blocks[{i}]"
         if "ln_1" in block:
-            matrices.append(_norm(f"{prefix}.ln_1", block["ln_1"], dims))
-        attn = block["attn"]
+            matrices.append(norm(f"{prefix}.ln_1"))
         # c_attn is three matrices side by side; shown apart they fit a terminal and read as W_Q, W_K, W_V.
-        for part, name in enumerate(("Q", "K", "V")):
+        for part, name in enumerate("QKV"):
             columns = slice(part * d, (part + 1) * d)
-            labels = tuple(f"{name.lower()}{i}" for i in range(d))
             where = f"columns {part * d}…{(part + 1) * d - 1}"
-            matrices.append(_param(f"{prefix}.attn.c_attn.w  W_{name}, {where}", attn["c_attn"]["w"][:, columns], dims,
-                                   labels, "residual dim", f"{name.lower()} dim"))
-            matrices.append(_param(f"{prefix}.attn.c_attn.b  b_{name}, {where}", attn["c_attn"]["b"][None, columns], ("b",),
-                                   labels, "", f"{name.lower()} dim"))
-        matrices.append(_param(f"{prefix}.attn.c_proj.w", attn["c_proj"]["w"], z_labels, dims, "z dim (heads concatenated)", "residual dim"))
-        matrices.append(_param(f"{prefix}.attn.c_proj.b", attn["c_proj"]["b"][None, :], ("b",), dims, "", "residual dim"))
+            axis = f"{name.lower()} dim, heads numbered across" if model.n_head > 1 else f"{name.lower()} dim"
+            matrices.append(param(f"{prefix}.attn.c_attn.w", f"{prefix}.attn.c_attn.w  W_{name}, {where}", columns,
+                                  col_axis=axis))
+            matrices.append(param(f"{prefix}.attn.c_attn.b", f"{prefix}.attn.c_attn.b  b_{name}, {where}", columns, "b",
+                                  col_axis=axis))
+        matrices.append(param(f"{prefix}.attn.c_proj.w"))
+        matrices.append(param(f"{prefix}.attn.c_proj.b", row="b"))
         if "ln_2" in block:
-            matrices.append(_norm(f"{prefix}.ln_2", block["ln_2"], dims))
+            matrices.append(norm(f"{prefix}.ln_2"))
         if "mlp" in block:
-            mlp = block["mlp"]
-            hidden = tuple(f"h{i}" for i in range(mlp["c_fc"]["w"].shape[1]))
-            matrices.append(_param(f"{prefix}.mlp.c_fc.w", mlp["c_fc"]["w"], dims, hidden, "residual dim", "hidden unit"))
-            matrices.append(_param(f"{prefix}.mlp.c_fc.b", mlp["c_fc"]["b"][None, :], ("b",), hidden, "", "hidden unit"))
-            matrices.append(_param(f"{prefix}.mlp.c_proj.w", mlp["c_proj"]["w"], hidden, dims, "hidden unit", "residual dim"))
-            matrices.append(_param(f"{prefix}.mlp.c_proj.b", mlp["c_proj"]["b"][None, :], ("b",), dims, "", "residual dim"))
-    if "ln_f" in params:
-        matrices.append(_norm("ln_f", params["ln_f"], dims))
+            for part in ("c_fc", "c_proj"):
+                matrices.append(param(f"{prefix}.mlp.{part}.w"))
+                matrices.append(param(f"{prefix}.mlp.{part}.b", row="b"))
+    if "ln_f" in model.params:
+        matrices.append(norm("ln_f"))
     return matrices
 
 
-def _param(name, values, rows, cols, row_axis, col_axis) -> Matrix:
-    return Matrix(name, "", values, tuple(rows), tuple(cols), row_axis or "—", col_axis, "╲")
+def _as_written(entry) -> str:
+    """An entry as the file has it: an expression verbatim, a number as JSON writes it."""
+    return entry if isinstance(entry, str) else json.dumps(entry)
 
 
-def _norm(name: str, params: dict, dims) -> Matrix:
-    return _param(name, np.stack([params["g"], params["b"]]), ("g", "b"), dims, "", "residual dim")
+def _axis_name(axis) -> str:
+    return "—" if axis is None else axis.meaning.removeprefix("one per ")

@@ -478,6 +478,21 @@ def _index(path: str, key: int | str) -> str:
     return f"{path}[{key}]" if isinstance(key, int) else _join(path, key)
 
 
+_PATH_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def path_steps(path: str) -> list[str | int]:
+    """``"blocks[0].attn.c_attn.w"`` -> ``["blocks", 0, "attn", "c_attn", "w"]``."""
+    return [int(index) if index else name for name, index in _PATH_STEP.findall(path)]
+
+
+def locate(tree: Any, path: str) -> Any:
+    """What a parameter path names in a document or in ``Model.params``."""
+    for step in path_steps(path):
+        tree = tree[step]
+    return tree
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
