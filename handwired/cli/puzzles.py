@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from handwired import check as checking
-from handwired import progress as progressing
-from handwired import puzzles
 from handwired.cli.app import EXIT_INTERRUPTED, app, stdout, user_errors
-from handwired.cli.check import print_report, report_json, run_with_progress
+from handwired.cli.check import NEAR_MISS, print_report, report_json, run_with_progress
 from handwired.errors import HandwiredError
 from handwired.weightfile import dumps, load, write_new
+
+if TYPE_CHECKING:
+    from handwired import progress as progressing
+    from handwired import puzzles
+
+# The puzzle core (and the check machinery under it) is imported inside each command, so that
+# registering these commands costs the other commands nothing at start-up.
 
 puzzles_app = typer.Typer(
     help="The puzzles: a rule for the next token; wire a transformer that follows it on every context.",
@@ -35,7 +38,9 @@ def _warn(message: str) -> None:
     Console(stderr=True, highlight=False).print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
 
 
-def _progress() -> progressing.Progress:
+def _progress() -> "progressing.Progress":
+    from handwired import progress as progressing
+
     return progressing.load(warn=_warn)
 
 
@@ -51,6 +56,8 @@ def puzzles_main(ctx: typer.Context) -> None:
 @user_errors
 def puzzles_list() -> None:
     """Every puzzle: level, name, what to build, caps, solved?, your best score."""
+    from handwired import puzzles
+
     catalogue = puzzles.catalogue()
     console = stdout()
     if not catalogue:
@@ -85,6 +92,8 @@ def _caps_short(caps: puzzles.Caps) -> str:
 @user_errors
 def puzzles_show(name: NameArgument) -> None:
     """The statement: story, rule, examples with their answers, caps, par."""
+    from handwired import puzzles
+
     puzzle = puzzles.load_puzzle(name)
     progress = _progress()
     console = stdout()
@@ -129,6 +138,8 @@ def puzzles_start(
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
     """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""
+    from handwired import puzzles
+
     puzzle = puzzles.load_puzzle(name)
     output = output or Path(f"{name}.json")
     write_new(output, dumps(puzzles.starter(puzzle)), force=force)
@@ -143,7 +154,7 @@ def puzzles_check(
     name: NameArgument,
     file: Annotated[Optional[str], typer.Argument(help="Your weight file; default NAME.json, as start writes it.")] = None,
     show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = 10,
-    near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = checking.NEAR_MISS,
+    near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = NEAR_MISS,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable verdict.")] = False,
 ) -> None:
     """Judge FILE on every context by the puzzle's rule; exit code 0 only if it solves the puzzle."""
@@ -152,6 +163,8 @@ def puzzles_check(
 
 def check_puzzle(name: str, file: str, show: int, near_miss: float, as_json: bool) -> None:
     """The puzzle verdict, shared by `handwired puzzles check` and `handwired check --puzzle`."""
+    from handwired import puzzles
+
     if show < 1:
         raise HandwiredError(f"--show {show}: expected 1 or more")
     puzzle = puzzles.load_puzzle(name)
@@ -172,7 +185,7 @@ def check_puzzle(name: str, file: str, show: int, near_miss: float, as_json: boo
         console = stdout()
         console.print(Text.assemble(("puzzle ", "dim"), (puzzle.name, "bold magenta"),
                                     f" — {puzzle.title} (level {puzzle.level})"))
-        print_report(console, model, report, near_miss)
+        print_report(console, model, file, report, near_miss)
         if score is not None:
             console.print(_score_view(puzzle, score, par, best_before, new_best))
         elif not report.interrupted:
@@ -185,6 +198,8 @@ def check_puzzle(name: str, file: str, show: int, near_miss: float, as_json: boo
 
 def _score_view(puzzle: puzzles.Puzzle, score: puzzles.Score, par: puzzles.Score | None,
                 best_before: puzzles.Score | None, new_best: bool) -> Group:
+    from handwired import puzzles
+
     table = Table(title="score (better: fewer non-zero parameters, then n_embd, blocks, heads; then a larger margin)",
                   title_justify="left")
     table.add_column("")
@@ -204,8 +219,8 @@ def _score_view(puzzle: puzzles.Puzzle, score: puzzles.Score, par: puzzles.Score
         verdict += " A new best."
     notes = [Text(verdict, style="bold green"), table,
              Text(f"How the reference does it: handwired puzzles solution {puzzle.name}", style="dim")]
-    if score.margin < checking.NEAR_MISS:
-        notes.append(Text(f"The margin is under {checking.NEAR_MISS:g} logit: it counts, but a more robust wiring "
+    if score.margin < NEAR_MISS:
+        notes.append(Text(f"The margin is under {NEAR_MISS:g} logit: it counts, but a more robust wiring "
                           "would lead by more.", style="yellow"))
     return Group(*notes)
 
@@ -217,6 +232,8 @@ def puzzles_hint(
     all_hints: Annotated[bool, typer.Option("--all", help="Reveal every hint.")] = False,
 ) -> None:
     """Reveal the next hint (one more each time); the ones already revealed are shown again."""
+    from handwired import puzzles
+
     puzzle = puzzles.load_puzzle(name)
     progress = _progress()
     before = progress.hints(name)
@@ -239,6 +256,8 @@ def puzzles_solution(
     spoil: Annotated[bool, typer.Option("--spoil", help="Show it even though you have not solved the puzzle.")] = False,
 ) -> None:
     """The reference solution, once you have solved the puzzle (or with --spoil)."""
+    from handwired import puzzles
+
     puzzle = puzzles.load_puzzle(name)
     path = puzzles.solution_path(name)
     if path is None:
@@ -254,5 +273,7 @@ def puzzles_solution(
     if model.description:
         console.print(Text(model.description, style="italic"))
     console.print(Text.assemble(("par: ", "bold"), par.text() if par else "it does not solve the puzzle"))
+    from rich.syntax import Syntax  # pygments: only here
+
     console.print(Syntax(path.read_text(encoding="utf-8"), "json", theme="ansi_dark", word_wrap=True))
     console.print(Text(f"Every matrix, labelled: handwired weights show {path}", style="dim"))
