@@ -34,6 +34,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     pytest.skip(f"TransformerLens not installed ({error}); run .ci/transformer-lens", allow_module_level=True)
 
 MAJOR = TL_VERSION.split(".")[0]
+# 3.x warns that HookedTransformer goes away in 4.0; the 3.x loader is tested on purpose
+pytestmark = pytest.mark.filterwarnings("ignore:HookedTransformer is deprecated:DeprecationWarning")
 TOLERANCE = 1e-9
 MAX_LENGTH = 6
 ATTENTION_HOOKS = ("hook_q", "hook_k", "hook_v", "hook_pattern", "hook_z")
