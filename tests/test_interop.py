@@ -7,6 +7,7 @@ tensors are checked against a forward pass written directly in TransformerLens's
 import json
 import math
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from handwired.errors import HandwiredError  # noqa: E402
 from handwired.forward import forward  # noqa: E402
 from handwired.interop import FILES, export_folder, import_folder  # noqa: E402
 from handwired.interop.convert import to_config, to_state_dict  # noqa: E402
+from handwired.interop.loader import LOAD_V3, LOAD_V4, TESTED  # noqa: E402
 from handwired.weightfile import bundled_models, load, parse  # noqa: E402
 
 
@@ -197,6 +199,12 @@ def test_cli_export_and_import(tmp_path):
     assert result.exit_code == 0 and "n_embd 8" in result.stdout
     assert invoke("predict", "aabaa", "-w", str(tmp_path / "aab.json"), "--json").stdout == \
         invoke("predict", "aabaa", "--json").stdout.replace(str(load("aab").source), str(tmp_path / "aab.json"))
+
+
+def test_the_readme_gives_the_loading_code_the_comparison_test_runs():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert LOAD_V4 in readme and LOAD_V3 in readme
+    assert f"tested with {TESTED['4']}" in readme and f"tested with {TESTED['3']}" in readme
 
 
 def test_cli_export_refuses_to_replace_without_force_and_replaces_only_an_export(tmp_path):

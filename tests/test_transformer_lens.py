@@ -132,13 +132,17 @@ def check_conventions(model, i, cache, record):
         finite = np.isfinite(expected)
         assert relative_error(scores[finite], expected[finite]) <= TOLERANCE
     block = model.params["blocks"][i]
-    if "ln_1" in block:
-        normalized = record[f"blocks.{i}.ln1.hook_normalized"]  # handwired: after gain and bias
-        if MAJOR == "4":
-            assert relative_error(cache[f"blocks.{i}.ln1.hook_out"].numpy(), normalized) <= TOLERANCE
-        else:  # 3.x: before gain and bias
-            before = cache[f"blocks.{i}.ln1.hook_normalized"].numpy()
-            assert relative_error(before * block["ln_1"]["g"] + block["ln_1"]["b"], normalized) <= TOLERANCE
+    norms = [(f"blocks.{i}.ln1", block.get("ln_1")), (f"blocks.{i}.ln2", block.get("ln_2"))]
+    if i == model.n_layer - 1:
+        norms.append(("ln_final", model.params.get("ln_f")))
+    for name, norm in norms:
+        if norm is None:
+            continue
+        after = record[f"{name}.hook_normalized"]  # handwired: after gain and bias, what the next layer reads
+        before = cache[f"{name}.hook_normalized"].numpy()  # TransformerLens (3.x and 4.x): before them
+        assert relative_error(before * norm["g"] + norm["b"], after) <= TOLERANCE
+        if MAJOR == "4":  # 4.x also has the output of the whole LayerNorm
+            assert relative_error(cache[f"{name}.hook_out"].numpy(), after) <= TOLERANCE
 
 
 @pytest.mark.skipif(MAJOR != "3", reason="HookedTransformer.state_dict() is the 3.x format; 4.x saves bridge keys")
