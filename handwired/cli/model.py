@@ -16,6 +16,10 @@ from handwired.cli.app import WeightsOption, check_outputs, save_console, app, s
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
 
+NoMaskOption = Annotated[
+    bool, typer.Option("--no-mask", help="Run without the causal mask: bidirectional self-attention, as an encoder.")
+]
+
 
 @app.command()
 @user_errors
@@ -24,10 +28,11 @@ def predict(
     weights: WeightsOption = DEFAULT_MODEL,
     all_positions: Annotated[bool, typer.Option("--all", help="Show the prediction at every position.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
+    no_mask: NoMaskOption = False,
 ) -> None:
     """Predict the next token after TEXT."""
     model = load(weights)
-    trace = run.trace(model, text)
+    trace = run.trace(model, text, causal=not no_mask)
     if as_json:
         typer.echo(json.dumps(_prediction_json(model, trace, all_positions), indent=2, ensure_ascii=False))
         return
@@ -54,6 +59,7 @@ def _prediction_json(model, trace: run.Trace, all_positions: bool) -> dict:
         "text": trace.text,
         "window": trace.window,
         "truncated": trace.truncated,
+        "causal": trace.causal,
         "tokens": trace.tokens.tolist(),
         "prediction": last["prediction"],
         "tied": last["tied"],
@@ -76,9 +82,13 @@ def explain(
     ] = None,
     block: Annotated[Optional[int], typer.Option(help="Show only this block.")] = None,
     head: Annotated[Optional[int], typer.Option(help="Show only this head.")] = None,
+    position: Annotated[
+        Optional[int], typer.Option(help="The position the why step explains; default: the last.")
+    ] = None,
     svg: Annotated[Optional[Path], typer.Option(help="Also save what was printed as SVG.")] = None,
     html: Annotated[Optional[Path], typer.Option(help="Also save what was printed as HTML.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
+    no_mask: NoMaskOption = False,
 ) -> None:
     """Show every intermediate of the forward pass on TEXT, step by step."""
     model = load(weights)
@@ -88,14 +98,15 @@ def explain(
             raise HandwiredError(f"{model.source}: has no 'example'; give the context, e.g. handwired explain {model.vocab[0] * 3}")
         text = model.example
     wanted = explaining.expand(step or [])
-    trace = run.trace(model, text)
-    panels = explaining.steps(model, trace, wanted, block, head)
+    trace = run.trace(model, text, causal=not no_mask)
+    named = any(name in explaining.BLOCK_STEPS for name in step or [])
+    panels = explaining.steps(model, trace, wanted, block, head, position, every_step=named)
     console = Console(highlight=False, record=svg is not None or html is not None)
     console.print(render.model_line(model))
     console.print(Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"))
-    note = render.window_note(model, trace)
-    if note:
-        console.print(note)
+    for note in (render.window_note(model, trace), render.mask_note(trace)):
+        if note:
+            console.print(note)
     for panel in panels:
         console.print(render.step_panel(panel))
     save_console(console, svg, html, force)
