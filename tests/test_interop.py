@@ -24,33 +24,20 @@ from handwired.interop.loader import LOAD_V3, LOAD_V4, TESTED  # noqa: E402
 from handwired.weightfile import bundled_models, load, parse  # noqa: E402
 
 
-def model_from(params, n_head=2, vocab="abc", n_ctx=6):
-    model, problems = parse(params_to_document(params, n_head, vocab, n_ctx), source="random")
+def random_model(seed, n_head=2, layer_norm=True, mlp=True, n_layer=2):
+    """A random model like the forward pass tests'; ``mlp`` may list each block's MLP width (None: none)."""
+    params = random_params(np.random.default_rng(seed), n_layer=n_layer, layer_norm=layer_norm, mlp=mlp)
+    model, problems = parse(params_to_document(params, n_head, "abc", 6), source=f"random-{seed}")
     assert not problems, problems
     return model
-
-
-def random_model(seed=0, n_head=2, layer_norm=True, mlp=True, n_layer=2, widths=None):
-    rng = np.random.default_rng(seed)
-    params = random_params(rng, n_layer=n_layer, layer_norm=layer_norm, mlp=mlp)
-    for block, width in zip(params["blocks"], widths or []):
-        if width is None:
-            block.pop("mlp", None)
-            block.pop("ln_2", None)
-        else:
-            block["mlp"] = {"c_fc": {"w": rng.normal(0, 0.7, (8, width)), "b": rng.normal(0, 0.3, width)},
-                            "c_proj": {"w": rng.normal(0, 0.7, (width, 8)), "b": rng.normal(0, 0.3, 8)}}
-            if layer_norm:
-                block["ln_2"] = {"g": rng.normal(1, 0.2, 8), "b": rng.normal(0, 0.2, 8)}
-    return model_from(params, n_head)
 
 
 MODELS = {
     "attention only": lambda: random_model(1, n_head=4, layer_norm=False, mlp=False, n_layer=1),
     "LayerNorm and MLP": lambda: random_model(2, n_head=2, n_layer=2),
     "eight heads": lambda: random_model(3, n_head=8, n_layer=3),
-    "mixed MLP widths": lambda: random_model(4, n_head=2, layer_norm=False, n_layer=3, widths=[5, None, 12]),
-    "mixed widths, LayerNorm": lambda: random_model(5, n_head=4, n_layer=3, widths=[None, 3, 9]),
+    "mixed MLP widths": lambda: random_model(4, n_head=2, layer_norm=False, mlp=[5, None, 12]),
+    "mixed widths, LayerNorm": lambda: random_model(5, n_head=4, mlp=[None, 3, 9]),
 }
 
 
@@ -137,9 +124,13 @@ def test_export_writes_the_folder_byte_for_byte_the_same(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one", "two"]  # no temporary folder left
 
 
-@pytest.mark.parametrize("name", [f"bundled {n}" for n in bundled_models()] + list(MODELS))
+SOLUTIONS = sorted((Path(__file__).resolve().parent.parent / "puzzles" / "solutions").glob("*.json"))
+HAND_WIRED = {**{f"bundled {n}": n for n in bundled_models()}, **{f"solution {p.stem}": str(p) for p in SOLUTIONS}}
+
+
+@pytest.mark.parametrize("name", list(HAND_WIRED) + list(MODELS))
 def test_export_then_import_gives_back_the_same_numbers(name, tmp_path):
-    model = load(name.split()[1]) if name.startswith("bundled ") else MODELS[name]()
+    model = load(HAND_WIRED[name]) if name in HAND_WIRED else MODELS[name]()
     export_folder(model, tmp_path / "export")
     back = import_folder(tmp_path / "export", tmp_path / "back.json")
     again = load(str(tmp_path / "back.json"))

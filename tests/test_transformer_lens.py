@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reference import params_to_document, random_params
+from test_interop import random_model
 
 from handwired.forward import forward
 from handwired.interop import export_folder, import_folder
 from handwired.interop.loader import LOAD_V3, LOAD_V4, TESTED
-from handwired.weightfile import bundled_models, load, parse
+from handwired.weightfile import bundled_models, load
 
 try:
     import torch
@@ -41,24 +41,6 @@ MAX_LENGTH = 6
 ATTENTION_HOOKS = ("hook_q", "hook_k", "hook_v", "hook_pattern", "hook_z")
 
 
-def random_model(seed, n_head, layer_norm, mlp, n_layer, widths=None):
-    """A random model from the test suite's set; ``widths`` gives each block's MLP width (None: no MLP)."""
-    rng = np.random.default_rng(seed)
-    params = random_params(rng, n_layer=n_layer, layer_norm=layer_norm, mlp=mlp)
-    for block, width in zip(params["blocks"], widths or []):
-        if width is None:
-            block.pop("mlp", None)
-            block.pop("ln_2", None)
-        else:
-            block["mlp"] = {"c_fc": {"w": rng.normal(0, 0.7, (8, width)), "b": rng.normal(0, 0.3, width)},
-                            "c_proj": {"w": rng.normal(0, 0.7, (width, 8)), "b": rng.normal(0, 0.3, 8)}}
-            if layer_norm:
-                block["ln_2"] = {"g": rng.normal(1, 0.2, 8), "b": rng.normal(0, 0.2, 8)}
-    model, problems = parse(params_to_document(params, n_head, "abc", 6), source=f"random-{seed}")
-    assert not problems, problems
-    return model
-
-
 RANDOM = {
     # the forward pass tests' set: (n_head, layer_norm, mlp, n_layer)
     f"random h{h} ln{int(ln)} mlp{int(mlp)} L{n}": (lambda h=h, ln=ln, mlp=mlp, n=n: random_model(h * 100 + n, h, ln, mlp, n))
@@ -66,9 +48,14 @@ RANDOM = {
                           (4, True, True, 2), (8, True, True, 3)]
 }
 # blocks with MLPs of different widths and one without: zero padding and a zero MLP
-RANDOM["random mixed widths"] = lambda: random_model(21, 2, False, True, 3, widths=[5, None, 12])
-RANDOM["random mixed widths, LayerNorm"] = lambda: random_model(22, 4, True, True, 3, widths=[None, 3, 9])
-MODELS = {**{f"bundled {name}": (lambda name=name: load(name)) for name in bundled_models()}, **RANDOM}
+RANDOM["random mixed widths"] = lambda: random_model(21, 2, False, [5, None, 12])
+RANDOM["random mixed widths, LayerNorm"] = lambda: random_model(22, 4, True, [None, 3, 9])
+SOLUTIONS = sorted((Path(__file__).resolve().parent.parent / "puzzles" / "solutions").glob("*.json"))
+MODELS = {
+    **{f"bundled {name}": (lambda name=name: load(name)) for name in bundled_models()},
+    **{f"solution {path.stem}": (lambda path=path: load(str(path))) for path in SOLUTIONS},  # hand-wired too
+    **RANDOM,
+}
 
 
 def load_in_transformer_lens(folder: Path):
