@@ -155,7 +155,8 @@ def test_a_transformer_lens_state_dict_imports_exactly(tmp_path):
     folder = tmp_path / "from-tl"
     folder.mkdir()
     save_file({k: v.contiguous() for k, v in tl_model.state_dict().items()}, str(folder / "model.safetensors"))
-    (folder / "config.json").write_text(json.dumps(config))
+    # the whole config as TransformerLens holds it, every default included
+    (folder / "config.json").write_text(json.dumps(tl_model.cfg.to_dict(), default=str))
     model = import_folder(folder, tmp_path / "model.json", vocab="abcde")
     assert load(str(tmp_path / "model.json")).dims == model.dims
     tokens = every_context(5, 4)

@@ -8,13 +8,14 @@ The mapping is reshapes and transposes only, so no number changes on the way.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from handwired.errors import HandwiredError
 from handwired.forward import LN_EPS
-from handwired.weightfile import FORMAT
+from handwired.weightfile import FORMAT, MAX_SIZE
 
 # Activation names whose function is GPT-2's tanh GELU, the only one handwired computes.
 TANH_GELU = ("gelu_new", "gelu_pytorch_tanh")
@@ -148,6 +149,15 @@ MUST_BE = {
     "output_logits_soft_cap": (-1.0, "soft-capped logits"),
     "relative_attention_max_distance": (None, "relative attention"),
     "relative_attention_num_buckets": (None, "relative attention"),
+    "clip_qkv": (None, "clipped q, k and v"),
+    "use_logn_attn": (False, "log-n attention scaling"),
+    "scale_attn_by_inverse_layer_idx": (False, "attention scaled by the block's index"),
+    "post_embedding_ln": (False, "a LayerNorm after the embedding"),
+    "use_attention_sinks": (False, "attention sinks"),
+    "attn_types": (None, "local attention"),
+    "scale_embedding": (False, "a scaled embedding"),
+    "per_layer_head_dim": (None, "blocks with different head sizes"),
+    "per_layer_num_key_value_heads": (None, "grouped-query attention"),
     "decoder_start_token_id": (None, "an encoder-decoder model"),
 }
 NORMALIZATION = {None: None, "LN": "LN", "LNPre": "LNPre"}
@@ -164,6 +174,8 @@ def read_config(config: Any, source: str) -> dict[str, Any]:
     sizes = {}
     for key in ("d_model", "n_heads", "n_layers", "n_ctx", "d_vocab"):
         sizes[key] = _size(config, key, fail, minimum=0 if key == "n_layers" else 1)
+        if sizes[key] > MAX_SIZE:
+            raise fail(f"{key} {sizes[key]} is more than handwired supports (at most {MAX_SIZE})")
     sizes["d_head"] = _size(config, "d_head", fail) if "d_head" in config else sizes["d_model"] // sizes["n_heads"]
     if sizes["n_heads"] * sizes["d_head"] != sizes["d_model"]:
         raise fail(f"n_heads·d_head = {sizes['n_heads']}·{sizes['d_head']} ≠ d_model {sizes['d_model']}; handwired "
@@ -178,6 +190,8 @@ def read_config(config: Any, source: str) -> dict[str, Any]:
     sizes["attn_only"] = attn_only
     if not attn_only:
         sizes["d_mlp"] = _size(config, "d_mlp", fail)
+        if sizes["d_mlp"] > MAX_SIZE:
+            raise fail(f"d_mlp {sizes['d_mlp']} is more than handwired supports (at most {MAX_SIZE})")
         act_fn = config.get("act_fn")
         if act_fn not in TANH_GELU:
             raise fail(f"act_fn {act_fn!r}: handwired computes only GPT-2's tanh GELU (\"gelu_new\")")
@@ -188,6 +202,10 @@ def read_config(config: Any, source: str) -> dict[str, Any]:
     eps = config.get("eps", LN_EPS)
     if norm is not None and eps != LN_EPS:
         raise fail(f"eps {eps!r}: handwired's LayerNorm uses eps {LN_EPS}")
+    attn_scale = config.get("attn_scale", -1.0)
+    if attn_scale not in (-1.0, math.sqrt(sizes["d_head"])) and config.get("use_attn_scale", True):
+        raise fail(f"attn_scale {attn_scale!r}: handwired divides attention scores by √d_head = "
+                   f"{math.sqrt(sizes['d_head']):g}")
     for key, (wanted, meaning) in MUST_BE.items():
         if key in config and config[key] != wanted:
             raise fail(f"{key} {config[key]!r}: handwired cannot hold {meaning}")
@@ -329,8 +347,10 @@ def _mlp(state: dict[str, np.ndarray], prefix: str) -> dict[str, Any] | None:
 
 def _numbers(array: np.ndarray) -> list:
     """Nested lists of JSON numbers: whole numbers as integers, others as the shortest exact decimal."""
-    array = np.asarray(array, dtype=np.float64)
-    if array.ndim == 0:
-        value = float(array)
-        return int(value) if value.is_integer() and abs(value) < 2**53 else value  # type: ignore[return-value]
-    return [_numbers(row) for row in array]
+    return _whole(np.asarray(array, dtype=np.float64).tolist())
+
+
+def _whole(value):
+    if isinstance(value, list):
+        return [_whole(item) for item in value]
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value

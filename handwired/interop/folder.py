@@ -9,6 +9,7 @@ example, target) and ``README.md`` (how to load it).
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -20,7 +21,7 @@ import numpy as np
 from handwired.errors import HandwiredError
 from handwired.interop import convert
 from handwired.interop.loader import readme
-from handwired.weightfile import MAX_FILE_BYTES, MAX_SIZE, dumps, parse
+from handwired.weightfile import MAX_FILE_BYTES, dumps, parse
 
 CONFIG, WEIGHTS, VOCAB, LABELS, README = "config.json", "model.safetensors", "vocab.json", "handwired.json", "README.md"
 FILES = (CONFIG, WEIGHTS, VOCAB, LABELS, README)
@@ -45,7 +46,7 @@ def export_files(model) -> dict[str, bytes]:
     save = safetensors_numpy().save
     config = convert.to_config(model)
     state = convert.to_state_dict(model)
-    labels = {"format": "handwired/1", "name": model.name, "description": model.description,
+    labels = {"name": model.name, "description": model.description,
               "dims": list(model.dims), "example": model.example, "target": model.target}
     return {
         CONFIG: _json(config),
@@ -119,9 +120,10 @@ def read_folder(folder: Path, vocab: str | None = None) -> tuple[str, Any]:
         raise HandwiredError(f"{folder}: is not a folder (expected {CONFIG}, {WEIGHTS} and {VOCAB} in one)")
     config_path = folder / CONFIG
     sizes = convert.read_config(_read_json(config_path), str(config_path))
-    for key in ("d_model", "n_ctx", "d_vocab", "d_mlp"):
-        if sizes.get(key, 0) > MAX_SIZE:
-            raise HandwiredError(f"{config_path}: {key} {sizes[key]} is more than handwired supports (at most {MAX_SIZE})")
+    numbers = sum(math.prod(shape) for shape in convert.expected_shapes(sizes).values())
+    if 2 * numbers > MAX_FILE_BYTES:  # at least "0," for each number
+        raise HandwiredError(f"{config_path}: {numbers:,} weights would make a file larger than handwired reads "
+                             f"({MAX_FILE_BYTES:,} bytes)")
     tokens = _vocab(folder, sizes["d_vocab"], vocab)
     weights_path = folder / WEIGHTS
     state = convert.check_tensors(_read_tensors(weights_path), sizes, str(weights_path))
