@@ -218,6 +218,26 @@ def test_cli_export_refuses_to_replace_without_force_and_replaces_only_an_export
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "out"]
 
 
+def test_a_failed_write_leaves_the_earlier_export_and_no_temporary_folder(tmp_path, monkeypatch):
+    import os
+
+    out = tmp_path / "out"
+    invoke("export", "aab", "-o", str(out))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    rename = os.rename
+
+    def fail_on_the_new_folder(source, target):
+        if str(source).endswith(".tmp"):
+            raise OSError(28, "No space left on device")
+        rename(source, target)
+
+    monkeypatch.setattr("handwired.interop.folder.os.rename", fail_on_the_new_folder)
+    line = user_error("export", "multihead", "-o", str(out), "--force")
+    assert "out: cannot write: No space left on device" in line
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
 def test_cli_export_refuses_mixed_layer_norm(tmp_path, write_json):
     for edit, says in ((lambda b: b[0].pop("ln_1"), "but not at blocks[0].ln_1"),
                        (lambda b: [block.pop(k) for block in b for k in ("ln_1", "ln_2")], "LayerNorm at ln_f but not at")):

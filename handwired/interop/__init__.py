@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from handwired.errors import HandwiredError
 from handwired.interop.folder import FILES, check_output_folder, export_files, read_folder, write_folder
 from handwired.interop.loader import TESTED
 from handwired.weightfile import write_new
@@ -30,7 +31,10 @@ def export_folder(model, folder: Path, force: bool = False) -> dict[str, bytes]:
 def import_folder(folder: Path, output: Path, force: bool = False, vocab: str | None = None):
     """Read a TransformerLens folder into a new weight file; return the model it holds."""
     text, model = read_folder(folder, vocab)
-    write_new(output, text, force=force)
+    try:
+        write_new(output, text, force=force)
+    except OSError as error:  # a read-only folder, a full disk
+        raise HandwiredError(f"{output}: cannot write: {error.strerror or error}") from None
     return model
 
 

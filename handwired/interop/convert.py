@@ -160,7 +160,7 @@ MUST_BE = {
     "per_layer_num_key_value_heads": (None, "grouped-query attention"),
     "decoder_start_token_id": (None, "an encoder-decoder model"),
 }
-NORMALIZATION = {None: None, "LN": "LN", "LNPre": "LNPre"}
+NORMALIZATION = (None, "LN", "LNPre")  # LNPre: LayerNorm without gain and bias
 
 
 def read_config(config: Any, source: str) -> dict[str, Any]:
@@ -174,8 +174,6 @@ def read_config(config: Any, source: str) -> dict[str, Any]:
     sizes = {}
     for key in ("d_model", "n_heads", "n_layers", "n_ctx", "d_vocab"):
         sizes[key] = _size(config, key, fail, minimum=0 if key == "n_layers" else 1)
-        if sizes[key] > MAX_SIZE:
-            raise fail(f"{key} {sizes[key]} is more than handwired supports (at most {MAX_SIZE})")
     sizes["d_head"] = _size(config, "d_head", fail) if "d_head" in config else sizes["d_model"] // sizes["n_heads"]
     if sizes["n_heads"] * sizes["d_head"] != sizes["d_model"]:
         raise fail(f"n_heads·d_head = {sizes['n_heads']}·{sizes['d_head']} ≠ d_model {sizes['d_model']}; handwired "
@@ -190,8 +188,6 @@ def read_config(config: Any, source: str) -> dict[str, Any]:
     sizes["attn_only"] = attn_only
     if not attn_only:
         sizes["d_mlp"] = _size(config, "d_mlp", fail)
-        if sizes["d_mlp"] > MAX_SIZE:
-            raise fail(f"d_mlp {sizes['d_mlp']} is more than handwired supports (at most {MAX_SIZE})")
         act_fn = config.get("act_fn")
         if act_fn not in TANH_GELU:
             raise fail(f"act_fn {act_fn!r}: handwired computes only GPT-2's tanh GELU (\"gelu_new\")")
@@ -218,6 +214,8 @@ def _size(config: dict, key: str, fail, minimum: int = 1) -> int:
     value = config[key]
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise fail(f"{key}: expected a whole number ≥ {minimum}; found {value!r}")
+    if value > MAX_SIZE:
+        raise fail(f"{key} {value} is more than handwired supports (at most {MAX_SIZE})")
     return value
 
 

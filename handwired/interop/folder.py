@@ -68,9 +68,9 @@ def write_folder(folder: Path, files: dict[str, bytes], force: bool = False) -> 
     """
     check_output_folder(folder, force)
     parent = folder.parent
-    temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=parent))
-    aside = None
+    temp = aside = None
     try:
+        temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=parent))
         for name, data in files.items():
             (temp / name).write_bytes(data)
         mask = os.umask(0)
@@ -80,10 +80,13 @@ def write_folder(folder: Path, files: dict[str, bytes], force: bool = False) -> 
             aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=parent))
             os.rename(folder, aside / folder.name)
         os.rename(temp, folder)
-    except BaseException:
-        if aside is not None and not folder.exists():
+    except BaseException as error:
+        if aside is not None and (aside / folder.name).exists() and not folder.exists():
             os.rename(aside / folder.name, folder)  # put the earlier export back
-        shutil.rmtree(temp, ignore_errors=True)
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+        if isinstance(error, OSError):
+            raise HandwiredError(f"{folder}: cannot write: {error.strerror or error}") from None
         raise
     finally:
         if aside is not None:
