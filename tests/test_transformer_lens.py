@@ -2,7 +2,8 @@
 
 Needs torch and transformer-lens, which the main test run does not install: this
 module runs in its own environment (``.ci/transformer-lens``, see the README). There
-HANDWIRED_REQUIRE_TL=1 is set, so a missing library fails the run instead of skipping.
+HANDWIRED_REQUIRE_TL=1 is set, so a missing library fails the run instead of skipping;
+and in CI (CI=true) the main run fails here unless that comparison has passed.
 
 Each model is exported, loaded with the very loading code the folder's README gives,
 and run on every context of length 1 … min(n_ctx, 6); logits and the attention hooks
@@ -29,8 +30,14 @@ try:
 
     TL_VERSION = version("transformer-lens")
 except ImportError as error:  # pragma: no cover - depends on the environment
-    if os.environ.get("HANDWIRED_REQUIRE_TL") == "1":
-        raise RuntimeError(f"TransformerLens is required here (HANDWIRED_REQUIRE_TL=1) but: {error}") from None
+    # .ci/transformer-lens leaves this behind once the comparison has passed in .venv-tl
+    COMPARED = Path(__file__).resolve().parent.parent / ".venv-tl" / "compared"
+    in_ci = os.environ.get("CI", "").lower() in ("true", "1")
+    if os.environ.get("HANDWIRED_REQUIRE_TL") == "1" or (in_ci and not COMPARED.is_file()):
+        raise RuntimeError(f"the comparison with TransformerLens must run here, but TransformerLens cannot be "
+                           f"imported ({error}) and no {COMPARED} says it passed in .venv-tl: run .ci/transformer-lens") from None
+    if COMPARED.is_file():
+        pytest.skip(f"compared in .venv-tl with TransformerLens {COMPARED.read_text().strip()}", allow_module_level=True)
     pytest.skip(f"TransformerLens not installed ({error}); run .ci/transformer-lens", allow_module_level=True)
 
 MAJOR = TL_VERSION.split(".")[0]
