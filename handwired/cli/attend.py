@@ -1,20 +1,17 @@
 """attend: one attention step on matrices given inline or in a JSON file."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
-from handwired import attend as attending
 from handwired import render
-from handwired.cli.app import app, save_console, user_errors
+from handwired.cli.app import app, save_view, stdout, user_errors
 from handwired.errors import HandwiredError
 
+SCORES = ("scaled-dot", "dot", "gaussian")  # handwired.attend.SCORES (a test holds them equal), kept out of the imports
 MATRIX_HELP = "',' between numbers in a row, ';' between rows; without ';' each number is a row of its own."
 
 
@@ -26,7 +23,7 @@ def attend(
     k: Annotated[Optional[str], typer.Option("--k", help="Keys, e.g. 60,64,68 or '68,91;60,87;64,88'.")] = None,
     v: Annotated[Optional[str], typer.Option("--v", help="Values, one row per key.")] = None,
     x: Annotated[Optional[str], typer.Option("--x", help="Self-attention: Q = K = V = X.")] = None,
-    score: Annotated[str, typer.Option(help=f"Score function: {', '.join(attending.SCORES)}.")] = "scaled-dot",
+    score: Annotated[str, typer.Option(help=f"Score function: {', '.join(SCORES)}.")] = "scaled-dot",
     causal: Annotated[bool, typer.Option("--causal", help="Mask keys after the query (a decoder's mask).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print every intermediate as JSON.")] = False,
     svg: Annotated[Optional[Path], typer.Option(help="Also save what was printed as SVG.")] = None,
@@ -34,6 +31,7 @@ def attend(
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
 ) -> None:
     """Compute one attention step: scores, softmax weights and the weighted sum of values."""
+    from handwired import attend as attending  # here: the other commands start faster without it
     inline = {name: text for name, text in (("q", q), ("k", k), ("v", v), ("x", x)) if text is not None}
     if file is not None and inline:
         raise HandwiredError(f"{file}: give the matrices in the file or inline (--{next(iter(inline))}), not both")
@@ -52,11 +50,14 @@ def attend(
     if as_json:
         typer.echo(json.dumps(attending.to_json(result), indent=2, ensure_ascii=False))
         return
-    console = Console(highlight=False, record=svg is not None or html is not None)
-    console.print(Text.assemble(("attention ", "dim"), (score, "bold"), ("  causal mask" if causal else "  no mask", "dim")))
-    for step in attending.view(result, self_attention="x" in given):
-        console.print(render.step_panel(step))
     note = attending.saturation_note(result)
-    if note:
-        console.print(Text(note, style="yellow"))
-    save_console(console, svg, html, force)
+
+    def view(_everything: bool) -> list:  # matrices given by hand are shown whole: nothing folded
+        return [Text.assemble(("attention ", "dim"), (score, "bold"), ("  causal mask" if causal else "  no mask", "dim")),
+                *[render.step_panel(step, show_all=True) for step in attending.view(result, self_attention="x" in given)],
+                *([Text(note, style="yellow")] if note else [])]
+
+    console = stdout()
+    for part in view(True):
+        console.print(part)
+    save_view(view, svg, html, force)

@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from handwired import interop
 from handwired.cli.app import app, check_outputs, stdout, user_errors
 from handwired.errors import HandwiredError
 from handwired.weightfile import load
@@ -23,6 +22,8 @@ def export_model(
     force: Annotated[bool, typer.Option("--force", help="Replace an earlier export in the same folder.")] = False,
 ) -> None:
     """Write MODEL as a folder TransformerLens loads: config, safetensors weights, vocabulary, README."""
+    from handwired import interop  # only here: it brings tempfile and shutil, which other commands' start-up skips
+
     if to not in interop.TARGETS:
         raise HandwiredError(f"--to {to!r}: expected one of {', '.join(interop.TARGETS)}")
     model = load(model_spec)
@@ -41,6 +42,7 @@ def import_model(
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
     """Read a TransformerLens folder back into a handwired/1 weight file."""
+    from handwired import interop
     check_outputs(folder, force, output)
     model = interop.import_folder(folder, output, force=force, vocab=vocab)
     stdout().print(f"wrote {escape(str(output))}: vocab {' '.join(model.vocab)}, n_ctx {model.n_ctx}, "

@@ -1,18 +1,15 @@
 """Model commands: predict, explain, complete."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from handwired import explain as explaining
 from handwired import render, run
-from handwired.cli.app import WeightsOption, check_outputs, save_console, app, stdout, user_errors
+from handwired.cli.app import WeightsOption, app, check_outputs, save_view, stdout, user_errors
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
 
@@ -85,8 +82,9 @@ def explain(
     position: Annotated[
         Optional[int], typer.Option(help="The position the why step explains; default: the last.")
     ] = None,
-    svg: Annotated[Optional[Path], typer.Option(help="Also save what was printed as SVG.")] = None,
-    html: Annotated[Optional[Path], typer.Option(help="Also save what was printed as HTML.")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show rows and columns that are all zero (folded by default).")] = False,
+    svg: Annotated[Optional[Path], typer.Option(help="Also save the view as SVG, nothing folded.")] = None,
+    html: Annotated[Optional[Path], typer.Option(help="Also save the view as HTML, nothing folded.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
     no_mask: NoMaskOption = False,
 ) -> None:
@@ -101,15 +99,18 @@ def explain(
     trace = run.trace(model, text, causal=not no_mask)
     named = any(name in explaining.BLOCK_STEPS for name in step or [])
     panels = explaining.steps(model, trace, wanted, block, head, position, every_step=named)
-    console = Console(highlight=False, record=svg is not None or html is not None)
-    console.print(render.model_line(model))
-    console.print(Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"))
-    for note in (render.window_note(model, trace), render.mask_note(trace)):
-        if note:
-            console.print(note)
-    for panel in panels:
-        console.print(render.step_panel(panel))
-    save_console(console, svg, html, force)
+
+    def view(everything: bool) -> list:
+        notes = [note for note in (render.window_note(model, trace), render.mask_note(trace)) if note]
+        return [render.model_line(model),
+                Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"),
+                *notes,
+                *[render.step_panel(panel, everything) for panel in panels]]
+
+    console = stdout()
+    for part in view(show_all):
+        console.print(part)
+    save_view(view, svg, html, force)
 
 
 @app.command()

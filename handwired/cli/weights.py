@@ -1,7 +1,5 @@
 """weights: show, validate, create and list weight files."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from handwired import convert, render
+from handwired import render
 from handwired.cli.app import EXIT_USER_ERROR, WeightsOption, check_outputs, stdout, user_errors, weights_app
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps, load, starter_document, validate, write_new
@@ -24,13 +22,16 @@ def weights_show(
     as_sparse: Annotated[
         bool, typer.Option("--sparse", help="Print the file in the sparse form instead: JSON to write back.")
     ] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show rows and columns that are all zero (folded by default).")] = False,
 ) -> None:
     """Show every weight matrix, labelled."""
     model = load(path or weights)
     if as_sparse:
+        from handwired import convert  # here, as in weights_convert: other commands start faster without it
+
         typer.echo(dumps(convert.document(model, "sparse")), nl=False)
         return
-    stdout().print(render.weights_view(model))
+    stdout().print(render.weights_view(model, show_all))
 
 
 @weights_app.command("convert")
@@ -42,6 +43,7 @@ def weights_convert(
     force: Annotated[bool, typer.Option("--force", help="Replace an existing output file.")] = False,
 ) -> None:
     """Rewrite a weight file sparse or dense; constants and expressions are kept as written."""
+    from handwired import convert
     if to not in convert.FORMS:
         raise HandwiredError(f"--to {to!r}: expected {' or '.join(convert.FORMS)}")
     model = load(path)
