@@ -139,6 +139,24 @@ def check_conventions(model, i, cache, record):
             assert relative_error(cache[f"{name}.hook_out"].numpy(), after) <= TOLERANCE
 
 
+def test_the_folders_readme_runs_as_written(tmp_path, monkeypatch, capsys):
+    import re
+
+    model = load("multihead")
+    folder = tmp_path / "export"
+    export_folder(model, folder)
+    loader_v4, loader_v3, use = re.findall(r"```python\n(.*?)```", (folder / "README.md").read_text(), re.S)
+    monkeypatch.chdir(folder)
+    namespace: dict = {}
+    exec(loader_v4 if MAJOR == "4" else loader_v3, namespace)
+    exec(use, namespace)
+    printed = capsys.readouterr().out.splitlines()
+    expected = re.search(r"argmax\(\)\]\)\s+# (\S+)", use).group(1)  # the prediction the README promises
+    assert printed[0] == expected
+    example = re.search(r'for c in "(\w+)"', use).group(1)
+    assert printed[0] == model.vocab[int(forward(model.params, model.encode(example)[None], model.n_head)[0, -1].argmax())]
+
+
 @pytest.mark.skipif(MAJOR != "3", reason="HookedTransformer.state_dict() is the 3.x format; 4.x saves bridge keys")
 def test_a_transformer_lens_state_dict_imports_exactly(tmp_path):
     """A model TransformerLens made itself (random init, tied and bias-free unembedding) comes into handwired exactly."""
