@@ -21,6 +21,7 @@ import numpy as np
 from handwired.errors import HandwiredError
 from handwired.interop import convert
 from handwired.interop.loader import readme
+from handwired import convert as forms
 from handwired.weightfile import MAX_FILE_BYTES, dumps, parse
 
 CONFIG, WEIGHTS, VOCAB, LABELS, README = "config.json", "model.safetensors", "vocab.json", "handwired.json", "README.md"
@@ -135,7 +136,7 @@ def read_folder(folder: Path, vocab: str | None = None) -> tuple[str, Any]:
     model, problems = parse(doc, source=str(folder))
     if problems:
         raise HandwiredError(f"{folder}: would not make a valid weight file: {problems[0]}")
-    text = dumps(doc)
+    text = dumps(forms.document(model, "sparse"))  # as a person would write it: non-zero entries by label
     if len(text.encode("utf-8")) > MAX_FILE_BYTES:
         raise HandwiredError(f"{folder}: the weight file would be larger than handwired reads ({MAX_FILE_BYTES:,} bytes)")
     return text, model
