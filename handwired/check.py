@@ -24,6 +24,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from handwired.batch import next_logits_distinct
+from handwired.tree import evaluate_tree
 from handwired.errors import HandwiredError
 from handwired.forward import softmax
 from handwired.run import top_token
@@ -39,6 +40,7 @@ NEAR_MISS = 1.0  # logits: a margin below this means a small edit could flip an 
 class Batch:
     contexts: np.ndarray  # [n, n_seq] token ids, one length per batch
     judgement: Judgement
+    logits: np.ndarray | None = None  # [n, n_vocab] when the plan has evaluated the contexts already
 
 
 @dataclass(frozen=True)
@@ -162,8 +164,23 @@ def count_contexts(model: Model, min_length: int = 1) -> int:
     return sum(model.n_vocab**length for length in _lengths(model, min_length))
 
 
+def contexts_of(length: int, first: int, n: int, n_vocab: int) -> np.ndarray:
+    """Contexts first…first+n-1 of ``length`` in base-n_vocab order: [n, length] token ids (the digits)."""
+    place = n_vocab ** np.arange(length - 1, -1, -1, dtype=np.int64)
+    index = np.arange(first, first + n, dtype=np.int64)
+    return ((index[:, None] // place) % n_vocab).astype(np.min_scalar_type(n_vocab))
+
+
+def exhaustive_contexts(model: Model, min_length: int = 1) -> Iterator[np.ndarray]:
+    """Every context of length min_length…n_ctx, shortest first, in vocab order, BATCH at a time."""
+    for length in _lengths(model, min_length):
+        count = model.n_vocab**length
+        for first in range(0, count, BATCH):
+            yield contexts_of(length, first, min(BATCH, count - first), model.n_vocab)
+
+
 def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = MAX_EXHAUSTIVE) -> Plan:
-    """Every context of length min_length…n_ctx over the vocab, shortest first, in vocab order."""
+    """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes."""
     total = count_contexts(model, min_length)
     if total > limit:
         raise HandwiredError(
@@ -171,16 +188,11 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = 
             f"more than the {limit:,} handwired will enumerate; check a random sample instead, "
             f"e.g. --sample 1000000 --seed 0"
         )
-    dtype = np.min_scalar_type(model.n_vocab)
 
     def batches() -> Iterator[Batch]:
-        for length in _lengths(model, min_length):
-            place = model.n_vocab ** np.arange(length - 1, -1, -1, dtype=np.int64)
-            count = model.n_vocab**length
-            for start in range(0, count, BATCH):
-                index = np.arange(start, min(start + BATCH, count), dtype=np.int64)
-                contexts = ((index[:, None] // place) % model.n_vocab).astype(dtype)  # base-n_vocab digits
-                yield Batch(contexts, rule.judge(contexts))
+        for evaluated in evaluate_tree(model, min_length):
+            contexts = contexts_of(evaluated.length, evaluated.first, len(evaluated.logits), model.n_vocab)
+            yield Batch(contexts, rule.judge(contexts), evaluated.logits)
 
     return Plan(
         description=f"every context of length {min_length}…{model.n_ctx} over {', '.join(model.vocab)} "
@@ -252,7 +264,7 @@ def _order(model: Model, context: str) -> tuple[int, list[int]]:
 
 def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failure], show: int) -> None:
     contexts, status, acceptable = batch.contexts, batch.judgement.status, batch.judgement.acceptable
-    logits = next_logits_distinct(model, contexts)
+    logits = next_logits_distinct(model, contexts) if batch.logits is None else batch.logits
     best_right = np.where(acceptable, logits, -np.inf).max(axis=1)
     best_wrong = np.where(acceptable, -np.inf, logits).max(axis=1)
     margins = best_right - best_wrong  # +inf when every token is acceptable
@@ -267,11 +279,16 @@ def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failu
     report.out_of_domain += int((status == OUT_OF_DOMAIN).sum())
 
     if passing.any():
-        row = int(np.flatnonzero(passing)[np.argmin(margins[passing])])
-        if math.isfinite(margins[row]) and (report.margin is None or margins[row] < report.margin.value):
+        row = int(np.flatnonzero(passing)[np.argmin(margins[passing])])  # a batch is in vocab order
+        context = model.decode(contexts[row])
+        # On a tie the shortest context, then the first in vocab order, whatever order the batches come in.
+        if math.isfinite(margins[row]) and (
+            report.margin is None
+            or (margins[row], _order(model, context)) < (report.margin.value, _order(model, report.margin.context))
+        ):
             report.margin = Margin(
                 value=float(margins[row]),
-                context=model.decode(contexts[row]),
+                context=context,
                 right=model.vocab[int(np.argmax(np.where(acceptable[row], logits[row], -np.inf)))],
                 wrong=model.vocab[int(np.argmax(np.where(acceptable[row], -np.inf, logits[row])))],
             )
