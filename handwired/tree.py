@@ -24,6 +24,9 @@ contexts), plus room for their children's own.
 
 from __future__ import annotations
 
+import os
+import queue
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
@@ -34,6 +37,10 @@ from handwired.forward import attention, layer_norm, linear, matmul, merge_heads
 from handwired.weightfile import Model
 
 CHUNK = 1024  # contexts evaluated together: enough to amortise numpy's per-call cost, few enough for the cache
+PATH_MEMORY = 64 * 2**20  # bytes of keys and values one walk keeps on its path, at most
+WORKERS = min(4, os.cpu_count() or 1)  # threads walking subtrees side by side
+PARALLEL_FROM = 20_000  # contexts of full length: below this, threads cost more than they save
+QUEUE = 8  # batches a thread may compute ahead of the consumer
 
 
 @dataclass(frozen=True)
@@ -104,25 +111,17 @@ class _Level:
     kv: list[tuple[np.ndarray, np.ndarray]]  # per block [n, length + n_vocab, n_embd] each
 
 
-def evaluate_tree(model: Model, min_length: int = 1, chunk: int = CHUNK) -> Iterator[TreeBatch]:
-    """The logits of every context of length min_length…n_ctx, depth first, a batch of at most ``chunk`` at a time.
+def _walk(model: Model, table, size: int, min_length: int, deepest: int, path: dict[int, _Level],
+          start: tuple[int, int, int]) -> Iterator[TreeBatch]:
+    """Depth first from the batch ``start`` = (length, first, n) down to length ``deepest``.
 
     A batch of length L is evaluated right after the batch of length L-1 that
-    holds its parents, so the keys and values of every ancestor are on the path.
-    Shorter contexts than ``min_length`` are evaluated (their descendants need
-    them) but not yielded.
+    holds its parents, so the keys and values of every ancestor are on ``path``.
     """
     n_vocab, n_embd, params = model.n_vocab, model.n_embd, model.params
-    table = qkv_table(params) if model.n_layer else None  # block 0's q, k, v depend on token and position only
-    batch_size = n_vocab
-    while batch_size * n_vocab <= chunk and n_vocab > 1:
-        batch_size *= n_vocab  # a power of n_vocab, at least n_vocab: a batch holds whole families of siblings
-    root = _Level(0, [(np.empty((1, n_vocab, n_embd)), np.empty((1, n_vocab, n_embd))) for _ in range(model.n_layer)])
-    path = {0: root}
-    stack = [(1, 0)]  # (length, first) of the batches still to evaluate
+    stack = [start]  # (length, first, n) of the batches still to evaluate
     while stack:
-        length, first = stack.pop()
-        n = min(n_vocab**length, batch_size)
+        length, first, n = stack.pop()
         parents = path[length - 1]
         rows = slice(first // n_vocab - parents.first, (first + n) // n_vocab - parents.first)
         kv = [(keys[rows], values[rows]) for keys, values in parents.kv]  # per block [c, length-1 + n_vocab, n_embd]
@@ -130,14 +129,100 @@ def evaluate_tree(model: Model, min_length: int = 1, chunk: int = CHUNK) -> Iter
         logits = new_position(params, model.n_head, tokens, length - 1, kv, table)
         if length >= min_length:
             yield TreeBatch(length, first, logits)
-        if length < model.n_ctx:
+        if length < model.n_ctx:  # the children's keys: this batch's, then room for their own
             level = path.get(length)
-            if level is None or len(level.kv[0][0]) != n:  # the first batch of this length: make room (reused after)
+            if level is None:  # the first batch of this length on this walk: make room, reused by the next ones
                 shape = (n, length + n_vocab, n_embd)
                 level = path[length] = _Level(first, [(np.empty(shape), np.empty(shape)) for _ in kv])
             level.first = first
             for (keys, values), (own_keys, own_values) in zip(kv, level.kv):
                 inherit(keys, own_keys)
                 inherit(values, own_values)
-            step = min(n * n_vocab, batch_size)
-            stack.extend((length + 1, child) for child in reversed(range(first * n_vocab, (first + n) * n_vocab, step)))
+        if length < deepest:
+            step = min(n * n_vocab, size)
+            children = range(first * n_vocab, (first + n) * n_vocab, step)
+            stack.extend((length + 1, child, step) for child in reversed(children))
+
+
+def batch_size(model: Model, chunk: int, memory: int = PATH_MEMORY) -> int:
+    """Contexts per batch: a power of n_vocab (whole families of siblings), at most ``chunk``, path within ``memory``."""
+    n_vocab = model.n_vocab
+    kept = sum(length + n_vocab for length in range(1, model.n_ctx))  # key rows per context on a full path
+    per_context = 8 * 2 * max(1, model.n_layer) * model.n_embd * kept  # bytes: float64 keys and values
+    size = n_vocab
+    while n_vocab > 1 and size * n_vocab <= min(chunk, memory // max(1, per_context)):
+        size *= n_vocab
+    return size
+
+
+def evaluate_tree(model: Model, min_length: int = 1, chunk: int | None = None,
+                  workers: int | None = None) -> Iterator[TreeBatch]:
+    """The logits of every context of length min_length…n_ctx, a batch of at most ``chunk`` at a time.
+
+    Contexts shorter than ``min_length`` are evaluated (their descendants need
+    them) but not yielded. The first few lengths are evaluated here, whole; the
+    subtrees below them are walked depth first on ``workers`` threads (numpy
+    releases the GIL in its loops), their batches yielded in a fixed
+    round-robin order.
+    """
+    n_vocab, n_embd = model.n_vocab, model.n_embd
+    workers = WORKERS if workers is None else workers
+    table = qkv_table(model.params) if model.n_layer else None  # block 0's q, k, v depend on token and position only
+    size = batch_size(model, CHUNK if chunk is None else chunk)
+    root = _Level(0, [(np.empty((1, n_vocab, n_embd)), np.empty((1, n_vocab, n_embd))) for _ in range(model.n_layer)])
+    path = {0: root}
+    # The top: the shortest lengths, until there are enough subtrees to share out.
+    top = 0
+    if workers > 1 and n_vocab > 1 and n_vocab**model.n_ctx >= PARALLEL_FROM:
+        while n_vocab**top < 2 * workers and n_vocab ** (top + 1) <= size and top + 1 < model.n_ctx:
+            top += 1
+    if top:
+        yield from _walk(model, table, size, min_length, top, path, (1, 0, n_vocab))
+        subtrees = [_walk(model, table, size, min_length, model.n_ctx, dict(path), (top + 1, first * n_vocab, n_vocab))
+                    for first in range(n_vocab**top)]
+        yield from _in_threads([subtrees[i::workers] for i in range(workers)])
+    else:
+        yield from _walk(model, table, size, min_length, model.n_ctx, path, (1, 0, n_vocab))
+
+
+_DONE = object()
+
+
+def _in_threads(groups: list[list[Iterator[TreeBatch]]]) -> Iterator[TreeBatch]:
+    """Run each group of walks on its own thread; yield one batch from each thread in turn."""
+    stop = threading.Event()
+    queues: list[queue.Queue] = [queue.Queue(maxsize=QUEUE) for _ in groups]
+
+    def put(out: queue.Queue, item) -> None:
+        while not stop.is_set():
+            try:
+                return out.put(item, timeout=0.1)
+            except queue.Full:
+                continue
+
+    def work(walks: list[Iterator[TreeBatch]], out: queue.Queue) -> None:
+        try:
+            for walk in walks:
+                for batch in walk:
+                    if stop.is_set():
+                        return
+                    put(out, batch)
+            put(out, _DONE)
+        except BaseException as error:  # handed to the consumer, which raises it
+            put(out, error)
+
+    for group, out in zip(groups, queues):
+        threading.Thread(target=work, args=(group, out), daemon=True, name="handwired-tree").start()
+    try:
+        active = list(queues)
+        while active:
+            for out in list(active):
+                item = out.get()
+                if item is _DONE:
+                    active.remove(out)
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield item
+    finally:
+        stop.set()  # the consumer stopped early (Ctrl-C, an error): the threads stop at their next batch
