@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from handwired.batch import next_logits_distinct
-from handwired.tree import evaluate_tree
+from handwired.tree import TreeBatch, evaluate_tree
 from handwired.errors import HandwiredError
 from handwired.forward import softmax
 from handwired.run import top_token
@@ -33,6 +33,10 @@ from handwired.weightfile import Model
 
 BATCH = 65536  # contexts judged at a time: bounds memory however many there are
 MAX_EXHAUSTIVE = 20_000_000  # about half a minute of checking on a small machine
+# The cost of an exhaustive check, for the estimate in the refusal (see estimated_seconds).
+SECONDS_PER_CONTEXT, SECONDS_PER_BLOCK, SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_SCORE, SECONDS_PER_GELU = (
+    0.5e-6, 0.2e-6, 0.3e-9, 10e-9, 5e-9
+)
 NEAR_MISS = 1.0  # logits: a margin below this means a small edit could flip an answer
 
 
@@ -179,20 +183,57 @@ def exhaustive_contexts(model: Model, min_length: int = 1) -> Iterator[np.ndarra
             yield contexts_of(length, first, min(BATCH, count - first), model.n_vocab)
 
 
+def estimated_seconds(model: Model, contexts: int) -> float:
+    """Roughly how long an exhaustive check of ``contexts`` takes on a 2-core machine.
+
+    The tree computes one new position per context and block: a cost per
+    context (judging, bookkeeping), per block, per multiply-add of its matrices
+    and per key its attention reads. Fitted to benchmarks/bench_exhaustive.py.
+    """
+    n, n_keys = model.n_embd, model.n_ctx + model.n_vocab
+    micro = SECONDS_PER_CONTEXT
+    for i, block in enumerate(model.params["blocks"]):
+        hidden = block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0
+        multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden  # block 0's q, k, v come from a table
+        micro += SECONDS_PER_BLOCK + multiply_adds * SECONDS_PER_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
+        micro += n_keys * (model.n_head * SECONDS_PER_SCORE + 2 * n * SECONDS_PER_MULTIPLY_ADD)
+    return contexts * micro
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= 1.5 * size:
+            return f"{round(seconds / size):,} {unit}s"
+    whole = max(1, round(seconds))
+    return f"{whole} second{'s' * (whole != 1)}"
+
+
 def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = MAX_EXHAUSTIVE) -> Plan:
     """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes."""
     total = count_contexts(model, min_length)
     if total > limit:
         raise HandwiredError(
-            f"--exhaustive: {model.n_vocab}^1 + … + {model.n_vocab}^{model.n_ctx} = {total:,} contexts, "
-            f"more than the {limit:,} handwired will enumerate; check a random sample instead, "
-            f"e.g. --sample 1000000 --seed 0"
+            f"--exhaustive: {model.n_vocab}^{min_length} + … + {model.n_vocab}^{model.n_ctx} = {total:,} contexts, "
+            f"more than the {limit:,} handwired will enumerate (about {_duration(estimated_seconds(model, total))} "
+            f"of checking for this model); check a random sample instead, e.g. --sample 1000000 --seed 0"
         )
 
+    def judged(runs: list[TreeBatch]) -> Batch:
+        contexts = np.concatenate([contexts_of(r.length, r.first, len(r.logits), model.n_vocab) for r in runs])
+        return Batch(contexts, rule.judge(contexts), np.concatenate([r.logits for r in runs]))
+
     def batches() -> Iterator[Batch]:
+        # The tree's batches are small; the rule judges them BATCH at a time, one length at a time.
+        pending: dict[int, list[TreeBatch]] = {}
+        counts: dict[int, int] = {}
         for evaluated in evaluate_tree(model, min_length):
-            contexts = contexts_of(evaluated.length, evaluated.first, len(evaluated.logits), model.n_vocab)
-            yield Batch(contexts, rule.judge(contexts), evaluated.logits)
+            pending.setdefault(evaluated.length, []).append(evaluated)
+            counts[evaluated.length] = counts.get(evaluated.length, 0) + len(evaluated.logits)
+            if counts[evaluated.length] >= BATCH:
+                counts[evaluated.length] = 0
+                yield judged(pending.pop(evaluated.length))
+        for length in sorted(pending):
+            yield judged(pending[length])
 
     return Plan(
         description=f"every context of length {min_length}…{model.n_ctx} over {', '.join(model.vocab)} "
