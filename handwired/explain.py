@@ -16,10 +16,11 @@ from handwired.run import Trace, top_token
 from handwired.weightfile import Model
 
 HEAD_STEPS = ("qkv", "scores", "mask", "pattern", "z")
-STEPS = ("embed", "ln1", *HEAD_STEPS, "proj", "mlp", "logits", "probs")
+BLOCK_STEPS = ("heads", "concat")  # every head together: shown by "all" only on a model with several heads
+STEPS = ("embed", "ln1", *HEAD_STEPS, *BLOCK_STEPS, "proj", "mlp", "logits", "probs", "prediction", "why")
 GROUPS = {
     "all": STEPS,
-    "attention": ("scores", "mask", "pattern", "z"),
+    "attention": (*HEAD_STEPS, "prediction"),  # Q, K, V → scores → mask → pattern → z, then what each position predicts
 }
 CHOICES = (*STEPS, *GROUPS)  # what --step accepts
 
@@ -36,6 +37,16 @@ class Matrix:
     corner: str = ""  # the header cell above the row labels, short
     future: np.ndarray | None = None  # [rows, cols] bool: the key comes after the query
     future_text: str | None = None  # what a future cell shows; None: its value, greyed
+    show_tiny: bool = False  # print values below 0.0005 as 5.6e-8 rather than ≈0 (when their size is the lesson)
+    texts: tuple[tuple[str, ...], ...] | None = None  # [rows][cols] cell texts, e.g. as written; None: the values formatted
+
+
+@dataclass(frozen=True)
+class Prediction:
+    position: str  # "2:b"
+    token: str  # the predicted next token: the first best on a tie, as argmax picks
+    probability: float
+    tied: bool
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,8 @@ class Step:
     shape: str
     note: str
     matrices: tuple[Matrix, ...]
+    side_by_side: bool = False  # draw the matrices in a row rather than one under another
+    predictions: tuple[Prediction, ...] = ()
 
 
 def expand(steps: list[str] | tuple[str, ...]) -> list[str]:
@@ -62,13 +75,21 @@ def _shape(array: np.ndarray) -> str:
     return "[" + ", ".join(str(n) for n in array.shape) + "]"
 
 
-def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = None, head: int | None = None) -> list[Step]:
-    """The explain view of ``trace``: the ``wanted`` steps, for one block/head or all of them."""
+def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = None, head: int | None = None,
+          position: int | None = None, every_step: bool = False) -> list[Step]:
+    """The explain view of ``trace``: the ``wanted`` steps, for one block/head or all of them.
+
+    ``position`` is the position ``why`` explains (default: the last). The
+    multi-head steps (``heads``, ``concat``) are left out on a one-head model
+    unless asked for by name (``every_step`` False: they came from ``all``).
+    """
     if block is not None and not 0 <= block < model.n_layer:
         raise HandwiredError(f"--block {block}: the model has blocks 0…{model.n_layer - 1}" if model.n_layer
                              else f"--block {block}: the model has no blocks")
     if head is not None and not 0 <= head < model.n_head:
         raise HandwiredError(f"--head {head}: the model has heads 0…{model.n_head - 1}")
+    if position is not None and not 0 <= position < len(trace.window):
+        raise HandwiredError(f"--position {position}: the context has positions 0…{len(trace.window) - 1}")
     blocks = [block] if block is not None else list(range(model.n_layer))
     heads = [head] if head is not None else list(range(model.n_head))
     view = _View(model, trace)
@@ -80,6 +101,8 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
             result.append(view.ln1(b))
         for h in heads:  # one head's whole story before the next head's
             result.extend(getattr(view, key)(b, h) for key in HEAD_STEPS if key in wanted)
+        if model.n_head > 1 or every_step:
+            result.extend(getattr(view, key)(b) for key in BLOCK_STEPS if key in wanted)
         if "proj" in wanted:
             result.append(view.proj(b))
         if "mlp" in wanted and f"blocks.{b}.hook_mlp_out" in trace.record:
@@ -88,6 +111,10 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
         result.append(view.logits())
     if "probs" in wanted:
         result.append(view.probs())
+    if "prediction" in wanted:
+        result.append(view.prediction())
+    if "why" in wanted:
+        result.append(view.why(position))
     return result
 
 
@@ -108,13 +135,14 @@ class _View:
 
     def _head_matrix(self, title: str, hook: str, block: int, head: int, prefix: str) -> Matrix:
         values = self.record[f"blocks.{block}.attn.{hook}"][:, head, :]  # [pos, head, d_head] -> [pos, d_head]
-        cols = tuple(f"{prefix}{i}" for i in range(values.shape[1]))
+        first = head * self.model.d_head  # numbered across heads, as in c_attn's columns and c_proj's rows
+        cols = tuple(f"{prefix}{first + i}" for i in range(values.shape[1]))
         return Matrix(title, f"blocks.{block}.attn.{hook}", values, self.positions, cols,
                       "position:token", f"{prefix} dim (this head)", f"pos ╲ {prefix}")
 
     def _attention_matrix(self, title: str, hook: str, block: int, head: int, future_text: str | None) -> Matrix:
         values = self.record[f"blocks.{block}.attn.{hook}"][head]  # [head, query, key] -> [query, key]
-        future = np.triu(np.ones(values.shape, dtype=bool), k=1)
+        future = np.triu(np.ones(values.shape, dtype=bool), k=1) if self.trace.causal else None
         return Matrix(title, f"blocks.{block}.attn.{hook}", values, self.positions, self.positions,
                       "query (destination) position", "key (source) position", "query ╲ key", future, future_text)
 
@@ -162,16 +190,28 @@ class _View:
         return Step(
             "scores", f"Attention scores · {self._where(block, head)}", "scores = Q · Kᵀ / √d_head",
             f"Q [{self.n}, {self.model.d_head}] · Kᵀ [{self.model.d_head}, {self.n}] / √{self.model.d_head} → [{self.n}, {self.n}]",
-            "How well each query matches each key. Grey cells: keys after the query, masked next.",
+            "How well each query matches each key. "
+            + ("Grey cells: keys after the query, masked next." if self.trace.causal else "No mask: every key counts."),
             (self._attention_matrix("Q·Kᵀ/√d_head", "scores_before_mask", block, head, None),),
         )
 
     def mask(self, block: int, head: int) -> Step:
+        if not self.trace.causal:
+            return self._no_mask(block, head)
         return Step(
             "mask", f"Causal mask · {self._where(block, head)}", "scores + M,  M[q, k] = 0 if k ≤ q else −∞",
             f"[{self.n}, {self.n}] + [{self.n}, {self.n}] → [{self.n}, {self.n}]",
             "A position may read itself and earlier positions only; −∞ becomes exactly 0 after softmax.",
             (self._attention_matrix("scores + M", "hook_attn_scores", block, head, "−∞"),),
+        )
+
+    def _no_mask(self, block: int, head: int) -> Step:
+        return Step(
+            "mask", f"No mask (--no-mask) · {self._where(block, head)}", "scores + M,  M = 0 everywhere",
+            f"[{self.n}, {self.n}] + 0 → [{self.n}, {self.n}]",
+            "The mask is off: nothing is masked, and each position also reads the positions after it, "
+            "as an encoder's bidirectional self-attention does.",
+            (self._attention_matrix("scores + M (M = 0)", "hook_attn_scores", block, head, None),),
         )
 
     def pattern(self, block: int, head: int) -> Step:
@@ -187,7 +227,7 @@ class _View:
             "z", f"Weighted sum of values · {self._where(block, head)}", "z = pattern · V",
             f"pattern [{self.n}, {self.n}] · V [{self.n}, {self.model.d_head}] → z [{self.n}, {self.model.d_head}]",
             "Each position's z is the average of the values it attends to, weighted by the pattern.",
-            (self._head_matrix("z", "hook_z", block, head, "v"),),
+            (self._head_matrix("z", "hook_z", block, head, "z"),),
         )
 
     def proj(self, block: int) -> Step:
@@ -204,7 +244,7 @@ class _View:
 
     def mlp(self, block: int) -> Step:
         pre = self.record[f"blocks.{block}.mlp.hook_pre"]
-        hidden = tuple(f"h{i}" for i in range(pre.shape[1]))
+        hidden = self.model.axes[f"blocks[{block}].mlp.c_fc.w"][1].labels  # the file's own names for its hidden units
         return Step(
             "mlp", f"MLP · block {block}", "mlp_out = gelu(LN(x) · W_fc + b_fc) · W_proj + b_proj;  x ← x + mlp_out",
             f"[{self.n}, {self.model.n_embd}] → hidden [{self.n}, {pre.shape[1]}] → [{self.n}, {self.model.n_embd}]",
@@ -229,15 +269,97 @@ class _View:
             tuple(matrices),
         )
 
+    def _predictions(self) -> list[Prediction]:
+        result = []
+        for position, logits, probs in zip(self.positions, self.record["logits"], self.record["probs"]):
+            best, tied = top_token(logits)
+            result.append(Prediction(position, self.model.vocab[best], float(probs[best]), tied))
+        return result
+
     def probs(self) -> Step:
-        predicted = []
-        for row in self.record["logits"]:
-            best, tied = top_token(row)
-            predicted.append(self.model.vocab[best] + ("(tie)" if tied else ""))
+        predicted = [p.token + ("(tie)" if p.tied else "") for p in self._predictions()]
         return Step(
             "probs", "Next-token probabilities", "probs = softmax(logits)",
             f"[{self.n}, {self.model.n_vocab}] → [{self.n}, {self.model.n_vocab}], softmax along each row",
             "Row i predicts the token after position i. Predicted: " + " ".join(predicted) + ".",
             (Matrix("probabilities", "probs", self.record["probs"], self.positions, self.model.vocab,
                     "position:token", "next token", "pos ╲ next"),),
+        )
+
+    def prediction(self) -> Step:
+        return Step(
+            "prediction", "Prediction at each position", "next token = argmax(logits),  p = softmax(logits)[next]",
+            f"logits [{self.n}, {self.model.n_vocab}] → one token per position",
+            "Position i predicts the token after it; the last position's guess is the model's answer.",
+            (), predictions=tuple(self._predictions()),
+        )
+
+    # ---------------------------------------------------------------- every head together (several heads)
+
+    def heads(self, block: int) -> Step:
+        n_head = self.model.n_head
+        return Step(
+            "heads", f"Every head's pattern · block {block}",
+            "pattern_h = softmax(Q_h · K_hᵀ / √d_head + M),  h = 0 … " + str(n_head - 1),
+            f"{n_head} head{'s' if n_head > 1 else ''} × [{self.n}, {self.n}]; head h reads columns h·{self.model.d_head} … of Q, K and V",
+            "The residual width is split across the heads: each one attends on its own, so each can do its own job.",
+            tuple(self._attention_matrix(f"head {h}", "hook_pattern", block, h, "·") for h in range(n_head)),
+            side_by_side=True,
+        )
+
+    def concat(self, block: int) -> Step:
+        n_head, d_head, n_embd = self.model.n_head, self.model.d_head, self.model.n_embd
+        c_proj = self.model.params["blocks"][block]["attn"]["c_proj"]
+        z = self.record[f"blocks.{block}.attn.hook_z"]  # [pos, head, d_head]
+        z_labels = tuple(f"z{i}" for i in range(n_embd))
+        from handwired import attribution  # here: predict, which imports this module, needs no attribution
+
+        writes = attribution.head_writes(z, c_proj["w"], n_head)  # [pos, head, n_embd]
+        matrices = [
+            Matrix("concat(z_0 … z_H): the heads' outputs side by side", f"blocks.{block}.attn.hook_z",
+                   z.reshape(self.n, n_embd), self.positions, z_labels, "position:token",
+                   "z dim (" + ", ".join(f"head {h}: z{h * d_head}…z{(h + 1) * d_head - 1}" for h in range(n_head)) + ")",
+                   "pos ╲ z"),
+            Matrix("W_O = c_proj.w", f"blocks[{block}].attn.c_proj.w", c_proj["w"], z_labels, self.dims,
+                   "z dim", "residual dim", "z ╲ dim"),
+        ]
+        for h in range(n_head):
+            matrices.append(self._residual(f"head {h}'s share: z_{h} · W_O[z{h * d_head}…z{(h + 1) * d_head - 1}]",
+                                           f"blocks.{block}.attn.hook_z", writes[:, h]))
+        matrices.append(self._residual("attn_out = Σ shares + b_O", f"blocks.{block}.hook_attn_out"))
+        return Step(
+            "concat", f"Concatenate the heads and project · block {block}",
+            "attn_out = concat(z_0 … z_H) · W_O + b_O = Σ_h z_h · W_O[rows of head h] + b_O",
+            f"{n_head} × z_h [{self.n}, {d_head}] → concat [{self.n}, {n_embd}] · W_O [{n_embd}, {n_embd}] → [{self.n}, {n_embd}]",
+            "c_proj mixes the heads: each head's rows of W_O say where in the residual stream its result is written.",
+            tuple(matrices),
+        )
+
+    # ---------------------------------------------------------------- why this token
+
+    def why(self, position: int | None) -> Step:
+        from handwired import attribution
+
+        split = attribution.attribute(self.model, self.trace, position)
+        vocab = self.model.vocab
+        values = np.vstack([split.contributions, split.total[None, :]])  # [n_parts + 1, n_vocab]
+        best, tied = top_token(split.logits)
+        note = [f"Position {split.position} ({self.positions[split.position]}) predicts "
+                f"{vocab[best]}{' (tie)' if tied else ''}; each row is one part's share of every logit, and the "
+                "rows add up to the logit."]
+        for part, without, with_it in attribution.movers(split):
+            note.append(f"Without {part} the top token would be {vocab[without]}: it moves the prediction "
+                        f"from {vocab[without]} to {vocab[with_it]}.")
+        formula = "logit[t] = Σ_part part · wte[t]"
+        if split.scale is not None:
+            formula = "logit[t] = Σ_part (g ⊙ (part − mean(part)) / σ) · wte[t] + ln_f.b · wte[t]"
+            note.append(f"With ln_f the split is exact only for this context's scale σ = √(var(x) + 1e-5) = "
+                        f"{split.scale:.6g}: each part is centred and divided by that σ; ln_f's bias is a row of its own.")
+        return Step(
+            "why", f"Why this token: direct logit attribution · position {split.position}", formula,
+            f"{len(split.parts)} parts × [{self.model.n_embd}] · wteᵀ [{self.model.n_embd}, {self.model.n_vocab}] "
+            f"→ [{len(split.parts)}, {self.model.n_vocab}]",
+            " ".join(note),
+            (Matrix("each part's share of each logit", "logits", values, (*split.parts, "total = logit"), vocab,
+                    "part of the model", "token", "part ╲ token"),),
         )

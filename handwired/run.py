@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.batch import next_logits
 from handwired.errors import HandwiredError
 from handwired.forward import forward
 from handwired.weightfile import Model
@@ -22,6 +21,7 @@ class Trace:
     window: str  # what the model saw: the last n_ctx tokens
     tokens: np.ndarray  # [n_seq] ids of the window
     record: dict[str, np.ndarray]  # hook name -> value, batch axis removed
+    causal: bool = True  # False: run without the mask, as bidirectional self-attention
 
     @property
     def truncated(self) -> bool:
@@ -36,13 +36,17 @@ class Trace:
         return self.record["probs"]
 
 
-def trace(model: Model, text: str) -> Trace:
-    """Run the model on the last n_ctx tokens of ``text``, recording every intermediate."""
+def trace(model: Model, text: str, causal: bool = True) -> Trace:
+    """Run the model on the last n_ctx tokens of ``text``, recording every intermediate.
+
+    ``causal=False`` runs the same weights without the causal mask: every
+    position attends to every other, later ones included (an encoder).
+    """
     ids = model.encode(text)
     window = ids[-model.n_ctx :]
     record: dict[str, np.ndarray] = {}
-    forward(model.params, window[None, :], model.n_head, record=record)
-    return Trace(text, model.decode(window), window, {name: value[0] for name, value in record.items()})
+    forward(model.params, window[None, :], model.n_head, record=record, causal=causal)
+    return Trace(text, model.decode(window), window, {name: value[0] for name, value in record.items()}, causal)
 
 
 def top_token(logits: np.ndarray) -> tuple[int, bool]:
@@ -53,6 +57,8 @@ def top_token(logits: np.ndarray) -> tuple[int, bool]:
 
 def complete(model: Model, text: str, n: int) -> str:
     """Append ``n`` greedily chosen tokens, the model always seeing the last n_ctx tokens."""
+    from handwired.batch import next_logits  # here: predict and explain need no batches, and start faster without
+
     if n < 0 or n > MAX_COMPLETE:
         raise HandwiredError(f"-n {n}: expected a number of tokens from 0 to {MAX_COMPLETE:,}")
     ids = list(model.encode(text))

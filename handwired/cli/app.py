@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 from pathlib import Path
 from typing import Annotated, Callable, Optional
 
@@ -24,6 +25,7 @@ app.add_typer(weights_app, name="weights")
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXPORT_MAX_WIDTH = 400  # columns of a saved --svg/--html page
 
 WeightsOption = Annotated[
     str,
@@ -32,7 +34,7 @@ WeightsOption = Annotated[
 
 
 def stdout() -> Console:
-    return Console(highlight=False)
+    return Console(highlight=False, emoji=False)  # no :name: codes in handwired's output; skips loading rich's emoji table
 
 
 def user_errors(command: Callable) -> Callable:
@@ -49,13 +51,24 @@ def user_errors(command: Callable) -> Callable:
     return wrapper
 
 
-def save_console(console: Console, svg: Optional[Path], html: Optional[Path], force: bool) -> None:
-    """Save what the console printed; the paths were vetted by check_outputs before any work."""
+def save_view(build: Callable[[bool], list], svg: Optional[Path], html: Optional[Path], force: bool) -> None:
+    """Save a view as SVG and/or HTML with nothing folded: ``build(True)`` gives its parts, all rows and columns shown.
+
+    The saved page is as wide as its widest table (up to EXPORT_MAX_WIDTH columns), so it pages only what
+    no screen could show; the paths were vetted by check_outputs before any work.
+    """
+    if svg is None and html is None:
+        return
+    parts = build(True)
+    measure = Console(width=EXPORT_MAX_WIDTH, file=io.StringIO())
+    width = max([stdout().width] + [min(EXPORT_MAX_WIDTH, measure.measure(part).maximum) for part in parts])
+    console = Console(width=width, file=io.StringIO(), record=True, highlight=False, force_terminal=True)
+    for part in parts:
+        console.print(part)
     for path, export in ((svg, console.export_svg), (html, console.export_html)):
-        if path is None:
-            continue
-        write_new(path, export(clear=False), force=force)
-        Console(stderr=True, highlight=False).print(f"saved {escape(str(path))}")
+        if path is not None:
+            write_new(path, export(clear=False), force=force)
+            Console(stderr=True, highlight=False).print(f"saved {escape(str(path))}")
 
 
 def check_outputs(weights_path: Path, force: bool, *paths: Optional[Path]) -> None:

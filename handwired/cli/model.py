@@ -1,20 +1,21 @@
 """Model commands: predict, explain, complete."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from handwired import explain as explaining
 from handwired import render, run
-from handwired.cli.app import WeightsOption, check_outputs, save_console, app, stdout, user_errors
+from handwired.cli.app import WeightsOption, app, check_outputs, save_view, stdout, user_errors
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
+
+NoMaskOption = Annotated[
+    bool, typer.Option("--no-mask", help="Run without the causal mask: bidirectional self-attention, as an encoder.")
+]
 
 
 @app.command()
@@ -24,10 +25,11 @@ def predict(
     weights: WeightsOption = DEFAULT_MODEL,
     all_positions: Annotated[bool, typer.Option("--all", help="Show the prediction at every position.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
+    no_mask: NoMaskOption = False,
 ) -> None:
     """Predict the next token after TEXT."""
     model = load(weights)
-    trace = run.trace(model, text)
+    trace = run.trace(model, text, causal=not no_mask)
     if as_json:
         typer.echo(json.dumps(_prediction_json(model, trace, all_positions), indent=2, ensure_ascii=False))
         return
@@ -54,6 +56,7 @@ def _prediction_json(model, trace: run.Trace, all_positions: bool) -> dict:
         "text": trace.text,
         "window": trace.window,
         "truncated": trace.truncated,
+        "causal": trace.causal,
         "tokens": trace.tokens.tolist(),
         "prediction": last["prediction"],
         "tied": last["tied"],
@@ -76,9 +79,14 @@ def explain(
     ] = None,
     block: Annotated[Optional[int], typer.Option(help="Show only this block.")] = None,
     head: Annotated[Optional[int], typer.Option(help="Show only this head.")] = None,
-    svg: Annotated[Optional[Path], typer.Option(help="Also save what was printed as SVG.")] = None,
-    html: Annotated[Optional[Path], typer.Option(help="Also save what was printed as HTML.")] = None,
+    position: Annotated[
+        Optional[int], typer.Option(help="The position the why step explains; default: the last.")
+    ] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show rows and columns that are all zero (folded by default).")] = False,
+    svg: Annotated[Optional[Path], typer.Option(help="Also save the view as SVG, nothing folded.")] = None,
+    html: Annotated[Optional[Path], typer.Option(help="Also save the view as HTML, nothing folded.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
+    no_mask: NoMaskOption = False,
 ) -> None:
     """Show every intermediate of the forward pass on TEXT, step by step."""
     model = load(weights)
@@ -88,17 +96,21 @@ def explain(
             raise HandwiredError(f"{model.source}: has no 'example'; give the context, e.g. handwired explain {model.vocab[0] * 3}")
         text = model.example
     wanted = explaining.expand(step or [])
-    trace = run.trace(model, text)
-    panels = explaining.steps(model, trace, wanted, block, head)
-    console = Console(highlight=False, record=svg is not None or html is not None)
-    console.print(render.model_line(model))
-    console.print(Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"))
-    note = render.window_note(model, trace)
-    if note:
-        console.print(note)
-    for panel in panels:
-        console.print(render.step_panel(panel))
-    save_console(console, svg, html, force)
+    trace = run.trace(model, text, causal=not no_mask)
+    named = any(name in explaining.BLOCK_STEPS for name in step or [])
+    panels = explaining.steps(model, trace, wanted, block, head, position, every_step=named)
+
+    def view(everything: bool) -> list:
+        notes = [note for note in (render.window_note(model, trace), render.mask_note(trace)) if note]
+        return [render.model_line(model),
+                Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"),
+                *notes,
+                *[render.step_panel(panel, everything) for panel in panels]]
+
+    console = stdout()
+    for part in view(show_all):
+        console.print(part)
+    save_view(view, svg, html, force)
 
 
 @app.command()

@@ -1,7 +1,5 @@
 """weights: show, validate, create and list weight files."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,7 +9,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from handwired import render
-from handwired.cli.app import EXIT_USER_ERROR, WeightsOption, stdout, user_errors, weights_app
+from handwired.cli.app import EXIT_USER_ERROR, WeightsOption, check_outputs, stdout, user_errors, weights_app
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps, load, starter_document, validate, write_new
 
@@ -21,9 +19,38 @@ from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps,
 def weights_show(
     path: Annotated[Optional[str], typer.Argument(help="A weight file or bundled model; default: aab.")] = None,
     weights: WeightsOption = DEFAULT_MODEL,
+    as_sparse: Annotated[
+        bool, typer.Option("--sparse", help="Print the file in the sparse form instead: JSON to write back.")
+    ] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show rows and columns that are all zero (folded by default).")] = False,
 ) -> None:
     """Show every weight matrix, labelled."""
-    stdout().print(render.weights_view(load(path or weights)))
+    model = load(path or weights)
+    if as_sparse:
+        from handwired import convert  # here, as in weights_convert: other commands start faster without it
+
+        typer.echo(dumps(convert.document(model, "sparse")), nl=False)
+        return
+    stdout().print(render.weights_view(model, show_all))
+
+
+@weights_app.command("convert")
+@user_errors
+def weights_convert(
+    path: Annotated[str, typer.Argument(help="The weight file (or bundled model) to read.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The file to write (never the one read).")],
+    to: Annotated[str, typer.Option("--to", help="sparse (only non-zero entries, by label) or dense (every number).")],
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing output file.")] = False,
+) -> None:
+    """Rewrite a weight file sparse or dense; constants and expressions are kept as written."""
+    from handwired import convert
+    if to not in convert.FORMS:
+        raise HandwiredError(f"--to {to!r}: expected {' or '.join(convert.FORMS)}")
+    model = load(path)
+    check_outputs(Path(model.source), force, output)
+    write_new(output, dumps(convert.document(model, to)), force=force)
+    written, total = convert.entry_counts(model)
+    stdout().print(f"wrote {escape(str(output))} ({to}): {total:,} entries, {written:,} of them non-zero")
 
 
 @weights_app.command("validate")
