@@ -33,7 +33,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from bench_check import run_child, verdict  # noqa: E402
+from bench_check import run_child_usage, verdict  # noqa: E402
 from handwired import check, forward  # noqa: E402
 from handwired.batch import next_logits  # noqa: E402
 from handwired.tree import evaluate_tree  # noqa: E402
@@ -146,15 +146,23 @@ def command(*args: str, before: bool = False) -> list[str]:
     return [sys.executable, "-m", "handwired", *args]
 
 
-def timed_command(args: list[str], repeat: int) -> tuple[float, float, str]:
-    """Median wall time of ``repeat`` runs, the largest peak memory (MB), and the last stdout."""
-    times, peaks = [], []
+@dataclass(frozen=True)
+class Timing:
+    seconds: float  # wall time, median of the runs
+    cpu: float  # CPU time (user + system, every thread), median of the runs
+    peak: float  # MB, the largest of the runs
+    stdout: str
+
+
+def timed_command(args: list[str], repeat: int) -> Timing:
+    walls, cpus, peaks = [], [], []
     for _ in range(repeat):
         # check exits with 1 when a context fails, as random models do: an answer, not an error
-        seconds, peak, stdout = run_child(args, allowed=(0, 1))
-        times.append(seconds)
-        peaks.append(peak)
-    return sorted(times)[len(times) // 2], max(peaks), stdout
+        seconds, usage, stdout = run_child_usage(args, allowed=(0, 1))
+        walls.append(seconds)
+        cpus.append(usage.ru_utime + usage.ru_stime)
+        peaks.append(usage.ru_maxrss / 1024)
+    return Timing(sorted(walls)[len(walls) // 2], sorted(cpus)[len(cpus) // 2], max(peaks), stdout)
 
 
 def same_report(now: dict, before: dict) -> None:
@@ -185,12 +193,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small contexts, for a smoke test that checks answers")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each new command (the median is shown)")
+    parser.add_argument("--only", type=int, action="append", help="only model N (1-5; repeatable)")
     options = parser.parse_args()
     seed = 2026
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         predict_seconds = None
         for i, shape in enumerate(SHAPES):
+            if options.only and i + 1 not in options.only:
+                continue
             n_ctx = shape.quick_n_ctx if options.quick else shape.n_ctx
             path = Path(folder) / f"model{i}.json"
             path.write_text(dumps(document(shape, n_ctx, seed + i)), encoding="utf-8")
@@ -201,32 +212,36 @@ def main() -> None:
                 print(f"  tree logits equal the per-context forward pass's (largest relative difference "
                       f"{same_logits(model):.1e})", flush=True)
             args = ("check", "--exhaustive", "--json", "-w", str(path))
-            now_seconds, now_peak, now_out = timed_command(command(*args), options.repeat)
-            before_seconds, before_peak, before_out = timed_command(command(*args, before=True), 1)
-            same_report(json.loads(now_out), json.loads(before_out))
-            ratio = before_seconds / now_seconds
-            print(f"  now     {now_seconds:7.2f} s  {total / now_seconds:>12,.0f} contexts/s  peak {now_peak:5.0f} MB")
-            print(f"  before  {before_seconds:7.2f} s  {total / before_seconds:>12,.0f} contexts/s  peak {before_peak:5.0f} MB"
-                  f"   -> {ratio:5.1f}x faster, same report", flush=True)
+            now = timed_command(command(*args), options.repeat)
+            before = timed_command(command(*args, before=True), 1)
+            same_report(json.loads(now.stdout), json.loads(before.stdout))
+            print(f"  now     {now.seconds:7.2f} s (CPU {now.cpu:6.2f} s)  {total / now.seconds:>10,.0f} contexts/s  "
+                  f"peak {now.peak:4.0f} MB")
+            print(f"  before  {before.seconds:7.2f} s (CPU {before.cpu:6.2f} s)  {total / before.seconds:>10,.0f} contexts/s  "
+                  f"peak {before.peak:4.0f} MB   -> {before.seconds / now.seconds:4.1f}x faster "
+                  f"(CPU time {before.cpu / now.cpu:4.1f}x), same report", flush=True)
             if i == 1:
-                predict_seconds, _, _ = timed_command(command("predict", model.example, "--weights", str(path)), options.repeat)
-                print(f"  handwired predict on it: {predict_seconds:.2f} s -> check is {now_seconds / predict_seconds:.2f}x predict")
-            rows.append((shape, n_ctx, total, now_seconds, before_seconds, now_peak, before_peak))
+                predict = timed_command(command("predict", model.example, "--weights", str(path)), options.repeat)
+                predict_seconds = predict.seconds
+                print(f"  handwired predict on it: {predict.seconds:.2f} s -> check is "
+                      f"{now.seconds / predict.seconds:.2f}x predict")
+            rows.append((shape, n_ctx, total, now, before))
 
-    print("\n| model | contexts | now | contexts/s | before | ratio | peak memory |")
-    print("|---|---|---|---|---|---|---|")
-    for shape, n_ctx, total, now_seconds, before_seconds, now_peak, before_peak in rows:
-        print(f"| {shape.describe(n_ctx)} | {total:,} | {now_seconds:.2f} s | {total / now_seconds:,.0f} | "
-              f"{before_seconds:.2f} s | {before_seconds / now_seconds:.1f}x | {now_peak:.0f} MB |")
-    if options.quick:
+    print("\n| model | contexts | now | contexts/s | before | ratio (wall) | ratio (CPU) | peak memory |")
+    print("|---|---|---|---|---|---|---|---|")
+    for shape, n_ctx, total, now, before in rows:
+        print(f"| {shape.describe(n_ctx)} | {total:,} | {now.seconds:.2f} s | {total / now.seconds:,.0f} | "
+              f"{before.seconds:.2f} s | {before.seconds / now.seconds:.1f}x | {before.cpu / now.cpu:.1f}x | "
+              f"{now.peak:.0f} MB |")
+    if options.quick or options.only:
         return
     print()
     big = [row for row in rows if row[2] >= 1_000_000]
     print(f"models with 1.4 M-2.1 M contexts at least 8x faster: "
-          f"{verdict(all(before / now >= 8 for _, _, _, now, before, _, _ in big))}")
-    print(f"87,380-context model at most 2x predict: {verdict(rows[1][3] <= 2 * predict_seconds)}")
-    print(f"one-block model no slower than before: {verdict(rows[0][3] <= rows[0][4])}")
-    print(f"peak memory under 500 MB: {verdict(max(max(row[5], row[6]) for row in rows) < 500)}")
+          f"{verdict(all(before.seconds / now.seconds >= 8 for _, _, _, now, before in big))}")
+    print(f"87,380-context model at most 2x predict: {verdict(rows[1][3].seconds <= 2 * predict_seconds)}")
+    print(f"one-block model no slower than before: {verdict(rows[0][3].seconds <= rows[0][4].seconds)}")
+    print(f"peak memory under 500 MB: {verdict(max(max(now.peak, before.peak) for *_, now, before in rows) < 500)}")
 
 
 if __name__ == "__main__":

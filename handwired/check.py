@@ -34,8 +34,8 @@ from handwired.weightfile import Model
 BATCH = 65536  # contexts judged at a time: bounds memory however many there are
 MAX_EXHAUSTIVE = 20_000_000  # about half a minute of checking on a small machine
 # The cost of an exhaustive check, for the estimate in the refusal (see estimated_seconds).
-SECONDS_PER_CONTEXT, SECONDS_PER_BLOCK, SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_SCORE, SECONDS_PER_GELU = (
-    0.5e-6, 0.2e-6, 0.3e-9, 10e-9, 5e-9
+SECONDS_PER_CHECK, SECONDS_PER_CONTEXT, SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_GELU, SECONDS_PER_SCORE = (
+    0.1, 0.3e-6, 0.1e-9, 15e-9, 80e-9
 )
 NEAR_MISS = 1.0  # logits: a margin below this means a small edit could flip an answer
 
@@ -186,18 +186,19 @@ def exhaustive_contexts(model: Model, min_length: int = 1) -> Iterator[np.ndarra
 def estimated_seconds(model: Model, contexts: int) -> float:
     """Roughly how long an exhaustive check of ``contexts`` takes on a 2-core machine.
 
-    The tree computes one new position per context and block: a cost per
-    context (judging, bookkeeping), per block, per multiply-add of its matrices
-    and per key its attention reads. Fitted to benchmarks/bench_exhaustive.py.
+    The tree computes one new position per context and block (handwired.tree):
+    a cost per context (judging, bookkeeping), per multiply-add, per GELU, and
+    per score, which the n_vocab siblings of a parent compute together.
+    Fitted to benchmarks/bench_exhaustive.py on a quiet 2-core machine.
     """
     n, n_keys = model.n_embd, model.n_ctx + model.n_vocab
-    micro = SECONDS_PER_CONTEXT
+    per_context = SECONDS_PER_CONTEXT
     for i, block in enumerate(model.params["blocks"]):
         hidden = block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0
-        multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden  # block 0's q, k, v come from a table
-        micro += SECONDS_PER_BLOCK + multiply_adds * SECONDS_PER_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
-        micro += n_keys * (model.n_head * SECONDS_PER_SCORE + 2 * n * SECONDS_PER_MULTIPLY_ADD)
-    return contexts * micro
+        multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden + 2 * n * n_keys  # block 0: q, k, v looked up
+        per_context += multiply_adds * SECONDS_PER_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
+        per_context += n_keys * model.n_head * SECONDS_PER_SCORE / model.n_vocab
+    return SECONDS_PER_CHECK + contexts * per_context
 
 
 def _duration(seconds: float) -> str:
