@@ -32,7 +32,7 @@ from handwired.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, Judgement, Patter
 from handwired.weightfile import Model
 
 BATCH = 65536  # contexts judged at a time: bounds memory however many there are
-MAX_EXHAUSTIVE = 20_000_000  # about half a minute of checking on a small machine
+MAX_EXHAUSTIVE = 20_000_000  # about half a minute for a one-block model on 2 cores; the refusal estimates the rest
 # The cost of an exhaustive check, for the estimate in the refusal (see estimated_seconds).
 SECONDS_PER_CHECK, SECONDS_PER_CONTEXT, SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_GELU, SECONDS_PER_SCORE = (
     0.1, 0.3e-6, 0.1e-9, 15e-9, 80e-9
