@@ -127,7 +127,9 @@ class MatrixView:
         self.corner = matrix.corner or f"{matrix.row_axis} ╲ {matrix.col_axis}"
         self.label_width = max([cell_len(self.corner)] + [cell_len(matrix.rows[r]) for r in self.rows])
         self.widths = [max([cell_len(matrix.cols[c])] + [cell_len(self.texts[r][c]) for r in self.rows]) for c in self.cols]
-        self.head = Text.assemble((matrix.title, "bold"), "  ", (matrix.hook, "dim"), "\n", ("rows: ", "dim"),
+        # The hook name (where the values live in the trace) follows the title, unless it only repeats it.
+        hook = f"  {matrix.hook}" if matrix.hook and matrix.hook != matrix.title else ""
+        self.head = Text.assemble((matrix.title, "bold"), (hook, "dim"), "\n", ("rows: ", "dim"),
                                   matrix.row_axis, ("  columns: ", "dim"), matrix.col_axis)
         self.fold_note = self._fold_note(zero_rows, zero_cols, reveal)
         self.caption = self._caption(formatted)

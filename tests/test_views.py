@@ -89,7 +89,8 @@ def printed_cells(output: str, matrices: list) -> list[list[dict]]:
     lines = unpanel(output)
     starts, at = [], 0
     for matrix in matrices:
-        title = f"{matrix.title}  {matrix.hook}".rstrip()
+        hook = matrix.hook if matrix.hook != matrix.title else ""  # a hook that repeats the title is not printed
+        title = f"{matrix.title}  {hook}".rstrip()
         while lines[at].rstrip() != title:
             at += 1
         starts.append(at)
