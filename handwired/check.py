@@ -24,11 +24,11 @@ from typing import Callable, Iterator
 import numpy as np
 
 from handwired.batch import next_logits_distinct
-from handwired.tree import TreeBatch, evaluate_tree
 from handwired.errors import HandwiredError
 from handwired.forward import softmax
 from handwired.run import top_token
 from handwired.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, Judgement, PatternRule, Rule
+from handwired.tree import TreeBatch, evaluate_tree
 from handwired.weightfile import Model
 
 BATCH = 65536  # contexts judged at a time: bounds memory however many there are
@@ -220,6 +220,7 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = 
         )
 
     def judged(runs: list[TreeBatch]) -> Batch:
+        runs = sorted(runs, key=lambda run: run.first)  # threads interleave their runs; a batch is in vocab order
         contexts = np.concatenate([contexts_of(r.length, r.first, len(r.logits), model.n_vocab) for r in runs])
         return Batch(contexts, rule.judge(contexts), np.concatenate([r.logits for r in runs]))
 

@@ -163,8 +163,11 @@ def lg3_aab():
     lambda: random_model(14, 3, 5, 2, 4, False, True, 8),
 ])
 @pytest.mark.parametrize("min_length", [1, 3])
-def test_exhaustive_check_reports_what_the_per_context_check_reports(make, min_length, monkeypatch):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_exhaustive_check_reports_what_the_per_context_check_reports(make, min_length, workers, monkeypatch):
     monkeypatch.setattr(tree, "CHUNK", 8)  # many batches, interleaved lengths
+    monkeypatch.setattr(tree, "WORKERS", workers)
+    monkeypatch.setattr(tree, "PARALLEL_FROM", 1)
     model = make()
     rule = check.pattern_rule(model, "aab" if model.n_vocab == 2 else "abcab")
     tree_report = report_of(model, check.exhaustive_plan(model, rule, min_length))
