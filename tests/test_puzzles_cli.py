@@ -48,6 +48,12 @@ def test_puzzles_alone_lists_every_puzzle_by_level(monkeypatch):
         assert "6, 2, 2, MLP" in out and "0 of 2 solved" in out
 
 
+def test_the_list_points_at_the_first_unsolved_puzzle(solution):
+    assert "0 of 2 solved. Start with: handwired puzzles show first" in flat(invoke("puzzles").stdout)
+    assert invoke("puzzles", "check", "aab", solution).exit_code == 0
+    assert "1 of 2 solved. Next: handwired puzzles show first" in flat(invoke("puzzles").stdout)
+
+
 def test_show_gives_story_rule_examples_caps_and_par():
     out = invoke("puzzles", "show", "aab").stdout
     for text in ("Two and one", "level 2", "A test puzzle: the published model.",

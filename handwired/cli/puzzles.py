@@ -79,9 +79,13 @@ def puzzles_list() -> None:
             Text(f"✓ {best.parameters}" if solved and best else "·", style="green" if solved else "dim"),
         )
     console.print(table)
-    solved = sum(progress.solved(p.name) for p in catalogue)
-    console.print(Text(f"{solved} of {len(catalogue)} solved. Start with: handwired puzzles show {catalogue[0].name}",
-                       style="dim"))
+    unsolved = [p.name for p in catalogue if not progress.solved(p.name)]
+    solved = f"{len(catalogue) - len(unsolved)} of {len(catalogue)} solved."
+    if not unsolved:
+        console.print(Text(f"{solved} Every puzzle is solved: now beat par (fewer non-zero parameters).", style="dim"))
+    else:
+        start = "Start with" if len(unsolved) == len(catalogue) else "Next"
+        console.print(Text(f"{solved} {start}: handwired puzzles show {unsolved[0]}", style="dim"))
 
 
 def _caps_short(caps: puzzles.Caps) -> str:
