@@ -34,9 +34,9 @@ def gelu(x):
     return np.divide(x, u, out=u)
 
 
-def softmax(x):
-    # subtracting the row max keeps exp from overflowing; exp(-inf) is exactly 0
-    e = x - np.max(x, axis=-1, keepdims=True)
+def softmax(x, out=None):
+    # subtracting the row max keeps exp from overflowing; exp(-inf) is exactly 0. out=x: in place
+    e = np.subtract(x, np.max(x, axis=-1, keepdims=True), out=out)
     np.exp(e, out=e)
     e /= np.sum(e, axis=-1, keepdims=True)
     return e
@@ -59,7 +59,10 @@ def matmul(x, w):  # [..., n_in] @ [n_in, n_out] -> [..., n_out]
 
 def linear(x, w, b):  # [..., n_in] @ [n_in, n_out] + [n_out] -> [..., n_out]
     # Hand-wired biases are mostly zero; skipping them saves a pass over the output.
-    return matmul(x, w) + b if b.any() else matmul(x, w)
+    out = matmul(x, w)  # a new array: the bias is added in place
+    if b.any():
+        out += b
+    return out
 
 
 def causal_mask(n_query, n_key):  # -> [n_query, n_key]
@@ -70,13 +73,16 @@ def causal_mask(n_query, n_key):  # -> [n_query, n_key]
 
 def attention(q, k, v, mask, hook=None):
     # [batch, head, n_q, d_head], [batch, head, n_k, d_head] x2 -> [batch, head, n_q, d_head]
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # [batch, head, n_q, n_k]
+    scores = q @ np.swapaxes(k, -1, -2)  # [batch, head, n_q, n_k]
+    scores /= np.sqrt(q.shape[-1])
+    if hook is None:  # nothing keeps the intermediates: mask and softmax in place, the same arithmetic
+        scores += mask
+        return softmax(scores, out=scores) @ v
     masked = scores + mask
     pattern = softmax(masked)
-    if hook is not None:
-        hook("scores_before_mask", scores)
-        hook("hook_attn_scores", masked)
-        hook("hook_pattern", pattern)
+    hook("scores_before_mask", scores)
+    hook("hook_attn_scores", masked)
+    hook("hook_pattern", pattern)
     return pattern @ v
 
 
