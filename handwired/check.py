@@ -32,7 +32,8 @@ from handwired.tree import TreeBatch, evaluate_tree
 from handwired.weightfile import Model
 
 BATCH = 65536  # contexts judged at a time: bounds memory however many there are
-MAX_EXHAUSTIVE = 20_000_000  # about half a minute for a one-block model on 2 cores; the refusal estimates the rest
+MAX_EXHAUSTIVE_SECONDS = 30.0  # an exhaustive check estimated to take longer is refused: --sample instead
+MAX_EXHAUSTIVE = 100_000_000  # contexts, a sanity bound whatever the model: even the cheapest takes ~30 s for these
 # The cost of an exhaustive check, for the estimate in the refusal (see estimated_seconds).
 SECONDS_PER_CHECK, SECONDS_PER_CONTEXT, SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_GELU, SECONDS_PER_SCORE = (
     0.1, 0.3e-6, 0.1e-9, 15e-9, 80e-9
@@ -209,14 +210,21 @@ def _duration(seconds: float) -> str:
     return f"{whole} second{'s' * (whole != 1)}"
 
 
-def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = MAX_EXHAUSTIVE) -> Plan:
-    """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes."""
+def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = MAX_EXHAUSTIVE,
+                    max_seconds: float = MAX_EXHAUSTIVE_SECONDS) -> Plan:
+    """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes.
+
+    Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``.
+    """
     total = count_contexts(model, min_length)
-    if total > limit:
+    seconds = estimated_seconds(model, total)
+    if total > limit or seconds > max_seconds:
+        reason = (f"more than the {limit:,} handwired will enumerate" if total > limit
+                  else f"more than the {_duration(max_seconds)} handwired will spend on one")
         raise HandwiredError(
             f"--exhaustive: {model.n_vocab}^{min_length} + … + {model.n_vocab}^{model.n_ctx} = {total:,} contexts, "
-            f"more than the {limit:,} handwired will enumerate (about {_duration(estimated_seconds(model, total))} "
-            f"of checking for this model); check a random sample instead, e.g. --sample 1000000 --seed 0"
+            f"about {_duration(seconds)} of checking for this model, {reason}; "
+            f"check a random sample instead, e.g. --sample 1000000 --seed 0"
         )
 
     def judged(runs: list[TreeBatch]) -> Batch:

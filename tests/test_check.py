@@ -109,7 +109,8 @@ def test_counts_and_limits():
     model = load("aab")
     assert check.count_contexts(model) == 62
     assert check.count_contexts(model, min_length=2) == 60
-    with pytest.raises(HandwiredError, match=r"62 contexts, more than the 50 handwired will enumerate.*--sample"):
+    with pytest.raises(HandwiredError, match=r"62 contexts, about 1 second of checking for this model, "
+                                             r"more than the 50 handwired will enumerate.*--sample"):
         check.exhaustive_plan(model, check.pattern_rule(model, "aab"), limit=50)
     with pytest.raises(HandwiredError, match="--min-length 6: longer than the model's context"):
         check.exhaustive_plan(model, check.pattern_rule(model, "aab"), min_length=6)
@@ -189,7 +190,34 @@ def test_the_refusal_estimates_the_time_from_the_model_and_the_count():
         2 * (check.estimated_seconds(small, 1_000_000) - fixed))  # a start, then so much per context
     assert check.estimated_seconds(deep, 1_000_000) - fixed > 2 * (check.estimated_seconds(small, 1_000_000) - fixed)
     duration = check._duration(check.estimated_seconds(deep, check.count_contexts(deep)))
-    with pytest.raises(HandwiredError, match=rf"1,092 contexts, more than the 1,000 .*\(about {duration} of checking"):
+    with pytest.raises(HandwiredError, match=rf"1,092 contexts, about {duration} of checking for this model, "
+                                             r"more than the 1,000 handwired will enumerate"):
         check.exhaustive_plan(deep, check.pattern_rule(deep, "abc"), limit=1000)
     assert [check._duration(s) for s in (0.2, 1, 45, 100, 5400)] == [
         "1 second", "1 second", "45 seconds", "2 minutes", "2 hours"]
+
+
+def test_the_limit_is_the_estimated_time_not_the_count():
+    def attention_only(n_ctx):  # one block, n_embd 4: about the cheapest model to check
+        params = random_params(np.random.default_rng(0), 4, n_ctx, 4, 1, layer_norm=False, mlp=False)
+        return parse(params_to_document(params, 1, "abcd", n_ctx))[0]
+
+    # 22,369,620 contexts, more than the count handwired once refused, but checked in well under half a minute
+    cheap = attention_only(12)
+    total = check.count_contexts(cheap)
+    seconds = check.estimated_seconds(cheap, total)
+    assert total == 22_369_620 and seconds <= check.MAX_EXHAUSTIVE_SECONDS
+    assert check.exhaustive_plan(cheap, check.pattern_rule(cheap, "abcd")).total == total  # built, not run
+    with pytest.raises(HandwiredError, match=rf"= 22,369,620 contexts, about {check._duration(seconds)} of checking "
+                                             r"for this model, more than the 2 seconds handwired will spend on one; "
+                                             r"check a random sample instead, e.g. --sample 1000000 --seed 0"):
+        check.exhaustive_plan(cheap, check.pattern_rule(cheap, "abcd"), max_seconds=2)
+    # A deeper model with as many contexts takes longer than the limit: refused by the time, not by the count
+    deep = parse(params_to_document(random_params(np.random.default_rng(0), 4, 12, 8, 3), 2, "abcd", 12))[0]
+    assert check.count_contexts(deep) == total < check.MAX_EXHAUSTIVE
+    assert check.estimated_seconds(deep, total) > check.MAX_EXHAUSTIVE_SECONDS
+    with pytest.raises(HandwiredError, match=r"more than the 30 seconds handwired will spend on one"):
+        check.exhaustive_plan(deep, check.pattern_rule(deep, "abcd"))
+    huge = attention_only(14)
+    with pytest.raises(HandwiredError, match=r"= 357,913,940 contexts, .* more than the 100,000,000 handwired will"):
+        check.exhaustive_plan(huge, check.pattern_rule(huge, "abcd"), max_seconds=float("inf"))

@@ -152,7 +152,7 @@ def test_a_good_statement_has_no_problems(statement):
         (lambda d: d.update(examples=["aabaab"]), "examples[0]: 6 tokens, longer than n_ctx 5"),
         (lambda d: d.update(examples=[]), "examples: expected a non-empty list of strings"),
         (lambda d: d.update(hints=["fine", ""]), "hints[1]: expected a non-empty string"),
-        (lambda d: d.update(n_ctx=30), "n_ctx: 2,147,483,646 contexts, more than the 20,000,000 a check enumerates"),
+        (lambda d: d.update(n_ctx=30), "n_ctx: 2,147,483,646 contexts, more than the 100,000,000 a check enumerates"),
     ],
 )
 def test_statement_problems_name_the_json_path(statement, edit, message):
