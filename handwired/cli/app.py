@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 from pathlib import Path
 from typing import Annotated, Callable, Optional
 
@@ -24,11 +25,21 @@ app.add_typer(weights_app, name="weights")
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+# Columns of a saved picture: the same whatever terminal made it (the terminal's own output keeps its width).
+EXPORT_WIDTH = 120
 
 WeightsOption = Annotated[
     str,
     typer.Option("--weights", "-w", help="A weight file, or the name of a bundled model.", show_default=True),
 ]
+
+SvgOption = Annotated[
+    Optional[Path], typer.Option("--svg", help=f"Also save the output as SVG, {EXPORT_WIDTH} columns wide.")
+]
+HtmlOption = Annotated[
+    Optional[Path], typer.Option("--html", help=f"Also save the output as HTML, {EXPORT_WIDTH} columns wide.")
+]
+ForceOption = Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")]
 
 
 def stdout() -> Console:
@@ -58,12 +69,53 @@ def save_console(console: Console, svg: Optional[Path], html: Optional[Path], fo
         Console(stderr=True, highlight=False).print(f"saved {escape(str(path))}")
 
 
-def check_outputs(weights_path: Path, force: bool, *paths: Optional[Path]) -> None:
+def check_outputs(weights_path: Optional[Path], force: bool, *paths: Optional[Path]) -> None:
     """Refuse bad output paths before doing any work."""
     for path in paths:
         if path is None:
             continue
-        if path.resolve() == weights_path.resolve():
+        if weights_path is not None and path.resolve() == weights_path.resolve():
             raise HandwiredError(f"{path}: that is the weight file being read; choose another file")
         if path.exists() and not force:
             raise HandwiredError(f"{path}: already exists; use --force to replace it")
+
+
+class Output:
+    """What a rendering command prints: to the terminal, and with --svg/--html also saved at a fixed width.
+
+    The saved picture is the same renderables drawn again on a console EXPORT_WIDTH columns wide, so it
+    does not depend on the terminal (or COLUMNS) of the run that made it. The paths are vetted at once,
+    before any work: call ``Output(...)`` first, then ``print``, then ``save``.
+    """
+
+    def __init__(self, svg: Optional[Path], html: Optional[Path], force: bool, reading: tuple[Path, ...] = (),
+                 as_json: bool = False) -> None:
+        if as_json and (svg is not None or html is not None):
+            raise HandwiredError("--json prints data for programs and --svg/--html save the view: choose one")
+        for source in reading:
+            check_outputs(source, force, svg, html)
+        if not reading:
+            check_outputs(None, force, svg, html)
+        if svg is not None and html is not None and svg.resolve() == html.resolve():
+            raise HandwiredError(f"--svg and --html: both are {svg}; choose two files")
+        self.svg, self.html, self.force = svg, html, force
+        self.console = stdout()
+        self._printed: list[tuple] = []
+
+    @property
+    def saving(self) -> bool:
+        return self.svg is not None or self.html is not None
+
+    def print(self, *renderables, **options) -> None:
+        self.console.print(*renderables, **options)
+        if self.saving:
+            self._printed.append((renderables, options))
+
+    def save(self) -> None:
+        if not self.saving:
+            return
+        picture = Console(width=EXPORT_WIDTH, record=True, file=io.StringIO(), highlight=False,
+                          force_terminal=True, color_system="truecolor")
+        for renderables, options in self._printed:
+            picture.print(*renderables, **options)
+        save_console(picture, self.svg, self.html, self.force)

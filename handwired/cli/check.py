@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -14,7 +15,7 @@ from rich.text import Text
 from handwired import check as checking
 from handwired import explain as explaining
 from handwired import render, run
-from handwired.cli.app import EXIT_INTERRUPTED, WeightsOption, app, stdout, user_errors
+from handwired.cli.app import EXIT_INTERRUPTED, ForceOption, HtmlOption, Output, SvgOption, WeightsOption, app, user_errors
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
 
@@ -37,9 +38,13 @@ def check(
     show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = 10,
     near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = checking.NEAR_MISS,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable verdict.")] = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Score the model on its target pattern; exit code 0 only if nothing fails."""
     model = load(weights)
+    out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     pattern = target or model.target
     if pattern is None:
         raise HandwiredError(f"{model.source}: has no 'target'; give one with --target, e.g. --target {model.vocab[0] * 2}")
@@ -60,15 +65,15 @@ def check(
     if as_json:
         typer.echo(json.dumps(report_json(report, near_miss), indent=2, ensure_ascii=False))
     else:
-        console = stdout()
-        console.print(render.report_view(model, report, near_miss))
+        out.print(render.report_view(model, report, near_miss))
         failure = report.shortest_failure
         if failure is not None:
-            console.print(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
-                               style="bold"))
+            out.print(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
+                           style="bold"))
             trace = run.trace(model, failure.context)
             for panel in explaining.steps(model, trace, explaining.expand(["attention", "probs"])):
-                console.print(render.step_panel(panel))
+                out.print(render.step_panel(panel))
+        out.save()
     if report.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok:

@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from handwired import explain as explaining
 from handwired import render, run
-from handwired.cli.app import WeightsOption, check_outputs, save_console, app, stdout, user_errors
+from handwired.cli.app import ForceOption, HtmlOption, Output, SvgOption, WeightsOption, app, stdout, user_errors
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
 
@@ -24,14 +23,19 @@ def predict(
     weights: WeightsOption = DEFAULT_MODEL,
     all_positions: Annotated[bool, typer.Option("--all", help="Show the prediction at every position.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Predict the next token after TEXT."""
     model = load(weights)
+    out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     trace = run.trace(model, text)
     if as_json:
         typer.echo(json.dumps(_prediction_json(model, trace, all_positions), indent=2, ensure_ascii=False))
-        return
-    stdout().print(render.prediction_view(model, trace, all_positions))
+    else:
+        out.print(render.prediction_view(model, trace, all_positions))
+    out.save()
 
 
 def _prediction_json(model, trace: run.Trace, all_positions: bool) -> dict:
@@ -76,13 +80,13 @@ def explain(
     ] = None,
     block: Annotated[Optional[int], typer.Option(help="Show only this block.")] = None,
     head: Annotated[Optional[int], typer.Option(help="Show only this head.")] = None,
-    svg: Annotated[Optional[Path], typer.Option(help="Also save what was printed as SVG.")] = None,
-    html: Annotated[Optional[Path], typer.Option(help="Also save what was printed as HTML.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Show every intermediate of the forward pass on TEXT, step by step."""
     model = load(weights)
-    check_outputs(Path(model.source), force, svg, html)
+    out = Output(svg, html, force, reading=(Path(model.source),))
     if text is None:
         if model.example is None:
             raise HandwiredError(f"{model.source}: has no 'example'; give the context, e.g. handwired explain {model.vocab[0] * 3}")
@@ -90,15 +94,14 @@ def explain(
     wanted = explaining.expand(step or [])
     trace = run.trace(model, text)
     panels = explaining.steps(model, trace, wanted, block, head)
-    console = Console(highlight=False, record=svg is not None or html is not None)
-    console.print(render.model_line(model))
-    console.print(Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"))
+    out.print(render.model_line(model))
+    out.print(Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"))
     note = render.window_note(model, trace)
     if note:
-        console.print(note)
+        out.print(note)
     for panel in panels:
-        console.print(render.step_panel(panel))
-    save_console(console, svg, html, force)
+        out.print(render.step_panel(panel))
+    out.save()
 
 
 @app.command()

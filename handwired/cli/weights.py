@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from handwired import render
-from handwired.cli.app import EXIT_USER_ERROR, WeightsOption, stdout, user_errors, weights_app
+from handwired.cli.app import (EXIT_USER_ERROR, ForceOption, HtmlOption, Output, SvgOption, WeightsOption, stdout,
+                               user_errors, weights_app)
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps, load, starter_document, validate, write_new
 
@@ -21,9 +22,15 @@ from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps,
 def weights_show(
     path: Annotated[Optional[str], typer.Argument(help="A weight file or bundled model; default: aab.")] = None,
     weights: WeightsOption = DEFAULT_MODEL,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Show every weight matrix, labelled."""
-    stdout().print(render.weights_view(load(path or weights)))
+    model = load(path or weights)
+    out = Output(svg, html, force, reading=(Path(model.source),))
+    out.print(render.weights_view(model))
+    out.save()
 
 
 @weights_app.command("validate")
