@@ -162,6 +162,40 @@ def count_contexts(model: Model, min_length: int = 1) -> int:
     return sum(model.n_vocab**length for length in _lengths(model, min_length))
 
 
+def all_contexts(model: Model, min_length: int = 1) -> Iterator[np.ndarray]:
+    """Every context of length min_length…n_ctx, shortest first, in vocab order: [n, length] ids a batch at a time."""
+    dtype = np.min_scalar_type(model.n_vocab)
+    for length in _lengths(model, min_length):
+        place = model.n_vocab ** np.arange(length - 1, -1, -1, dtype=np.int64)
+        count = model.n_vocab**length
+        for start in range(0, count, BATCH):
+            index = np.arange(start, min(start + BATCH, count), dtype=np.int64)
+            yield ((index[:, None] // place) % model.n_vocab).astype(dtype)  # base-n_vocab digits
+
+
+def random_contexts(model: Model, n: int, seed: int = 0, min_length: int = 1) -> Callable[[], Iterator[np.ndarray]]:
+    """``n`` contexts drawn uniformly (with replacement) from :func:`all_contexts`'s set, shortest first.
+
+    Returns a function that yields the same batches each time it is called.
+    """
+    if n < 1:
+        raise HandwiredError(f"--sample {n}: expected at least 1 context")
+    lengths = np.array(_lengths(model, min_length))
+    # Weight each length by how many contexts it has, so every context is equally likely.
+    weights = np.array([float(model.n_vocab) ** (length - lengths[-1]) for length in lengths])
+    rng = np.random.default_rng(seed)
+    per_length = rng.multinomial(n, weights / weights.sum())
+    dtype = np.min_scalar_type(model.n_vocab)
+
+    def batches() -> Iterator[np.ndarray]:
+        batch_rng = np.random.default_rng([seed, 1])
+        for length, count in zip(lengths, per_length):
+            for start in range(0, count, BATCH):
+                yield batch_rng.integers(0, model.n_vocab, (min(BATCH, count - start), length)).astype(dtype)
+
+    return batches
+
+
 def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = MAX_EXHAUSTIVE) -> Plan:
     """Every context of length min_length…n_ctx over the vocab, shortest first, in vocab order."""
     total = count_contexts(model, min_length)
@@ -171,16 +205,10 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = 
             f"more than the {limit:,} handwired will enumerate; check a random sample instead, "
             f"e.g. --sample 1000000 --seed 0"
         )
-    dtype = np.min_scalar_type(model.n_vocab)
 
     def batches() -> Iterator[Batch]:
-        for length in _lengths(model, min_length):
-            place = model.n_vocab ** np.arange(length - 1, -1, -1, dtype=np.int64)
-            count = model.n_vocab**length
-            for start in range(0, count, BATCH):
-                index = np.arange(start, min(start + BATCH, count), dtype=np.int64)
-                contexts = ((index[:, None] // place) % model.n_vocab).astype(dtype)  # base-n_vocab digits
-                yield Batch(contexts, rule.judge(contexts))
+        for contexts in all_contexts(model, min_length):
+            yield Batch(contexts, rule.judge(contexts))
 
     return Plan(
         description=f"every context of length {min_length}…{model.n_ctx} over {', '.join(model.vocab)} "
@@ -193,21 +221,11 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = 
 
 def sample_plan(model: Model, rule: Rule, n: int, seed: int = 0, min_length: int = 1) -> Plan:
     """``n`` contexts drawn uniformly (with replacement) from the exhaustive set."""
-    if n < 1:
-        raise HandwiredError(f"--sample {n}: expected at least 1 context")
-    lengths = np.array(_lengths(model, min_length))
-    # Weight each length by how many contexts it has, so every context is equally likely.
-    weights = np.array([float(model.n_vocab) ** (length - lengths[-1]) for length in lengths])
-    rng = np.random.default_rng(seed)
-    per_length = rng.multinomial(n, weights / weights.sum())
-    dtype = np.min_scalar_type(model.n_vocab)
+    contexts_of = random_contexts(model, n, seed, min_length)
 
     def batches() -> Iterator[Batch]:
-        batch_rng = np.random.default_rng([seed, 1])
-        for length, count in zip(lengths, per_length):
-            for start in range(0, count, BATCH):
-                contexts = batch_rng.integers(0, model.n_vocab, (min(BATCH, count - start), length)).astype(dtype)
-                yield Batch(contexts, rule.judge(contexts))
+        for contexts in contexts_of():
+            yield Batch(contexts, rule.judge(contexts))
 
     return Plan(
         description=f"{n:,} random contexts of length {min_length}…{model.n_ctx} (seed {seed})",
