@@ -24,6 +24,7 @@ from handwired.weightfile import Model, bundled_dir
 POSITIVE = ("#163d63", "#1d5689", "#2670b3", "#2f8ade")
 NEGATIVE = ("#5c1a1a", "#832222", "#ab2b2b", "#d33535")
 TINY = 0.0005  # below this a nonzero value would print as 0.000; it prints as ≈0 instead
+CHANGED = "•"  # before a value that changed since the previous save (handwired watch); visible without colour
 
 
 def format_values(values: np.ndarray) -> list[list[str]]:
@@ -83,14 +84,20 @@ def _cell_style(value: float, scale: float) -> str:
     return f"bold white on {shades[level]}"
 
 
-def matrix_table(matrix: Matrix) -> Group:
-    """Title, the heat-map table, and a caption stating the range and the colour code."""
+def matrix_table(matrix: Matrix, changed: np.ndarray | None = None) -> Group:
+    """Title, the heat-map table, and a caption stating the range and the colour code.
+
+    ``changed`` ([rows, cols] bool) marks cells with :data:`CHANGED`, underlined.
+    """
     values = matrix.values
     finite = np.abs(values[np.isfinite(values)])
     scale = float(finite.max()) if finite.size else 0.0
     texts = format_values(values)
     future = matrix.future if matrix.future is not None else np.zeros(values.shape, dtype=bool)
+    changed = changed if changed is not None else np.zeros(values.shape, dtype=bool)
     notes = [value_range(values), "blue > 0, red < 0, shade ∝ |value|"]
+    if changed.any():
+        notes.insert(0, f"{CHANGED} changed since the previous save ({int(changed.sum())})")
     if any("≈0" in row for row in texts):
         notes.append("≈0: not exactly 0, smaller than 0.0005")
     if future.any():
@@ -107,17 +114,22 @@ def matrix_table(matrix: Matrix) -> Group:
         cells = []
         for c, text in enumerate(texts[r]):
             if future[r, c]:
-                cells.append(Text(matrix.future_text or text, style="grey50"))
+                cell = Text(matrix.future_text or text, style="grey50")
             else:
-                cells.append(Text(text, style=_cell_style(float(values[r, c]), scale)))
+                cell = Text(text, style=_cell_style(float(values[r, c]), scale))
+            if changed[r, c]:
+                cell = Text.assemble((CHANGED, "bold"), cell, style="underline")
+            cells.append(cell)
         table.add_row(Text(label), *cells)
     return Group(title, table, Text(" · ".join(notes), style="dim"))
 
 
-def step_panel(step: Step) -> Panel:
+def step_panel(step: Step, changed: dict[str, np.ndarray] | None = None) -> Panel:
+    """One explain step; ``changed`` maps a matrix's title to its changed cells (handwired watch)."""
     header = Text.assemble((step.formula, "bold cyan"), "\n", ("shape: ", "dim"), step.shape, "\n", (step.note, "italic"))
+    changed = changed or {}
     return Panel(
-        Group(header, *[matrix_table(m) for m in step.matrices]),
+        Group(header, *[matrix_table(m, changed.get(m.title)) for m in step.matrices]),
         title=Text.assemble((f"[{step.key}] ", "bold magenta"), (step.title, "bold")),
         title_align="left",
         expand=False,

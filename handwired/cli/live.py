@@ -1,0 +1,58 @@
+"""watch: the explain view and the check verdict of a weight file, redrawn each time it is saved."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.live import Live
+
+from handwired import explain as explaining
+from handwired import watch as watching
+from handwired.cli.app import app, user_errors
+from handwired.errors import HandwiredError
+
+POLL_SECONDS = 0.1  # how often the file's modification time and size are looked at
+
+
+@app.command()
+@user_errors
+def watch(
+    file: Annotated[Path, typer.Argument(help="The weight file you are editing.")],
+    text: Annotated[Optional[str], typer.Argument(help="The context; default: the weight file's example.")] = None,
+    step: Annotated[
+        Optional[list[str]],
+        typer.Option("--step", "-s", help=f"Steps to show, repeatable: {', '.join(explaining.CHOICES)}. Default: all."),
+    ] = None,
+    block: Annotated[Optional[int], typer.Option(help="Show only this block.")] = None,
+    head: Annotated[Optional[int], typer.Option(help="Show only this head.")] = None,
+) -> None:
+    """Show the explain view and the check verdict of FILE, and redraw them each time it is saved (Ctrl-C quits)."""
+    if not file.is_file():
+        raise HandwiredError(f"{file}: no such file" if not file.exists() else f"{file}: is not a file")
+    wanted = explaining.expand(step or [])
+    judge = watching.check_verdict
+    console = Console(highlight=False)
+    state = watching.State()
+    seen: tuple | None | str = "never"
+    try:
+        with Live(console=console, screen=True, auto_refresh=False, transient=True) as live:
+            size = console.size
+            while True:
+                now = watching.fingerprint(file)
+                if now != seen:
+                    seen = now
+                    started = time.monotonic()
+                    state = state.advance(watching.load_snapshot(file, text, wanted, block, head, judge))
+                    took = (time.monotonic() - started) * 1000
+                    header = f" handwired watch {file} · loaded in {took:.0f} ms · Ctrl-C to quit "
+                    live.update(watching.Cropped(watching.screen(state, header)), refresh=True)
+                elif console.size != size:
+                    size = console.size
+                    live.refresh()
+                time.sleep(POLL_SECONDS)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how one leaves: not an error
