@@ -1,8 +1,10 @@
 """watch's pure parts: loading a snapshot, judging it, marking changed cells, the screen, cropping."""
 
-import copy
 import io
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -147,3 +149,14 @@ def test_fingerprint_tells_saves_apart(tmp_path):
     first = watching.fingerprint(path)
     path.write_text("{ }")
     assert watching.fingerprint(path) != first
+
+
+def test_watch_refuses_a_missing_file_and_a_stdout_that_is_not_a_terminal(tmp_path, aab_doc):
+    result = subprocess.run([sys.executable, "-m", "handwired", "watch", str(tmp_path / "none.json")],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2 and "none.json: no such file" in result.stderr
+    path = tmp_path / "my.json"
+    path.write_text(json.dumps(aab_doc), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "handwired", "watch", str(path)], capture_output=True, text=True,
+                            timeout=30, env={k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")})
+    assert result.returncode == 2 and "stdout is not a terminal" in result.stderr and "Traceback" not in result.stderr

@@ -36,6 +36,9 @@ def watch(
     wanted = explaining.expand(step or [])
     judge = watching.check_verdict
     console = Console(highlight=False)
+    if not console.is_terminal:
+        raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "
+                             f"use handwired explain --weights {file} or handwired check --weights {file}")
     state = watching.State()
     seen: tuple | None | str = "never"
     try:
