@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from handwired import diff as diffing
-from handwired.weightfile import load, parse
+from handwired.weightfile import parse
 from reference import params_to_document, random_params, reference_forward
 from test_cli import invoke, user_error
 

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from handwired import explain as explaining
 from handwired.errors import HandwiredError
 from handwired.weightfile import write_new
 
@@ -32,6 +33,13 @@ WeightsOption = Annotated[
     str,
     typer.Option("--weights", "-w", help="A weight file, or the name of a bundled model.", show_default=True),
 ]
+# The explain view's narrowing options, shared by explain and watch.
+StepOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--step", "-s", help=f"Steps to show, repeatable: {', '.join(explaining.CHOICES)}. Default: all."),
+]
+BlockOption = Annotated[Optional[int], typer.Option(help="Show only this block.")]
+HeadOption = Annotated[Optional[int], typer.Option(help="Show only this head.")]
 
 SvgOption = Annotated[
     Optional[Path], typer.Option("--svg", help=f"Also save the output as SVG, {EXPORT_WIDTH} columns wide.")

@@ -12,7 +12,7 @@ from rich.live import Live
 
 from handwired import explain as explaining
 from handwired import watch as watching
-from handwired.cli.app import app, user_errors
+from handwired.cli.app import BlockOption, HeadOption, StepOption, app, user_errors
 from handwired.errors import HandwiredError
 
 POLL_SECONDS = 0.1  # how often the file's modification time and size are looked at
@@ -23,12 +23,9 @@ POLL_SECONDS = 0.1  # how often the file's modification time and size are looked
 def watch(
     file: Annotated[Path, typer.Argument(help="The weight file you are editing.")],
     text: Annotated[Optional[str], typer.Argument(help="The context; default: the weight file's example.")] = None,
-    step: Annotated[
-        Optional[list[str]],
-        typer.Option("--step", "-s", help=f"Steps to show, repeatable: {', '.join(explaining.CHOICES)}. Default: all."),
-    ] = None,
-    block: Annotated[Optional[int], typer.Option(help="Show only this block.")] = None,
-    head: Annotated[Optional[int], typer.Option(help="Show only this head.")] = None,
+    step: StepOption = None,
+    block: BlockOption = None,
+    head: HeadOption = None,
 ) -> None:
     """Show the explain view and the check verdict of FILE, and redraw them each time it is saved (Ctrl-C quits)."""
     if not file.is_file():

@@ -11,7 +11,8 @@ from rich.text import Text
 
 from handwired import explain as explaining
 from handwired import render, run
-from handwired.cli.app import ForceOption, HtmlOption, Output, SvgOption, WeightsOption, app, stdout, user_errors
+from handwired.cli.app import (BlockOption, ForceOption, HeadOption, HtmlOption, Output, StepOption, SvgOption,
+                               WeightsOption, app, stdout, user_errors)
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
 
@@ -74,12 +75,9 @@ def _prediction_json(model, trace: run.Trace, all_positions: bool) -> dict:
 def explain(
     text: Annotated[Optional[str], typer.Argument(help="The context; default: the weight file's example.")] = None,
     weights: WeightsOption = DEFAULT_MODEL,
-    step: Annotated[
-        Optional[list[str]],
-        typer.Option("--step", "-s", help=f"Steps to show, repeatable: {', '.join(explaining.CHOICES)}. Default: all."),
-    ] = None,
-    block: Annotated[Optional[int], typer.Option(help="Show only this block.")] = None,
-    head: Annotated[Optional[int], typer.Option(help="Show only this head.")] = None,
+    step: StepOption = None,
+    block: BlockOption = None,
+    head: HeadOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
