@@ -1,7 +1,7 @@
 """What an edit changed: the weights that differ, by label, and the contexts whose answer moved.
 
-Weights are compared entry by entry under the labels the views print (the
-sparse weight format's labels): ``wte[a][p0]``, ``wpe[3][p3]``,
+Weights are compared entry by entry under the labels of the sparse weight
+format, which the views print too: ``wte[a][p0]``, ``wpe[3][p3]``,
 ``blocks[0].attn.c_attn.w[p1][q0]``, ``blocks[0].attn.c_proj.w[z7][b]``,
 ``blocks[0].mlp.c_fc.b[h2]``, ``ln_f.g[out]``. Contexts are every context the
 models can see (check's exhaustive enumeration) or, when there are too many, a
@@ -17,6 +17,7 @@ import numpy as np
 
 from handwired import check as checking
 from handwired.batch import next_logits_distinct
+from handwired.convert import locate
 from handwired.errors import HandwiredError
 from handwired.rules import DECIDED
 from handwired.weightfile import Model
@@ -71,48 +72,19 @@ class Diff:
 
 
 def labelled_weights(model: Model) -> dict[str, float]:
-    """Every weight entry under its label, in the order the file and the views list them."""
-    p, dims = model.params, model.dims
-    d = model.n_embd
-    qkv = tuple(f"{part}{i}" for part in "qkv" for i in range(d))  # numbered across heads
-    z = tuple(f"z{i}" for i in range(d))
+    """Every weight entry under its label, in the order of the file: ``path[row][col]`` or ``path[label]``."""
     entries: dict[str, float] = {}
-
-    def matrix(name: str, values: np.ndarray, rows, cols) -> None:
-        for r, row in enumerate(rows):
-            for c, col in enumerate(cols):
-                entries[f"{name}[{row}][{col}]"] = float(values[r, c])
-
-    def vector(name: str, values: np.ndarray, labels) -> None:
-        for i, label in enumerate(labels):
-            entries[f"{name}[{label}]"] = float(values[i])
-
-    def norm(name: str, params: dict) -> None:
-        vector(f"{name}.g", params["g"], dims)
-        vector(f"{name}.b", params["b"], dims)
-
-    matrix("wte", p["wte"], model.vocab, dims)
-    matrix("wpe", p["wpe"], [str(i) for i in range(model.n_ctx)], dims)
-    for b, block in enumerate(p["blocks"]):
-        prefix = f"blocks[{b}]"
-        if "ln_1" in block:
-            norm(f"{prefix}.ln_1", block["ln_1"])
-        attn = block["attn"]
-        matrix(f"{prefix}.attn.c_attn.w", attn["c_attn"]["w"], dims, qkv)
-        vector(f"{prefix}.attn.c_attn.b", attn["c_attn"]["b"], qkv)
-        matrix(f"{prefix}.attn.c_proj.w", attn["c_proj"]["w"], z, dims)
-        vector(f"{prefix}.attn.c_proj.b", attn["c_proj"]["b"], dims)
-        if "ln_2" in block:
-            norm(f"{prefix}.ln_2", block["ln_2"])
-        if "mlp" in block:
-            mlp = block["mlp"]
-            hidden = tuple(f"h{i}" for i in range(mlp["c_fc"]["w"].shape[1]))
-            matrix(f"{prefix}.mlp.c_fc.w", mlp["c_fc"]["w"], dims, hidden)
-            vector(f"{prefix}.mlp.c_fc.b", mlp["c_fc"]["b"], hidden)
-            matrix(f"{prefix}.mlp.c_proj.w", mlp["c_proj"]["w"], hidden, dims)
-            vector(f"{prefix}.mlp.c_proj.b", mlp["c_proj"]["b"], dims)
-    if "ln_f" in p:
-        norm("ln_f", p["ln_f"])
+    for path, axes in model.axes.items():
+        parent, key = locate(model.params, path)
+        values = parent[key]
+        if len(axes) == 1:
+            for label, value in zip(axes[0].labels, values):
+                entries[f"{path}[{label}]"] = float(value)
+            continue
+        rows, cols = axes
+        for row, line in zip(rows.labels, values):
+            for col, value in zip(cols.labels, line):
+                entries[f"{path}[{row}][{col}]"] = float(value)
     return entries
 
 

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from handwired import attribution
 from handwired.errors import HandwiredError
 from handwired.run import Trace, top_token
 from handwired.weightfile import Model
 
 HEAD_STEPS = ("qkv", "scores", "mask", "pattern", "z")
-STEPS = ("embed", "ln1", *HEAD_STEPS, "proj", "mlp", "logits", "probs")
+BLOCK_STEPS = ("heads", "concat")  # every head together: shown by "all" only on a model with several heads
+STEPS = ("embed", "ln1", *HEAD_STEPS, *BLOCK_STEPS, "proj", "mlp", "logits", "probs", "why")
 GROUPS = {
     "all": STEPS,
     "attention": ("scores", "mask", "pattern", "z"),
@@ -36,6 +38,7 @@ class Matrix:
     corner: str = ""  # the header cell above the row labels, short
     future: np.ndarray | None = None  # [rows, cols] bool: the key comes after the query
     future_text: str | None = None  # what a future cell shows; None: its value, greyed
+    show_tiny: bool = False  # print values below 0.0005 as 5.6e-8 rather than ≈0 (when their size is the lesson)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Step:
     shape: str
     note: str
     matrices: tuple[Matrix, ...]
+    side_by_side: bool = False  # draw the matrices in a row rather than one under another
 
 
 def expand(steps: list[str] | tuple[str, ...]) -> list[str]:
@@ -62,13 +66,21 @@ def _shape(array: np.ndarray) -> str:
     return "[" + ", ".join(str(n) for n in array.shape) + "]"
 
 
-def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = None, head: int | None = None) -> list[Step]:
-    """The explain view of ``trace``: the ``wanted`` steps, for one block/head or all of them."""
+def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = None, head: int | None = None,
+          position: int | None = None, every_step: bool = False) -> list[Step]:
+    """The explain view of ``trace``: the ``wanted`` steps, for one block/head or all of them.
+
+    ``position`` is the position ``why`` explains (default: the last). The
+    multi-head steps (``heads``, ``concat``) are left out on a one-head model
+    unless asked for by name (``every_step`` False: they came from ``all``).
+    """
     if block is not None and not 0 <= block < model.n_layer:
         raise HandwiredError(f"--block {block}: the model has blocks 0…{model.n_layer - 1}" if model.n_layer
                              else f"--block {block}: the model has no blocks")
     if head is not None and not 0 <= head < model.n_head:
         raise HandwiredError(f"--head {head}: the model has heads 0…{model.n_head - 1}")
+    if position is not None and not 0 <= position < len(trace.window):
+        raise HandwiredError(f"--position {position}: the context has positions 0…{len(trace.window) - 1}")
     blocks = [block] if block is not None else list(range(model.n_layer))
     heads = [head] if head is not None else list(range(model.n_head))
     view = _View(model, trace)
@@ -80,6 +92,8 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
             result.append(view.ln1(b))
         for h in heads:  # one head's whole story before the next head's
             result.extend(getattr(view, key)(b, h) for key in HEAD_STEPS if key in wanted)
+        if model.n_head > 1 or every_step:
+            result.extend(getattr(view, key)(b) for key in BLOCK_STEPS if key in wanted)
         if "proj" in wanted:
             result.append(view.proj(b))
         if "mlp" in wanted and f"blocks.{b}.hook_mlp_out" in trace.record:
@@ -88,6 +102,8 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
         result.append(view.logits())
     if "probs" in wanted:
         result.append(view.probs())
+    if "why" in wanted:
+        result.append(view.why(position))
     return result
 
 
@@ -114,7 +130,7 @@ class _View:
 
     def _attention_matrix(self, title: str, hook: str, block: int, head: int, future_text: str | None) -> Matrix:
         values = self.record[f"blocks.{block}.attn.{hook}"][head]  # [head, query, key] -> [query, key]
-        future = np.triu(np.ones(values.shape, dtype=bool), k=1)
+        future = np.triu(np.ones(values.shape, dtype=bool), k=1) if self.trace.causal else None
         return Matrix(title, f"blocks.{block}.attn.{hook}", values, self.positions, self.positions,
                       "query (destination) position", "key (source) position", "query ╲ key", future, future_text)
 
@@ -162,16 +178,28 @@ class _View:
         return Step(
             "scores", f"Attention scores · {self._where(block, head)}", "scores = Q · Kᵀ / √d_head",
             f"Q [{self.n}, {self.model.d_head}] · Kᵀ [{self.model.d_head}, {self.n}] / √{self.model.d_head} → [{self.n}, {self.n}]",
-            "How well each query matches each key. Grey cells: keys after the query, masked next.",
+            "How well each query matches each key. "
+            + ("Grey cells: keys after the query, masked next." if self.trace.causal else "No mask: every key counts."),
             (self._attention_matrix("Q·Kᵀ/√d_head", "scores_before_mask", block, head, None),),
         )
 
     def mask(self, block: int, head: int) -> Step:
+        if not self.trace.causal:
+            return self._no_mask(block, head)
         return Step(
             "mask", f"Causal mask · {self._where(block, head)}", "scores + M,  M[q, k] = 0 if k ≤ q else −∞",
             f"[{self.n}, {self.n}] + [{self.n}, {self.n}] → [{self.n}, {self.n}]",
             "A position may read itself and earlier positions only; −∞ becomes exactly 0 after softmax.",
             (self._attention_matrix("scores + M", "hook_attn_scores", block, head, "−∞"),),
+        )
+
+    def _no_mask(self, block: int, head: int) -> Step:
+        return Step(
+            "mask", f"No mask (--no-mask) · {self._where(block, head)}", "scores + M,  M = 0 everywhere",
+            f"[{self.n}, {self.n}] + 0 → [{self.n}, {self.n}]",
+            "The mask is off: nothing is masked, and each position also reads the positions after it, "
+            "as an encoder's bidirectional self-attention does.",
+            (self._attention_matrix("scores + M (M = 0)", "hook_attn_scores", block, head, None),),
         )
 
     def pattern(self, block: int, head: int) -> Step:
@@ -240,4 +268,70 @@ class _View:
             "Row i predicts the token after position i. Predicted: " + " ".join(predicted) + ".",
             (Matrix("probabilities", "probs", self.record["probs"], self.positions, self.model.vocab,
                     "position:token", "next token", "pos ╲ next"),),
+        )
+
+    # ---------------------------------------------------------------- every head together (several heads)
+
+    def heads(self, block: int) -> Step:
+        n_head = self.model.n_head
+        return Step(
+            "heads", f"Every head's pattern · block {block}",
+            "pattern_h = softmax(Q_h · K_hᵀ / √d_head + M),  h = 0 … " + str(n_head - 1),
+            f"{n_head} head{'s' if n_head > 1 else ''} × [{self.n}, {self.n}]; head h reads columns h·{self.model.d_head} … of Q, K and V",
+            "The residual width is split across the heads: each one attends on its own, so each can do its own job.",
+            tuple(self._attention_matrix(f"head {h}", "hook_pattern", block, h, "·") for h in range(n_head)),
+            side_by_side=True,
+        )
+
+    def concat(self, block: int) -> Step:
+        n_head, d_head, n_embd = self.model.n_head, self.model.d_head, self.model.n_embd
+        c_proj = self.model.params["blocks"][block]["attn"]["c_proj"]
+        z = self.record[f"blocks.{block}.attn.hook_z"]  # [pos, head, d_head]
+        z_labels = tuple(f"z{i}" for i in range(n_embd))
+        writes = attribution.head_writes(z, c_proj["w"], n_head)  # [pos, head, n_embd]
+        matrices = [
+            Matrix("concat(z_0 … z_H): the heads' outputs side by side", f"blocks.{block}.attn.hook_z",
+                   z.reshape(self.n, n_embd), self.positions, z_labels, "position:token",
+                   "z dim (" + ", ".join(f"head {h}: z{h * d_head}…z{(h + 1) * d_head - 1}" for h in range(n_head)) + ")",
+                   "pos ╲ z"),
+            Matrix("W_O = c_proj.w", f"blocks[{block}].attn.c_proj.w", c_proj["w"], z_labels, self.dims,
+                   "z dim", "residual dim", "z ╲ dim"),
+        ]
+        for h in range(n_head):
+            matrices.append(self._residual(f"head {h}'s share: z_{h} · W_O[z{h * d_head}…z{(h + 1) * d_head - 1}]",
+                                           f"blocks.{block}.attn.hook_z", writes[:, h]))
+        matrices.append(self._residual("attn_out = Σ shares + b_O", f"blocks.{block}.hook_attn_out"))
+        return Step(
+            "concat", f"Concatenate the heads and project · block {block}",
+            "attn_out = concat(z_0 … z_H) · W_O + b_O = Σ_h z_h · W_O[rows of head h] + b_O",
+            f"{n_head} × z_h [{self.n}, {d_head}] → concat [{self.n}, {n_embd}] · W_O [{n_embd}, {n_embd}] → [{self.n}, {n_embd}]",
+            "c_proj mixes the heads: each head's rows of W_O say where in the residual stream its result is written.",
+            tuple(matrices),
+        )
+
+    # ---------------------------------------------------------------- why this token
+
+    def why(self, position: int | None) -> Step:
+        split = attribution.attribute(self.model, self.trace, position)
+        vocab = self.model.vocab
+        values = np.vstack([split.contributions, split.total[None, :]])  # [n_parts + 1, n_vocab]
+        best, tied = top_token(split.logits)
+        note = [f"Position {split.position} ({self.positions[split.position]}) predicts "
+                f"{vocab[best]}{' (tie)' if tied else ''}; each row is one part's share of every logit, and the "
+                "rows add up to the logit."]
+        for part, without, with_it in attribution.movers(split):
+            note.append(f"Without {part} the top token would be {vocab[without]}: it moves the prediction "
+                        f"from {vocab[without]} to {vocab[with_it]}.")
+        formula = "logit[t] = Σ_part part · wte[t]"
+        if split.scale is not None:
+            formula = "logit[t] = Σ_part (g ⊙ (part − mean(part)) / σ) · wte[t] + ln_f.b · wte[t]"
+            note.append(f"With ln_f the split is exact only for this context's scale σ = √(var(x) + 1e-5) = "
+                        f"{split.scale:.6g}: each part is centred and divided by that σ; ln_f's bias is a row of its own.")
+        return Step(
+            "why", f"Why this token: direct logit attribution · position {split.position}", formula,
+            f"{len(split.parts)} parts × [{self.model.n_embd}] · wteᵀ [{self.model.n_embd}, {self.model.n_vocab}] "
+            f"→ [{len(split.parts)}, {self.model.n_vocab}]",
+            " ".join(note),
+            (Matrix("each part's share of each logit", "logits", values, (*split.parts, "total = logit"), vocab,
+                    "part of the model", "token", "part ╲ token"),),
         )

@@ -74,8 +74,9 @@ def merge_heads(x):  # [batch, head, n_seq, d_head] -> [batch, n_seq, n_embd]
     return x.transpose(0, 2, 1, 3).reshape(batch, n_seq, n_head * d_head)
 
 
-def mha(x, c_attn, c_proj, n_head, n_query, hook=None, qkv=None):
+def mha(x, c_attn, c_proj, n_head, n_query, hook=None, qkv=None, causal=True):
     # [batch, n_seq, n_embd] -> [batch, n_query, n_embd]: attention output for the last n_query positions
+    # causal=False: bidirectional self-attention (an encoder's), every position sees every other
     n_embd = x.shape[-1]
     if qkv is None:
         w, b = c_attn["w"], c_attn["b"]  # columns: q | k | v
@@ -89,7 +90,8 @@ def mha(x, c_attn, c_proj, n_head, n_query, hook=None, qkv=None):
     if hook is not None:
         for name, value in (("hook_q", q), ("hook_k", k), ("hook_v", v)):
             hook(name, value.transpose(0, 2, 1, 3))
-    z = attention(q, k, v, causal_mask(n_query, x.shape[1]), hook)  # [batch, head, n_query, d_head]
+    mask = causal_mask(n_query, x.shape[1]) if causal else np.zeros((n_query, x.shape[1]))  # [n_query, n_seq]
+    z = attention(q, k, v, mask, hook)  # [batch, head, n_query, d_head]
     if hook is not None:
         hook("hook_z", z.transpose(0, 2, 1, 3))
     return linear(merge_heads(z), **c_proj)  # [batch, n_query, n_embd]
@@ -104,7 +106,7 @@ def mlp(x, c_fc, c_proj, hook=None):  # [batch, n_seq, n_embd] -> [batch, n_seq,
     return linear(post, **c_proj)
 
 
-def block(x, params, n_head, n_query, hook=None, qkv=None):
+def block(x, params, n_head, n_query, hook=None, qkv=None, causal=True):
     # [batch, n_seq, n_embd] -> [batch, n_query, n_embd]: the residual stream at the last n_query positions
     h = x
     if "ln_1" in params and qkv is None:
@@ -112,7 +114,7 @@ def block(x, params, n_head, n_query, hook=None, qkv=None):
         if hook is not None:
             hook("ln1.hook_normalized", h)
     attn_hook = None if hook is None else (lambda name, value: hook(f"attn.{name}", value))
-    attn_out = mha(h, **params["attn"], n_head=n_head, n_query=n_query, hook=attn_hook, qkv=qkv)
+    attn_out = mha(h, **params["attn"], n_head=n_head, n_query=n_query, hook=attn_hook, qkv=qkv, causal=causal)
     x = x[:, -n_query:] + attn_out
     if hook is not None:
         hook("hook_attn_out", attn_out)
@@ -143,7 +145,7 @@ def qkv_table(params):  # -> [n_vocab, n_ctx, 3*n_embd]
     return linear(x, **first["attn"]["c_attn"])
 
 
-def forward(params, tokens, n_head, last_only=False, record=None, table=None):
+def forward(params, tokens, n_head, last_only=False, record=None, table=None, causal=True):
     """[batch, n_seq] token ids -> logits [batch, n_seq, n_vocab], or [batch, n_vocab] if ``last_only``.
 
     ``last_only`` computes the final block's attention, MLP and unembedding for
@@ -151,7 +153,8 @@ def forward(params, tokens, n_head, last_only=False, record=None, table=None):
     the work. Earlier blocks always run at every position, because the last
     position's keys and values depend on them. ``table``, from :func:`qkv_table`,
     saves block 0's projections on a large batch; the result is the same up to
-    float rounding (exactly the same for whole-number weights).
+    float rounding (exactly the same for whole-number weights). ``causal=False``
+    drops the mask: the same weights as bidirectional self-attention.
     """
     tokens = np.asarray(tokens)
     n_seq = tokens.shape[-1]
@@ -169,7 +172,7 @@ def forward(params, tokens, n_head, last_only=False, record=None, table=None):
         if block_hook is not None:
             block_hook("hook_resid_pre", x)
         qkv = table[tokens, np.arange(n_seq)] if table is not None and i == 0 else None  # [batch, n_seq, 3*n_embd]
-        x = block(x, block_params, n_head, n_query, block_hook, qkv)
+        x = block(x, block_params, n_head, n_query, block_hook, qkv, causal)
         if block_hook is not None:
             block_hook("hook_resid_post", x)
     if last_only:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Group
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -27,11 +28,12 @@ TINY = 0.0005  # below this a nonzero value would print as 0.000; it prints as �
 CHANGED = "•"  # before a value that changed since the previous save (handwired watch); visible without colour
 
 
-def format_values(values: np.ndarray) -> list[list[str]]:
+def format_values(values: np.ndarray, show_tiny: bool = False) -> list[list[str]]:
     """Cell texts: whole numbers as integers when the whole matrix is whole, else three decimals.
 
     Exact zeros print as ``0`` and nonzero values too small for three decimals
-    as ``≈0``, so a learner can tell an exact 0 from e.g. exp(−362).
+    as ``≈0``, so a learner can tell an exact 0 from e.g. exp(−362); with
+    ``show_tiny`` they print in scientific notation instead (``5.6e-8``).
     """
     finite = values[np.isfinite(values)]
     whole = finite.size > 0 and bool(np.all(finite == np.round(finite))) and bool(np.all(np.abs(finite) < 1e12))
@@ -46,12 +48,18 @@ def format_values(values: np.ndarray) -> list[list[str]]:
         if whole:
             return f"{int(v)}"
         if abs(v) < TINY:
-            return "≈0"
+            return scientific(v) if show_tiny else "≈0"
         if abs(v) >= 1e6:
             return f"{v:.3e}"
         return f"{v:.3f}"
 
     return [[one(float(v)) for v in row] for row in values]
+
+
+def scientific(v: float) -> str:
+    """Two significant digits and a plain exponent: 5.6e-8, -1.2e-157."""
+    mantissa, exponent = f"{v:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def format_probability(p: float) -> str:
@@ -65,12 +73,12 @@ def format_probability(p: float) -> str:
     return f"{p:.4f}"
 
 
-def value_range(values: np.ndarray) -> str:
+def value_range(values: np.ndarray, show_tiny: bool = False) -> str:
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return "no finite values"
     low, high = float(finite.min()), float(finite.max())
-    text = format_values(np.array([[low, high]]))[0]
+    text = format_values(np.array([[low, high]]), show_tiny)[0]
     return f"range {text[0]} … {text[1]}"
 
 
@@ -92,10 +100,10 @@ def matrix_table(matrix: Matrix, changed: np.ndarray | None = None) -> Group:
     values = matrix.values
     finite = np.abs(values[np.isfinite(values)])
     scale = float(finite.max()) if finite.size else 0.0
-    texts = format_values(values)
+    texts = format_values(values, matrix.show_tiny)
     future = matrix.future if matrix.future is not None else np.zeros(values.shape, dtype=bool)
     changed = changed if changed is not None else np.zeros(values.shape, dtype=bool)
-    notes = [value_range(values), "blue > 0, red < 0, shade ∝ |value|"]
+    notes = [value_range(values, matrix.show_tiny), "blue > 0, red < 0, shade ∝ |value|"]
     if changed.any():
         notes.insert(0, f"{CHANGED} changed since the previous save ({int(changed.sum())})")
     if any("≈0" in row for row in texts):
@@ -124,12 +132,46 @@ def matrix_table(matrix: Matrix, changed: np.ndarray | None = None) -> Group:
     return Group(title, table, Text(" · ".join(notes), style="dim"))
 
 
+class SideBySide:
+    """Tables in a row when the width allows, else one under another: never squeezed or cut."""
+
+    GAP = 3
+
+    def __init__(self, items: list[Group]) -> None:
+        self.items = items
+
+    def _widths(self, console, options) -> list[int] | None:
+        # each item's tables at their full width; titles and captions wrap to fit
+        widths = [max((Measurement.get(console, options, part).maximum for part in item.renderables
+                       if isinstance(part, Table)), default=20) for item in self.items]
+        return widths if sum(widths) + self.GAP * (len(widths) - 1) <= options.max_width else None
+
+    def __rich_console__(self, console, options):
+        widths = self._widths(console, options)
+        if widths is None:
+            yield Group(*self.items)
+            return
+        grid = Table.grid(padding=(0, self.GAP))
+        for width in widths:
+            grid.add_column(width=width)  # the caption under each table wraps to the table's width
+        grid.add_row(*self.items)
+        yield grid
+
+    def __rich_measure__(self, console, options) -> Measurement:
+        widths = self._widths(console, options)
+        if widths is None:
+            return Measurement.get(console, options, Group(*self.items))
+        total = sum(widths) + self.GAP * (len(widths) - 1)
+        return Measurement(total, total)
+
+
 def step_panel(step: Step, changed: dict[str, np.ndarray] | None = None) -> Panel:
     """One explain step; ``changed`` maps a matrix's title to its changed cells (handwired watch)."""
     header = Text.assemble((step.formula, "bold cyan"), "\n", ("shape: ", "dim"), step.shape, "\n", (step.note, "italic"))
     changed = changed or {}
+    tables = [matrix_table(m, changed.get(m.title)) for m in step.matrices]
     return Panel(
-        Group(header, *[matrix_table(m, changed.get(m.title)) for m in step.matrices]),
+        Group(header, SideBySide(tables) if step.side_by_side else Group(*tables)),
         title=Text.assemble((f"[{step.key}] ", "bold magenta"), (step.title, "bold")),
         title_align="left",
         expand=False,
@@ -156,11 +198,19 @@ def window_note(model: Model, trace: Trace) -> Text | None:
     )
 
 
+def mask_note(trace: Trace) -> Text | None:
+    if trace.causal:
+        return None
+    return Text("Mask off (--no-mask): bidirectional self-attention, as in an encoder. Every position also sees the "
+                "tokens after it, so a prediction at an earlier position may be reading its own answer.",
+                style="bold yellow")
+
+
 def prediction_view(model: Model, trace: Trace, all_positions: bool) -> Group:
     parts: list = [model_line(model)]
-    note = window_note(model, trace)
-    if note:
-        parts.append(note)
+    for note in (window_note(model, trace), mask_note(trace)):
+        if note:
+            parts.append(note)
     if all_positions:
         parts.append(_positions_table(model, trace))
     best, tied = top_token(trace.logits[-1])

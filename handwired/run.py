@@ -22,6 +22,7 @@ class Trace:
     window: str  # what the model saw: the last n_ctx tokens
     tokens: np.ndarray  # [n_seq] ids of the window
     record: dict[str, np.ndarray]  # hook name -> value, batch axis removed
+    causal: bool = True  # False: run without the mask, as bidirectional self-attention
 
     @property
     def truncated(self) -> bool:
@@ -36,13 +37,17 @@ class Trace:
         return self.record["probs"]
 
 
-def trace(model: Model, text: str) -> Trace:
-    """Run the model on the last n_ctx tokens of ``text``, recording every intermediate."""
+def trace(model: Model, text: str, causal: bool = True) -> Trace:
+    """Run the model on the last n_ctx tokens of ``text``, recording every intermediate.
+
+    ``causal=False`` runs the same weights without the causal mask: every
+    position attends to every other, later ones included (an encoder).
+    """
     ids = model.encode(text)
     window = ids[-model.n_ctx :]
     record: dict[str, np.ndarray] = {}
-    forward(model.params, window[None, :], model.n_head, record=record)
-    return Trace(text, model.decode(window), window, {name: value[0] for name, value in record.items()})
+    forward(model.params, window[None, :], model.n_head, record=record, causal=causal)
+    return Trace(text, model.decode(window), window, {name: value[0] for name, value in record.items()}, causal)
 
 
 def top_token(logits: np.ndarray) -> tuple[int, bool]:

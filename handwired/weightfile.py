@@ -12,8 +12,10 @@ import difflib
 import json
 import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ FORMAT = "handwired/1"
 MAX_FILE_BYTES = 32 * 1024 * 1024
 # Far beyond anything wired by hand; keeps a typo like n_embd 80000 from allocating gigabytes.
 MAX_SIZE = 4096
+MAX_PARAMETERS = 10_000_000  # about what a 32 MB dense file holds; a sparse file could ask for more in a line
 DEFAULT_MODEL = "aab"
 
 TOP_KEYS = {
@@ -36,7 +39,7 @@ TOP_KEYS = {
 }  # key -> required
 BLOCK_KEYS = {"attn": True, "ln_1": False, "ln_2": False, "mlp": False}
 ATTN_KEYS = {"c_attn": True, "c_proj": True}
-MLP_KEYS = {"c_fc": True, "c_proj": True}
+MLP_KEYS = {"hidden": False, "c_fc": True, "c_proj": True}
 LINEAR_KEYS = {"w": True, "b": False}
 NORM_KEYS = {"g": True, "b": False}
 
@@ -57,6 +60,11 @@ class Model:
     constants: dict[str, float] = field(default_factory=dict)
     example: str | None = None
     target: str | None = None
+    # Each parameter's entries as the file wrote them (numbers or expressions such as "2*Lg"),
+    # keyed by JSON path ("wte", "blocks[0].attn.c_attn.w" …); what views and conversion show.
+    written: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    axes: dict[str, tuple["Axis", ...]] = field(default_factory=dict, repr=False)  # the same keys: each one's labels
+    document: dict[str, Any] = field(default_factory=dict, repr=False)  # the parsed file, as written
 
     @property
     def n_vocab(self) -> int:
@@ -204,6 +212,8 @@ class _Checker:
     def __init__(self) -> None:
         self.problems: list[str] = []
         self.constants: dict[str, float] = {}
+        self.values: dict[Any, float] = {}  # an entry as written -> its number
+        self.written: dict[str, np.ndarray] = {}  # JSON path -> entries as written
 
     def problem(self, path: str, message: str) -> None:
         self.problems.append(f"{path}: {message}" if path else message)
@@ -265,59 +275,210 @@ class _Checker:
             return None
         return number
 
-    def vector(self, value: Any, path: str, length: int | None, meaning: str) -> np.ndarray | None:
-        if not isinstance(value, list):
-            self.problem(path, f"expected a list of {length or 'some'} numbers ({meaning}); found {_kind(value)}")
+    def vector(self, value: Any, path: str, axis: Axis | None) -> np.ndarray | None:
+        """A bias or LayerNorm vector: a list, or an object of its non-zero entries by label."""
+        entries = self._entries(value, path, axis, "entry")
+        if entries is None:
             return None
-        if length is not None and len(value) != length:
-            self.problem(path, f"{len(value)} numbers, expected {length} ({meaning})")
-            return None
-        entries = [self.number(entry, f"{path}[{i}]") for i, entry in enumerate(value)]
-        if any(entry is None for entry in entries):
-            return None
-        return np.array(entries, dtype=np.float64)
+        self.written[path] = entries
+        return _evaluated(entries, self.values)
 
-    def matrix(
-        self, value: Any, path: str, rows: int | None, cols: int | None, row_meaning: str, col_meaning: str
-    ) -> np.ndarray | None:
-        if not isinstance(value, list):
-            self.problem(path, f"expected a list of {rows or 'some'} rows ({row_meaning}); found {_kind(value)}")
+    def matrix(self, value: Any, path: str, rows: Axis | None, cols: Axis | None) -> np.ndarray | None:
+        """A list of rows, or an object of rows by label; each row a list or an object of entries by label."""
+        if isinstance(value, list):
+            if rows is not None and len(value) != len(rows):
+                self.problem(path, f"{len(value)} rows, expected {len(rows)} ({rows.meaning})")
+                return None
+            if not value:
+                self.problem(path, f"no rows, expected at least one ({rows.meaning if rows else 'rows'})")
+                return None
+            if cols is None and isinstance(value[0], list):  # width unknown: the first row decides
+                cols = Axis("as the first row", tuple(str(i) for i in range(len(value[0]))))
+            keyed = [(i, i) for i in range(len(value))]
+        elif isinstance(value, dict):
+            if rows is None or cols is None:
+                return None  # the labels depend on something already reported as wrong
+            keyed = self._keys(value, path, rows, "row")
+            if keyed is None:
+                return None
+        else:
+            expected = f"{len(rows)} rows" if rows else "rows"
+            self.problem(path, f"expected a list of {expected} ({rows.meaning if rows else 'rows'}) "
+                               f"or an object of rows by label; found {_kind(value)}")
             return None
-        if rows is not None and len(value) != rows:
-            self.problem(path, f"{len(value)} rows, expected {rows} ({row_meaning})")
+        n_rows = len(rows) if rows is not None else len(value)
+        written = np.zeros((n_rows, len(cols) if cols is not None else 0), dtype=object)
+        ok = True
+        for index, key in keyed:
+            row = self._entries(value[key], _index(path, key), cols, "column")
+            if row is None:
+                ok = False
+            elif cols is not None:
+                written[index] = row
+        if not ok or cols is None:
             return None
-        if not value:
-            self.problem(path, f"no rows, expected at least one ({row_meaning})")
-            return None
-        if cols is None and isinstance(value[0], list):
-            cols = len(value[0])  # free width (an MLP's hidden size): the first row decides
-        parsed = [self.vector(row, f"{path}[{i}]", cols, col_meaning) for i, row in enumerate(value)]
-        if any(row is None for row in parsed):
-            return None
-        return np.array(parsed, dtype=np.float64).reshape(len(parsed), cols or 0)
+        self.written[path] = written
+        return _evaluated(written, self.values)
 
-    def linear(self, value: Any, path: str, n_in: int | None, n_out: int | None, in_meaning: str, out_meaning: str):
+    def _entries(self, value: Any, path: str, axis: Axis | None, role: str) -> np.ndarray | None:
+        """One row (role "column") or vector (role "entry") -> its entries as written, missing ones 0."""
+        what = "numbers"
+        if isinstance(value, list):
+            if axis is not None and len(value) != len(axis):
+                self.problem(path, f"{len(value)} {what}, expected {len(axis)} ({axis.meaning})")
+                return None
+            entries = [self.entry(entry, f"{path}[{i}]") for i, entry in enumerate(value)]
+            if any(entry is None for entry in entries):
+                return None
+            written = np.empty(len(entries), dtype=object)
+            written[:] = entries
+            return written
+        if isinstance(value, dict):
+            if axis is None:
+                return None  # the labels depend on something already reported as wrong
+            keyed = self._keys(value, path, axis, role)
+            if keyed is None:
+                return None
+            written = np.zeros(len(axis), dtype=object)
+            ok = True
+            for index, key in keyed:
+                entry = self.entry(value[key], _join(path, key))
+                ok = ok and entry is not None
+                written[index] = entry
+            return written if ok else None
+        expected = f"a list of {len(axis)} {what} ({axis.meaning})" if axis else f"a list of {what}"
+        self.problem(path, f"expected {expected} or an object of entries by label; found {_kind(value)}")
+        return None
+
+    def _keys(self, value: dict[str, Any], path: str, axis: Axis, role: str) -> list[tuple[int, str]] | None:
+        """A sparse object's keys -> (index, key) pairs; unknown labels and entries given twice are problems."""
+        keyed: list[tuple[int, str]] = []
+        seen: dict[int, str] = {}
+        ok = True
+        for key in value:
+            index = axis.find(key)
+            if index is None:
+                number = _as_index(key)
+                found = f"{role} index {key} is out of range" if number is not None else f"unknown {role} label {key!r}"
+                self.problem(_join(path, key), f"{found}; expected {axis.meaning}: {axis.describe()}")
+                ok = False
+            elif index in seen:
+                self.problem(_join(path, key), f"{key!r} is the same entry as {seen[index]!r}, given twice")
+                ok = False
+            else:
+                seen[index] = key
+                keyed.append((index, key))
+        return keyed if ok else None
+
+    def entry(self, value: Any, path: str) -> float | int | str | None:
+        """One entry as written, once it is known to evaluate; its number is in self.values."""
+        number = self.number(value, path)
+        if number is None:
+            return None
+        if isinstance(value, str):
+            self.values[value] = number
+        return value
+
+    def linear(self, value: Any, path: str, rows: Axis | None, cols: Axis | None):
         """``{w: [n_in][n_out], b: [n_out]}``; a missing b means zeros."""
         spec = self.obj(value, path, LINEAR_KEYS)
         if spec is None or "w" not in spec:
             return None
-        w = self.matrix(spec["w"], _join(path, "w"), n_in, n_out, in_meaning, out_meaning)
+        w = self.matrix(spec["w"], _join(path, "w"), rows, cols)
         if w is None:
             return None
+        b_path = _join(path, "b")
         if "b" not in spec:
+            self.written[b_path] = np.zeros(w.shape[1], dtype=object)
             return {"w": w, "b": np.zeros(w.shape[1])}
-        b = self.vector(spec["b"], _join(path, "b"), w.shape[1], out_meaning)
+        b = self.vector(spec["b"], b_path, cols)
         return None if b is None else {"w": w, "b": b}
 
-    def norm(self, value: Any, path: str, n_embd: int | None):
+    def norm(self, value: Any, path: str, dims: Axis | None):
         spec = self.obj(value, path, NORM_KEYS)
         if spec is None or "g" not in spec:
             return None
-        g = self.vector(spec["g"], _join(path, "g"), n_embd, "one per residual dim")
-        b = self.vector(spec["b"], _join(path, "b"), n_embd, "one per residual dim") if "b" in spec else None
+        g = self.vector(spec["g"], _join(path, "g"), dims)
+        b = self.vector(spec["b"], _join(path, "b"), dims) if "b" in spec else None
         if g is None or ("b" in spec and b is None):
             return None
+        if b is None:
+            self.written[_join(path, "b")] = np.zeros(len(g), dtype=object)
         return {"g": g, "b": np.zeros_like(g) if b is None else b}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One side of a matrix: what it is, and the labels a sparse entry may name it by."""
+
+    meaning: str  # for messages: "one per residual dim"
+    labels: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {label: i for i, label in enumerate(self.labels)}
+
+    def find(self, key: str) -> int | None:
+        """A label, or an index written as a string ("3"), -> its position; None if it is neither."""
+        if key in self._positions:
+            return self._positions[key]
+        index = _as_index(key)
+        return index if index is not None and index < len(self.labels) else None
+
+    def describe(self) -> str:
+        """The valid labels, runs folded: ``q0…q7, k0…k7, v0…v7, or an index 0…23``."""
+        indices = f"0…{len(self.labels) - 1}" if len(self.labels) > 2 else ", ".join(map(str, range(len(self.labels))))
+        if all(label == str(i) for i, label in enumerate(self.labels)):
+            return indices
+        return f"{fold_labels(self.labels)}, or an index {indices}"
+
+
+def fold_labels(labels: tuple[str, ...] | list[str]) -> str:
+    """``q0, q1, q2, k0`` -> ``q0…q2, k0``: runs of a prefix with consecutive numbers folded."""
+    parts: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) > 2:
+            parts.append(f"{run[0]}…{run[-1]}")
+        else:
+            parts.extend(run)
+        run.clear()
+
+    for label in labels:
+        match = _NUMBERED.fullmatch(label)
+        if run and match:
+            last = _NUMBERED.fullmatch(run[-1])
+            if last and last[1] == match[1] and int(last[2]) + 1 == int(match[2]):
+                run.append(label)
+                continue
+        flush()
+        run.append(label)
+    flush()
+    return ", ".join(parts)
+
+
+_NUMBERED = re.compile(r"(.*?)(\d+)")
+
+
+def _as_index(key: str) -> int | None:
+    """ "3" -> 3; anything that is not a plain non-negative whole number -> None."""
+    if key.isascii() and key.isdigit() and (key == "0" or not key.startswith("0")):
+        return int(key)
+    return None
+
+
+def _evaluated(written: np.ndarray, values: dict) -> np.ndarray:
+    """Entries as written -> float64, through the numbers the checker found for them."""
+    flat = [values[entry] if isinstance(entry, str) else float(entry) for entry in written.ravel()]
+    return np.array(flat, dtype=np.float64).reshape(written.shape)
+
+
+def _index(path: str, key: int | str) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else _join(path, key)
 
 
 def _join(path: str, key: str) -> str:
@@ -346,22 +507,28 @@ def parse(doc: Any, source: str = "<weights>") -> tuple[Model | None, list[str]]
 
     _constants(check, top.get("constants", {}))
     dims = _dims(check, top.get("dims"), n_embd)
-    n_vocab = len(vocab) if vocab else None
     example = _token_string(check, top.get("example"), "example", vocab)
     target = _token_string(check, top.get("target"), "target", vocab)
 
+    n_layer = len(top["blocks"]) if isinstance(top.get("blocks"), list) else 0
+    if vocab and n_ctx and n_embd and parameter_count(len(vocab), n_ctx, n_embd, n_layer) > MAX_PARAMETERS:
+        size = parameter_count(len(vocab), n_ctx, n_embd, n_layer)
+        check.problem("n_embd", f"{size:,} weights with n_embd {n_embd}, n_ctx {n_ctx} and {n_layer} blocks: "
+                                f"more than handwired supports ({MAX_PARAMETERS:,})")
+        return None, check.problems
+    axes = _axes(vocab, n_ctx, n_embd, dims)
     params: dict[str, Any] = {}
     if "wte" in top:
-        params["wte"] = check.matrix(top["wte"], "wte", n_vocab, n_embd, "one per vocab token", "one per residual dim")
+        params["wte"] = check.matrix(top["wte"], "wte", axes.get("vocab"), axes.get("dims"))
     if "wpe" in top:
-        params["wpe"] = check.matrix(top["wpe"], "wpe", n_ctx, n_embd, "one per position, n_ctx", "one per residual dim")
+        params["wpe"] = check.matrix(top["wpe"], "wpe", axes.get("positions"), axes.get("dims"))
     blocks = top.get("blocks", [])
     if not isinstance(blocks, list):
         check.problem("blocks", f"expected a list of blocks; found {_kind(blocks)}")
         blocks = []
-    params["blocks"] = [_block(check, block, f"blocks[{i}]", n_embd) for i, block in enumerate(blocks)]
+    params["blocks"] = [_block(check, block, f"blocks[{i}]", axes) for i, block in enumerate(blocks)]
     if "ln_f" in top:
-        params["ln_f"] = check.norm(top["ln_f"], "ln_f", n_embd)
+        params["ln_f"] = check.norm(top["ln_f"], "ln_f", axes.get("dims"))
 
     if check.problems:
         return None, check.problems
@@ -378,6 +545,9 @@ def parse(doc: Any, source: str = "<weights>") -> tuple[Model | None, list[str]]
         constants=dict(check.constants),
         example=example,
         target=target,
+        written=check.written,
+        axes=_param_axes(check.written, axes),
+        document=doc,
     )
     return model, []
 
@@ -425,7 +595,19 @@ def _dims(check: _Checker, value: Any, n_embd: int | None) -> list[str] | None:
         if label in value[:i]:
             check.problem(f"dims[{i}]", f"{label!r} appears twice")
             return None
+        if not _own_index(label, i, check, f"dims[{i}]"):
+            return None
     return value
+
+
+def _own_index(label: str, i: int, check: _Checker, path: str) -> bool:
+    """A label that is a number must be its own index: elsewhere it would mean two things."""
+    number = _as_index(label)
+    if number is not None and number != i:
+        check.problem(path, f"{label!r} is a number but labels entry {i}; "
+                            f"in a sparse matrix {label!r} would mean two things")
+        return False
+    return True
 
 
 def _token_string(check: _Checker, value: Any, path: str, vocab: list[str] | None) -> str | None:
@@ -442,56 +624,131 @@ def _token_string(check: _Checker, value: Any, path: str, vocab: list[str] | Non
     return value
 
 
-def _block(check: _Checker, value: Any, path: str, n_embd: int | None) -> dict[str, Any] | None:
+def _axes(vocab, n_ctx, n_embd, dims) -> dict[str, Axis]:
+    """The labelled axes of a model's matrices, as far as the file's header is valid."""
+    axes: dict[str, Axis] = {}
+    if vocab:
+        axes["vocab"] = Axis("one per vocab token", tuple(vocab))
+    if n_ctx:
+        axes["positions"] = Axis("one per position, n_ctx", tuple(str(i) for i in range(n_ctx)))
+    if n_embd and dims:
+        axes["dims"] = Axis("one per residual dim", tuple(dims))
+        numbered = lambda prefix: tuple(f"{prefix}{i}" for i in range(n_embd))  # noqa: E731
+        axes["qkv"] = Axis("q, k, v: 3 × n_embd", numbered("q") + numbered("k") + numbered("v"))
+        axes["z"] = Axis("one per attention output dim, heads concatenated", numbered("z"))
+    return axes
+
+
+def _param_axes(written: dict[str, np.ndarray], axes: dict[str, Axis]) -> dict[str, tuple[Axis, ...]]:
+    """Each parameter's path -> the axes of its rows and columns (a vector: its one axis)."""
+    result: dict[str, tuple[Axis, ...]] = {"wte": (axes["vocab"], axes["dims"]), "wpe": (axes["positions"], axes["dims"])}
+    for path in written:
+        if path in result:
+            continue
+        if ".attn.c_attn." in path:
+            cols = axes["qkv"]
+            rows = axes["dims"]
+        elif ".attn.c_proj." in path:
+            rows, cols = axes["z"], axes["dims"]
+        elif ".mlp.c_fc." in path:
+            rows, cols = axes["dims"], axes[path.split(".mlp.")[0] + ".mlp.hidden"]
+        elif ".mlp.c_proj." in path:
+            rows, cols = axes[path.split(".mlp.")[0] + ".mlp.hidden"], axes["dims"]
+        else:  # LayerNorm g and b
+            rows = cols = axes["dims"]
+        result[path] = (rows, cols) if path.endswith(".w") else (cols,)
+    return result
+
+
+def _block(check: _Checker, value: Any, path: str, axes: dict[str, Axis]) -> dict[str, Any] | None:
     spec = check.obj(value, path, BLOCK_KEYS)
     if spec is None:
         return None
     block: dict[str, Any] = {}
-    width = 3 * n_embd if n_embd else None
+    dims = axes.get("dims")
     attn = check.obj(spec.get("attn"), f"{path}.attn", ATTN_KEYS) if "attn" in spec else None
     if attn is not None:
         block["attn"] = {
-            "c_attn": check.linear(attn.get("c_attn"), f"{path}.attn.c_attn", n_embd, width,
-                                   "one per residual dim", "q, k, v: 3 × n_embd")
-            if "c_attn" in attn else None,
-            "c_proj": check.linear(attn.get("c_proj"), f"{path}.attn.c_proj", n_embd, n_embd,
-                                   "one per attention output dim", "one per residual dim")
-            if "c_proj" in attn else None,
+            "c_attn": check.linear(attn["c_attn"], f"{path}.attn.c_attn", dims, axes.get("qkv")) if "c_attn" in attn else None,
+            "c_proj": check.linear(attn["c_proj"], f"{path}.attn.c_proj", axes.get("z"), dims) if "c_proj" in attn else None,
         }
     for norm in ("ln_1", "ln_2"):
         if norm in spec:
-            block[norm] = check.norm(spec[norm], f"{path}.{norm}", n_embd)
+            block[norm] = check.norm(spec[norm], f"{path}.{norm}", dims)
     if "mlp" in spec:
         mlp = check.obj(spec["mlp"], f"{path}.mlp", MLP_KEYS)
         if mlp is not None and "c_fc" in mlp and "c_proj" in mlp:
-            c_fc = check.linear(mlp["c_fc"], f"{path}.mlp.c_fc", n_embd, None, "one per residual dim", "one per hidden unit")
-            hidden = c_fc["w"].shape[1] if c_fc else None
-            c_proj = check.linear(mlp["c_proj"], f"{path}.mlp.c_proj", hidden, n_embd,
-                                  "one per hidden unit, as c_fc has columns", "one per residual dim")
-            block["mlp"] = {"c_fc": c_fc, "c_proj": c_proj}
+            hidden = _hidden(check, mlp, f"{path}.mlp")
+            if hidden is not None:
+                axes[f"{path}.mlp.hidden"] = hidden
+            block["mlp"] = {
+                "c_fc": check.linear(mlp["c_fc"], f"{path}.mlp.c_fc", dims, hidden),
+                "c_proj": check.linear(mlp["c_proj"], f"{path}.mlp.c_proj", hidden, dims),
+            }
     elif "ln_2" in spec:
         check.problem(f"{path}.ln_2", "given, but the block has no mlp for it to feed")
     return block
 
 
+def _hidden(check: _Checker, mlp: dict[str, Any], path: str) -> Axis | None:
+    """An MLP's hidden units: named by ``hidden`` (labels or a count), else as wide as a dense matrix says."""
+    meaning = "one per hidden unit"
+    value = mlp.get("hidden")
+    if isinstance(value, list):
+        for i, label in enumerate(value):
+            if not isinstance(label, str) or not label.strip():
+                check.problem(f"{path}.hidden[{i}]", f"expected a non-empty label; found {_kind(label)}")
+                return None
+            if label in value[:i]:
+                check.problem(f"{path}.hidden[{i}]", f"{label!r} appears twice")
+                return None
+            if not _own_index(label, i, check, f"{path}.hidden[{i}]"):
+                return None
+        if not value:
+            check.problem(f"{path}.hidden", "expected at least one hidden unit; found an empty list")
+            return None
+        return Axis(meaning, tuple(value))
+    if "hidden" in mlp:
+        count = check.whole(value, f"{path}.hidden")
+        return None if count is None else Axis(meaning, tuple(f"h{i}" for i in range(count)))
+    fc_w = mlp["c_fc"].get("w") if isinstance(mlp["c_fc"], dict) else None
+    proj_w = mlp["c_proj"].get("w") if isinstance(mlp["c_proj"], dict) else None
+    if isinstance(fc_w, list) and fc_w and isinstance(fc_w[0], list):
+        count = len(fc_w[0])  # a dense c_fc says how wide the hidden layer is
+    elif isinstance(proj_w, list) and proj_w:
+        count = len(proj_w)
+    else:
+        check.problem(path, "missing 'hidden': with sparse c_fc and c_proj, give the hidden units' labels "
+                            "(e.g. \"hidden\": [\"and\", \"or\"]) or their number (\"hidden\": 4)")
+        return None
+    if count == 0:
+        check.problem(f"{path}.c_fc.w", "rows with no numbers; expected at least one hidden unit")
+        return None
+    return Axis(meaning + ", as c_fc has columns", tuple(f"h{i}" for i in range(count)))
+
+
 # ---------------------------------------------------------------- writing
 
 
+def parameter_count(n_vocab: int, n_ctx: int, n_embd: int, n_layer: int) -> int:
+    """Numbers in a model without MLPs: embeddings plus each block's c_attn and c_proj."""
+    return (n_vocab + n_ctx) * n_embd + n_layer * (4 * n_embd * n_embd + 4 * n_embd)
+
+
 def starter_document(vocab: str, n_ctx: int, n_embd: int, n_head: int = 1, n_layer: int = 1) -> dict[str, Any]:
-    """A zero-filled weight document that validates: a blank to wire by hand."""
-    zeros = lambda rows, cols: [[0] * cols for _ in range(rows)]  # noqa: E731
+    """An all-zero weight document that validates, in the sparse form: a blank to wire by hand."""
     tokens = list(dict.fromkeys(vocab))
-    entries = (len(tokens) + n_ctx) * n_embd + n_layer * (4 * n_embd * n_embd + 4 * n_embd)
-    if entries * len("0, ") > MAX_FILE_BYTES:
+    size = parameter_count(len(tokens), n_ctx, n_embd, n_layer)
+    if size > MAX_PARAMETERS:
         raise HandwiredError(
-            f"{entries:,} weights would make a file larger than handwired reads ({MAX_FILE_BYTES:,} bytes); "
-            "choose a smaller --embd, --ctx or --blocks"
+            f"{size:,} weights: more than handwired supports ({MAX_PARAMETERS:,}); choose a smaller --embd, --ctx or --blocks"
         )
     example = "".join(tokens[i % len(tokens)] for i in range(n_ctx))
     return {
         "format": FORMAT,
         "name": "starter",
-        "description": "All zeros: every token is equally likely until you wire it.",
+        "description": "All zeros: every token is equally likely until you wire it. Write only the non-zero "
+        "entries, by label, e.g. \"wte\": {\"" + tokens[0] + "\": {\"d0\": 1}}.",
         "vocab": tokens,
         "n_ctx": n_ctx,
         "n_embd": n_embd,
@@ -499,22 +756,14 @@ def starter_document(vocab: str, n_ctx: int, n_embd: int, n_head: int = 1, n_lay
         "constants": {},
         "dims": [f"d{i}" for i in range(n_embd)],
         "example": example,
-        "wte": zeros(len(tokens), n_embd),
-        "wpe": zeros(n_ctx, n_embd),
-        "blocks": [
-            {
-                "attn": {
-                    "c_attn": {"w": zeros(n_embd, 3 * n_embd), "b": [0] * (3 * n_embd)},
-                    "c_proj": {"w": zeros(n_embd, n_embd), "b": [0] * n_embd},
-                }
-            }
-            for _ in range(n_layer)
-        ],
+        "wte": {},
+        "wpe": {},
+        "blocks": [{"attn": {"c_attn": {"w": {}}, "c_proj": {"w": {}}}} for _ in range(n_layer)],
     }
 
 
 def dumps(doc: Any) -> str:
-    """JSON with each matrix row on one line, so a file reads like the matrices it holds."""
+    """JSON with each matrix row (dense list or sparse object) on one line, so a file reads like its matrices."""
 
     def inline(value: Any) -> bool:
         return not isinstance(value, (list, dict))
@@ -522,8 +771,9 @@ def dumps(doc: Any) -> str:
     def render(value: Any, indent: int) -> str:
         pad = "  " * (indent + 1)
         if isinstance(value, dict):
-            if not value:
-                return "{}"
+            if all(inline(item) for item in value.values()):  # a sparse row, or {} for all zeros
+                return "{" + ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(item, ensure_ascii=False)}"
+                                       for key, item in value.items()) + "}"
             items = [f"{pad}{json.dumps(key, ensure_ascii=False)}: {render(item, indent + 1)}" for key, item in value.items()]
             return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
         if isinstance(value, list):

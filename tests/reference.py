@@ -34,8 +34,11 @@ def _softmax_list(values):
     return [e / total for e in exps]
 
 
-def reference_forward(params, tokens, n_head):
-    """tokens: a list of ids -> (logits [n_seq][n_vocab], patterns [block][head][query][key])."""
+def reference_forward(params, tokens, n_head, causal=True):
+    """tokens: a list of ids -> (logits [n_seq][n_vocab], patterns [block][head][query][key]).
+
+    ``causal=False``: every query sees every key (bidirectional self-attention).
+    """
     wte = np.asarray(params["wte"]).tolist()
     wpe = np.asarray(params["wpe"]).tolist()
     n_embd = len(wte[0])
@@ -55,13 +58,14 @@ def reference_forward(params, tokens, n_head):
             head_pattern = []
             for query in range(len(tokens)):
                 scores = []
-                for key in range(query + 1):  # causal: only keys at or before the query
+                visible = query + 1 if causal else len(tokens)  # causal: only keys at or before the query
+                for key in range(visible):
                     dot = sum(qkv[query][qc] * qkv[key][kc] for qc, kc in zip(q_cols, k_cols))
                     scores.append(dot / math.sqrt(d_head))
                 weights = _softmax_list(scores)
-                head_pattern.append(weights + [0.0] * (len(tokens) - query - 1))
+                head_pattern.append(weights + [0.0] * (len(tokens) - visible))
                 for offset, vc in enumerate(v_cols):
-                    z[query][head * d_head + offset] = sum(weights[key] * qkv[key][vc] for key in range(query + 1))
+                    z[query][head * d_head + offset] = sum(weights[key] * qkv[key][vc] for key in range(visible))
             block_patterns.append(head_pattern)
         patterns.append(block_patterns)
         c_proj = block["attn"]["c_proj"]

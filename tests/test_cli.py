@@ -235,7 +235,7 @@ def test_nan_and_infinity_are_refused(tmp_path, aab_doc):
 
 
 def test_missing_file_not_json_and_too_large(tmp_path, monkeypatch):
-    assert "nope.json: no such file, and no bundled model of that name (bundled: aab" in user_error(
+    assert "nope.json: no such file, and no bundled model of that name (bundled: aab, multihead)" in user_error(
         "predict", "a", "-w", str(tmp_path / "nope.json"))
     broken = tmp_path / "broken.json"
     broken.write_text('{"vocab": ["a", "b"],}')
@@ -302,9 +302,10 @@ def test_exhaustive_refuses_a_model_too_large_to_enumerate(tmp_path):
     assert "--sample 1000000 --seed 0" in line
 
 
-def test_weights_new_refuses_a_file_too_large_to_read_back(tmp_path):
+def test_weights_new_refuses_a_model_too_large_to_load(tmp_path):
     line = user_error("weights", "new", "-o", str(tmp_path / "huge.json"), "--embd", "4096", "--blocks", "64")
-    assert "would make a file larger than handwired reads" in line
+    # (2 + 5)·4096 embedding numbers + 64 blocks × (4·4096² + 4·4096)
+    assert "4,296,044,544 weights: more than handwired supports (10,000,000)" in line
     assert not (tmp_path / "huge.json").exists()
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from handwired import diff as diffing
-from handwired.weightfile import parse
+from handwired.weightfile import load, parse
 from reference import params_to_document, random_params, reference_forward
 from test_cli import invoke, user_error
 
@@ -177,3 +177,14 @@ def test_diff_saves_svg(tmp_path, aab_doc, write_json):
     assert invoke("diff", "aab", str(edited), "--svg", str(svg)).exit_code == 0
     text = svg.read_text(encoding="utf-8")
     assert text.startswith("<svg") and "wte[b][b]" in text
+
+
+def test_named_hidden_units_and_sparse_files_use_the_file_labels(small_doc):
+    small_doc["blocks"][0]["mlp"]["hidden"] = ["and", "or", "xor", "not", "id"]
+    labels = diffing.labelled_weights(model_of(small_doc))
+    assert labels["blocks[0].mlp.c_fc.w[v][id]"] == pytest.approx(small_doc["blocks"][0]["mlp"]["c_fc"]["w"][3][4])
+    assert labels["blocks[0].mlp.c_proj.w[or][u]"] == pytest.approx(small_doc["blocks"][0]["mlp"]["c_proj"]["w"][1][2])
+    # the bundled aab is written sparse: an entry it leaves out is a labelled 0 like any other
+    aab = diffing.labelled_weights(load("aab"))
+    assert aab["blocks[0].attn.c_proj.b[a]"] == 1024 and aab["blocks[0].attn.c_proj.b[b]"] == 0
+    assert aab["blocks[0].attn.c_attn.w[p1][q0]"] == 1024 and aab["blocks[0].attn.c_attn.w[a][v7]"] == 1

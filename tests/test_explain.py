@@ -22,9 +22,9 @@ def test_steps_come_in_forward_order_one_head_at_a_time():
     trace = run.trace(model, "abca")
     keys = [(step.key, step.title) for step in explain.steps(model, trace, explain.expand(["all"]))]
     per_head = ["qkv", "scores", "mask", "pattern", "z"]
-    block = ["ln1", *per_head, *per_head, "proj", "mlp"]
-    assert [k for k, _ in keys] == ["embed", *block, *block, "logits", "probs"]
-    assert keys[-5] == ("z", "Weighted sum of values · block 1, head 1 of 2")
+    block = ["ln1", *per_head, *per_head, "heads", "concat", "proj", "mlp"]
+    assert [k for k, _ in keys] == ["embed", *block, *block, "logits", "probs", "why"]
+    assert keys[-8] == ("z", "Weighted sum of values · block 1, head 1 of 2")
 
 
 def test_pattern_matrix_is_the_reference_pattern_with_labelled_axes():

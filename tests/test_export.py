@@ -26,6 +26,9 @@ COMMANDS = {
     "check": (["check", "--exhaustive"], ["62", "contexts checked", "margin"]),
     "explain": (["explain", "--step", "pattern"], ["hook_pattern", "≈0"]),
     "weights show": (["weights", "show"], ["blocks[0].attn.c_proj.b", "1024"]),
+    "attend": (["attend", "--q", "62", "--k", "60,64,68", "--v", "110,115,126", "--score", "gaussian"],
+               ["112.500", "5.6e-8"]),
+    "diff": (["diff", "aab", "aab", "--sample", "50"], ["no weight differs", "50 random contexts"]),
 }
 
 
@@ -87,4 +90,5 @@ def test_export_refusals(tmp_path):
     assert "choose two files" in user_error("weights", "show", "--svg", str(same), "--html", str(same))
     assert "choose one" in user_error("predict", "ab", "--json", "--svg", str(tmp_path / "p.svg"))
     assert "choose one" in user_error("check", "--json", "--html", str(tmp_path / "c.html"))
+    assert "choose one" in user_error("weights", "show", "--sparse", "--html", str(tmp_path / "c.html"))
     assert not (tmp_path / "p.svg").exists() and not (tmp_path / "c.html").exists()

@@ -30,3 +30,10 @@ def test_probabilities_say_0_and_1_only_when_exact():
 def test_value_range_ignores_masked_cells():
     assert value_range(np.array([[362.0390, -np.inf], [0.0, 1.5]])) == "range 0 … 362.039"
     assert value_range(np.array([[-np.inf]])) == "no finite values"
+
+
+def test_show_tiny_prints_scientific_notation_where_the_size_is_the_lesson():
+    tiny = math.exp(-18) / (2 * math.exp(-2) + math.exp(-18))
+    assert format_values(np.array([[0.5, tiny, 0.0]]), show_tiny=True) == [["0.500", "5.6e-8", "0"]]
+    assert format_values(np.array([[-1.23e-157, 1.0]]), show_tiny=True) == [["-1.2e-157", "1.000"]]
+    assert value_range(np.array([[tiny, 0.5]]), show_tiny=True) == "range 5.6e-8 … 0.500"

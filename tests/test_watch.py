@@ -29,7 +29,9 @@ def text_of(renderable, width=100, height=None) -> str:
 def test_snapshot_of_a_good_file_has_steps_and_the_exhaustive_verdict(tmp_path, aab_doc):
     snapshot = watching.load_snapshot(write(tmp_path / "m.json", aab_doc))
     assert snapshot.ok and snapshot.trace.window == "aabaa"
-    assert [step.key for step in snapshot.steps] == [s for s in explaining.STEPS if s not in ("ln1", "mlp")]
+    # the explain view: every step a one-head model without LayerNorm or MLP has
+    assert [step.key for step in snapshot.steps] == [s for s in explaining.STEPS
+                                                     if s not in ("ln1", "mlp", *explaining.BLOCK_STEPS)]
     verdict = snapshot.verdict
     assert verdict.how == "check --exhaustive" and verdict.report.ok
     assert verdict.report.checked == 62 and verdict.report.failed == 0
@@ -83,11 +85,16 @@ def test_changed_cells_are_exactly_the_values_an_edit_moves(tmp_path, aab_doc):
     # Worked out by hand: the bias adds to dim 'a' of attn_out and of the residual after it, at every
     # position, and so to the logit of 'a' (wte[a] reads only dim a). Nothing upstream moves, and
     # p(a) = exp(-1023) or less underflows to exactly 0 either way, so the probabilities do not move.
-    assert titles == {"attn_out", "x + attn_out", "logits"}
+    # In why, only the bias's share of logit a moves, and so the total.
+    why = "each part's share of each logit"
+    assert titles == {"attn_out", "x + attn_out", "logits", why}
     a = list(after.model.dims).index("a")
     for (_, title), mask in marks.items():
         expected = np.zeros(mask.shape, dtype=bool)
-        expected[:, a if title != "logits" else 0] = True
+        if title == why:
+            expected[-2:, 0] = True  # rows: wte, wpe, head 0, the bias c_proj.b, the total
+        else:
+            expected[:, a if title != "logits" else 0] = True
         assert (mask == expected).all(), title
     assert watching.changed_cells(None, after) == {}
     assert watching.changed_cells(after, after) == {}

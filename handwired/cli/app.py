@@ -77,13 +77,13 @@ def save_console(console: Console, svg: Optional[Path], html: Optional[Path], fo
         Console(stderr=True, highlight=False).print(f"saved {escape(str(path))}")
 
 
-def check_outputs(weights_path: Optional[Path], force: bool, *paths: Optional[Path]) -> None:
+def check_outputs(weights_path: Optional[Path], force: bool, *paths: Optional[Path], what: str = "weight file") -> None:
     """Refuse bad output paths before doing any work."""
     for path in paths:
         if path is None:
             continue
         if weights_path is not None and path.resolve() == weights_path.resolve():
-            raise HandwiredError(f"{path}: that is the weight file being read; choose another file")
+            raise HandwiredError(f"{path}: that is the {what} being read; choose another file")
         if path.exists() and not force:
             raise HandwiredError(f"{path}: already exists; use --force to replace it")
 
@@ -97,11 +97,11 @@ class Output:
     """
 
     def __init__(self, svg: Optional[Path], html: Optional[Path], force: bool, reading: tuple[Path, ...] = (),
-                 as_json: bool = False) -> None:
+                 as_json: bool = False, what: str = "weight file") -> None:
         if as_json and (svg is not None or html is not None):
             raise HandwiredError("--json prints data for programs and --svg/--html save the view: choose one")
         for source in reading:
-            check_outputs(source, force, svg, html)
+            check_outputs(source, force, svg, html, what=what)
         if not reading:
             check_outputs(None, force, svg, html)
         if svg is not None and html is not None and svg.resolve() == html.resolve():

@@ -38,11 +38,16 @@ def check(
     show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = 10,
     near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = checking.NEAR_MISS,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable verdict.")] = False,
+    no_mask: Annotated[bool, typer.Option("--no-mask", help="Refused: a next-token check must not let the model see the future.")] = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
 ) -> None:
     """Score the model on its target pattern; exit code 0 only if nothing fails."""
+    if no_mask:
+        raise HandwiredError("--no-mask: check judges next-token predictions, and a model that sees the tokens after "
+                             "a position can read the answer instead of predicting it; there is nothing to prove. "
+                             "Use it with predict or explain")
     model = load(weights)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     pattern = target or model.target

@@ -31,6 +31,7 @@ def watch(
     if not file.is_file():
         raise HandwiredError(f"{file}: no such file" if not file.exists() else f"{file}: is not a file")
     wanted = explaining.expand(step or [])
+    named = any(name in explaining.BLOCK_STEPS for name in step or [])  # heads/concat asked for by name
     judge = watching.check_verdict
     console = Console(highlight=False)
     if not console.is_terminal:
@@ -46,7 +47,7 @@ def watch(
                 if now != seen:
                     seen = now
                     started = time.monotonic()
-                    state = state.advance(watching.load_snapshot(file, text, wanted, block, head, judge))
+                    state = state.advance(watching.load_snapshot(file, text, wanted, block, head, judge, named))
                     took = (time.monotonic() - started) * 1000
                     header = f" handwired watch {file} · loaded in {took:.0f} ms · Ctrl-C to quit "
                     live.update(watching.Cropped(watching.screen(state, header)), refresh=True)

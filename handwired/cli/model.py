@@ -16,6 +16,10 @@ from handwired.cli.app import (BlockOption, ForceOption, HeadOption, HtmlOption,
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
 
+NoMaskOption = Annotated[
+    bool, typer.Option("--no-mask", help="Run without the causal mask: bidirectional self-attention, as an encoder.")
+]
+
 
 @app.command()
 @user_errors
@@ -24,6 +28,7 @@ def predict(
     weights: WeightsOption = DEFAULT_MODEL,
     all_positions: Annotated[bool, typer.Option("--all", help="Show the prediction at every position.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
+    no_mask: NoMaskOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
@@ -31,7 +36,7 @@ def predict(
     """Predict the next token after TEXT."""
     model = load(weights)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
-    trace = run.trace(model, text)
+    trace = run.trace(model, text, causal=not no_mask)
     if as_json:
         typer.echo(json.dumps(_prediction_json(model, trace, all_positions), indent=2, ensure_ascii=False))
     else:
@@ -59,6 +64,7 @@ def _prediction_json(model, trace: run.Trace, all_positions: bool) -> dict:
         "text": trace.text,
         "window": trace.window,
         "truncated": trace.truncated,
+        "causal": trace.causal,
         "tokens": trace.tokens.tolist(),
         "prediction": last["prediction"],
         "tied": last["tied"],
@@ -78,9 +84,13 @@ def explain(
     step: StepOption = None,
     block: BlockOption = None,
     head: HeadOption = None,
+    position: Annotated[
+        Optional[int], typer.Option(help="The position the why step explains; default: the last.")
+    ] = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
+    no_mask: NoMaskOption = False,
 ) -> None:
     """Show every intermediate of the forward pass on TEXT, step by step."""
     model = load(weights)
@@ -90,13 +100,14 @@ def explain(
             raise HandwiredError(f"{model.source}: has no 'example'; give the context, e.g. handwired explain {model.vocab[0] * 3}")
         text = model.example
     wanted = explaining.expand(step or [])
-    trace = run.trace(model, text)
-    panels = explaining.steps(model, trace, wanted, block, head)
+    trace = run.trace(model, text, causal=not no_mask)
+    named = any(name in explaining.BLOCK_STEPS for name in step or [])
+    panels = explaining.steps(model, trace, wanted, block, head, position, every_step=named)
     out.print(render.model_line(model))
     out.print(Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"))
-    note = render.window_note(model, trace)
-    if note:
-        out.print(note)
+    for note in (render.window_note(model, trace), render.mask_note(trace)):
+        if note:
+            out.print(note)
     for panel in panels:
         out.print(render.step_panel(panel))
     out.save()

@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from handwired import render
-from handwired.cli.app import (EXIT_USER_ERROR, ForceOption, HtmlOption, Output, SvgOption, WeightsOption, stdout,
-                               user_errors, weights_app)
+from handwired import convert, render
+from handwired.cli.app import (EXIT_USER_ERROR, ForceOption, HtmlOption, Output, SvgOption, WeightsOption,
+                               check_outputs, stdout, user_errors, weights_app)
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps, load, starter_document, validate, write_new
 
@@ -22,15 +22,41 @@ from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps,
 def weights_show(
     path: Annotated[Optional[str], typer.Argument(help="A weight file or bundled model; default: aab.")] = None,
     weights: WeightsOption = DEFAULT_MODEL,
+    as_sparse: Annotated[
+        bool, typer.Option("--sparse", help="Print the file in the sparse form instead: JSON to write back.")
+    ] = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
 ) -> None:
     """Show every weight matrix, labelled."""
     model = load(path or weights)
+    if as_sparse and (svg is not None or html is not None):
+        raise HandwiredError("--sparse prints JSON to write back and --svg/--html save the view: choose one")
     out = Output(svg, html, force, reading=(Path(model.source),))
+    if as_sparse:
+        typer.echo(dumps(convert.document(model, "sparse")), nl=False)
+        return
     out.print(render.weights_view(model))
     out.save()
+
+
+@weights_app.command("convert")
+@user_errors
+def weights_convert(
+    path: Annotated[str, typer.Argument(help="The weight file (or bundled model) to read.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The file to write (never the one read).")],
+    to: Annotated[str, typer.Option("--to", help="sparse (only non-zero entries, by label) or dense (every number).")],
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing output file.")] = False,
+) -> None:
+    """Rewrite a weight file sparse or dense; constants and expressions are kept as written."""
+    if to not in convert.FORMS:
+        raise HandwiredError(f"--to {to!r}: expected {' or '.join(convert.FORMS)}")
+    model = load(path)
+    check_outputs(Path(model.source), force, output)
+    write_new(output, dumps(convert.document(model, to)), force=force)
+    written, total = convert.entry_counts(model)
+    stdout().print(f"wrote {escape(str(output))} ({to}): {total:,} entries, {written:,} of them non-zero")
 
 
 @weights_app.command("validate")

@@ -1,0 +1,295 @@
+"""One attention step on matrices the user gives: scores, softmax weights, the weighted sum.
+
+The calculator behind ``handwired attend``. Queries are rows of ``q``, keys and
+values rows of ``k`` and ``v``; the score functions are the three views of
+attention people meet first:
+
+* ``scaled-dot``: ``q · k / √d_k``, the transformer's (and forward.py's);
+* ``dot``: ``q · k``, the same without the scaling;
+* ``gaussian``: ``−(q − k)² / 2`` summed over the dims, whose softmax is
+  Nadaraya–Watson kernel regression with a Gaussian kernel.
+
+Matrices come inline (``62``; ``60,64,68``; ``64,85;61,80``) or as a small JSON
+object with ``q``, ``k`` and ``v`` (or ``x`` for self-attention).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from handwired.errors import HandwiredError
+from handwired.explain import Matrix, Step
+from handwired.forward import causal_mask, softmax
+
+SCORES = ("scaled-dot", "dot", "gaussian")
+# When the best key's score leads the next by this much, the others' weights are below e^-30 ≈ 1e-13:
+# softmax has become a hard choice of one key.
+SATURATED_GAP = 30.0
+INPUT_KEYS = ("q", "k", "v", "x")
+
+
+@dataclass(frozen=True)
+class Attention:
+    """Every intermediate of one attention step."""
+
+    score: str  # one of SCORES
+    causal: bool
+    q: np.ndarray  # [n_q, d_k]
+    k: np.ndarray  # [n_k, d_k]
+    v: np.ndarray  # [n_k, d_v]
+    dot: np.ndarray | None  # [n_q, n_k] q · kᵀ for the dot-product scores, else None
+    scores: np.ndarray  # [n_q, n_k] before the mask
+    masked: np.ndarray  # [n_q, n_k] scores + M (−∞ after the query when causal)
+    weights: np.ndarray  # [n_q, n_k] softmax along each row
+    output: np.ndarray  # [n_q, d_v] weights · V
+
+    def leads(self) -> np.ndarray:  # [n_q] how far each row's best visible score is ahead of its second
+        visible = np.sort(np.where(np.isfinite(self.masked), self.masked, -np.inf), axis=-1)  # [n_q, n_k]
+        if visible.shape[1] < 2:
+            return np.full(visible.shape[0], np.inf)
+        return visible[:, -1] - visible[:, -2]  # +inf where a row sees one key only
+
+    @property
+    def saturated(self) -> list[int]:
+        """Query rows where softmax is a hard choice: the best key leads the next by SATURATED_GAP or more."""
+        leads = self.leads()
+        return [int(row) for row in np.flatnonzero(np.isfinite(leads) & (leads >= SATURATED_GAP))]
+
+
+def scores(q: np.ndarray, k: np.ndarray, kind: str) -> np.ndarray:  # [n_q, d], [n_k, d] -> [n_q, n_k]
+    if kind == "gaussian":
+        return -0.5 * np.sum((q[:, None, :] - k[None, :, :]) ** 2, axis=-1)  # [n_q, n_k, d] -> [n_q, n_k]
+    dot = q @ k.T  # [n_q, n_k]
+    return dot / np.sqrt(q.shape[-1]) if kind == "scaled-dot" else dot
+
+
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, score: str = "scaled-dot", causal: bool = False) -> Attention:
+    """softmax(scores(Q, K) + M) · V, keeping every intermediate."""
+    if score not in SCORES:
+        raise HandwiredError(f"--score {score!r}: expected one of {', '.join(SCORES)}")
+    _check_shapes(q, k, v)
+    if causal and len(q) > len(k):
+        raise HandwiredError(f"--causal with {len(q)} queries and {len(k)} keys: the first queries would see no key; "
+                             "a causal mask needs at least as many keys as queries")
+    raw = scores(q, k, score)  # [n_q, n_k]
+    # forward.py's convention: the queries are the last n_q of the n_k positions.
+    mask = causal_mask(len(q), len(k)) if causal else np.zeros(raw.shape)  # [n_q, n_k]
+    masked = raw + mask
+    weights = softmax(masked)  # [n_q, n_k]
+    return Attention(score, causal, q, k, v, None if score == "gaussian" else q @ k.T, raw, masked, weights,
+                     weights @ v)
+
+
+def _check_shapes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+    if q.shape[1] != k.shape[1]:
+        raise HandwiredError(f"q has {q.shape[1]} number(s) per row and k has {k.shape[1]}: "
+                             "a query and a key must have the same length to be compared")
+    if k.shape[0] != v.shape[0]:
+        raise HandwiredError(f"k has {k.shape[0]} row(s) and v has {v.shape[0]}: every key needs exactly one value")
+
+
+# ---------------------------------------------------------------- reading matrices
+
+
+def parse_inline(text: str, what: str) -> np.ndarray:
+    """``62`` -> [[62]]; ``60,64,68`` -> three rows of one number; ``64,85;61,80`` -> two rows of two.
+
+    Without ``;`` each number is a row of its own (one-dimensional attention,
+    as in kernel regression); a single row of several numbers ends with ``;``
+    (``64,85;``). JSON lists (``[[64, 85]]``) are accepted too.
+    """
+    text = text.strip()
+    if text.startswith("["):
+        try:
+            return to_matrix(json.loads(text), what)
+        except json.JSONDecodeError as error:
+            raise HandwiredError(f"{what} {text!r}: not a valid JSON list ({error.msg})") from None
+    if not text:
+        raise HandwiredError(f"{what}: empty; expected numbers, e.g. 60,64,68 or 64,85;61,80")
+    if ";" not in text:
+        return to_matrix([_number(part, what, text) for part in text.split(",")], what)
+    rows = text.split(";")
+    if rows[-1].strip() == "":  # a trailing ';' closes the last row
+        rows = rows[:-1]
+    return to_matrix([[_number(part, what, text) for part in row.split(",")] for row in rows], what)
+
+
+def _number(part: str, what: str, text: str) -> float:
+    try:
+        value = float(part)
+    except ValueError:
+        shown = part.strip() or "nothing"
+        raise HandwiredError(f"{what} {text!r}: {shown!r} is not a number "
+                             "(',' separates numbers in a row, ';' separates rows)") from None
+    if not math.isfinite(value):
+        raise HandwiredError(f"{what} {text!r}: {part.strip()!r} is not a finite number")
+    return value
+
+
+def to_matrix(value: Any, what: str) -> np.ndarray:
+    """A number, a list of numbers (one a row) or a list of rows -> [rows, cols] float64."""
+    def number(item: Any, where: str) -> float:
+        if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(float(item)):
+            raise HandwiredError(f"{where}: {item!r} is not a number")
+        return float(item)
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return np.array([[number(value, what)]])
+    if not isinstance(value, list) or not value:
+        raise HandwiredError(f"{what}: expected a number, a list of numbers or a list of rows, found {value!r}"[:200])
+    if all(not isinstance(item, list) for item in value):
+        return np.array([[number(item, f"{what}[{i}]")] for i, item in enumerate(value)])
+    rows = []
+    for i, row in enumerate(value):
+        if not isinstance(row, list):
+            raise HandwiredError(f"{what}[{i}]: {row!r} is not a row; give every row as a list, or none")
+        if not row:
+            raise HandwiredError(f"{what}[{i}]: an empty row")
+        if len(row) != len(value[0]):
+            raise HandwiredError(f"{what}[{i}]: {len(row)} number(s), but row 0 has {len(value[0])}: "
+                                 "every row must be the same length")
+        rows.append([number(item, f"{what}[{i}][{j}]") for j, item in enumerate(row)])
+    return np.array(rows)
+
+
+def read_file(path: Path) -> dict[str, np.ndarray]:
+    """A JSON object with q, k and v (or x) -> the matrices it gives."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise HandwiredError(f"{path}: cannot read: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise HandwiredError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise HandwiredError(f"{path}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
+    if not isinstance(document, dict):
+        raise HandwiredError(f"{path}: expected an object with q, k and v (or x), found {type(document).__name__}")
+    unknown = [key for key in document if key not in INPUT_KEYS]
+    if unknown:
+        raise HandwiredError(f"{path}: unknown key {unknown[0]!r} (valid: {', '.join(INPUT_KEYS)})")
+    return {key: to_matrix(value, f"{path}: {key}") for key, value in document.items()}
+
+
+def gather(given: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q, k, v from what was given: all three, or x alone (self-attention: Q = K = V = X)."""
+    if "x" in given:
+        others = [key for key in ("q", "k", "v") if key in given]
+        if others:
+            raise HandwiredError(f"x means Q = K = V = X; give x alone, or q, k and v without x (found x and {others[0]})")
+        return given["x"], given["x"], given["x"]
+    missing = [key for key in ("q", "k", "v") if key not in given]
+    if missing:
+        raise HandwiredError(f"missing {' and '.join(missing)}: attention needs q, k and v (or x for self-attention)")
+    return given["q"], given["k"], given["v"]
+
+
+# ---------------------------------------------------------------- the view
+
+
+def saturation_note(attention: Attention) -> str | None:
+    """What to say when softmax has saturated: the lesson about scaling scores."""
+    rows = attention.saturated
+    if not rows:
+        return None
+    lead = float(attention.leads()[rows].min())
+    spread = max(float(np.ptp(attention.masked[r][np.isfinite(attention.masked[r])])) for r in rows)
+    underflow = bool(np.any((attention.weights[rows] == 0) & np.isfinite(attention.masked[rows])))
+    where = ", ".join(f"q{r}" for r in rows)
+    # powers of ten from the scores themselves: float64 stops near 1e-308
+    text = (f"Softmax saturated in row{'s' if len(rows) > 1 else ''} {where}: the best key's score leads the next "
+            f"by {lead:,.0f} or more, so it takes weight ≈1 and every other key at most e^-{lead:,.0f} ≈ "
+            f"1e-{lead / math.log(10):.0f} (the least, e^-{spread:,.0f} ≈ 1e-{spread / math.log(10):.0f}"
+            + (", is below float64's range and printed as 0" if underflow else "")
+            + "); the output just copies one value, and softmax's gradient vanishes.")
+    if attention.score == "dot":
+        return text + " Dividing by √d_k (--score scaled-dot) is the transformer's remedy for large dot products."
+    if attention.score == "scaled-dot":
+        return text + (f" Dividing by √d_k = {math.sqrt(attention.q.shape[1]):.3g} was not enough at this scale: "
+                       "inputs this large would first be normalised or projected.")
+    return text + " The keys are far from the query compared with the kernel's width of 1."
+
+
+def view(attention: Attention, self_attention: bool = False) -> list[Step]:
+    """The attention step as explain-style panels: inputs, scores, (mask), weights, output."""
+    a = attention
+    n_q, n_k, d_k, d_v = len(a.q), len(a.k), a.q.shape[1], a.v.shape[1]
+    queries = tuple(f"q{i}" for i in range(n_q))
+    keys = tuple(f"k{i}" for i in range(n_k))
+    future = np.isinf(a.masked) if a.causal else None
+
+    def dims(n: int) -> tuple[str, ...]:
+        return tuple(f"d{i}" for i in range(n))
+
+    def grid(title: str, values: np.ndarray, hook: str, **extra) -> Matrix:
+        return Matrix(title, hook, values, queries, keys, "query", "key", "query ╲ key", **extra)
+
+    inputs = (Matrix("X" if self_attention else "Q", "x" if self_attention else "q", a.q, queries if not self_attention
+                     else tuple(f"x{i}" for i in range(n_q)), dims(d_k), "query" if not self_attention else "row of X",
+                     "dim", "╲"),)
+    if not self_attention:
+        inputs += (Matrix("K", "k", a.k, keys, dims(d_k), "key", "dim", "╲"),
+                   Matrix("V", "v", a.v, keys, dims(d_v), "key's value", "dim", "╲"))
+    result = [Step(
+        "inputs", "Self-attention: Q = K = V = X" if self_attention else "Queries, keys and values",
+        "Q = K = V = X" if self_attention else "Q, K, V as given",
+        f"Q [{n_q}, {d_k}], K [{n_k}, {d_k}], V [{n_k}, {d_v}]",
+        "Each row of X asks (as a query), answers (as a key) and is read (as a value)." if self_attention
+        else "A query is compared with every key; the value of a key is what the query reads from it.",
+        inputs)]
+
+    if a.score == "gaussian":
+        score_matrices = (grid("−(q − k)²/2", a.scores, "scores", future=future),)
+        formula, note = "scores[i, j] = −Σ_d (Q[i, d] − K[j, d])² / 2", "Near keys score close to 0, far keys very negative."
+    else:
+        score_matrices = (grid("Q·Kᵀ", a.dot, "dot", future=future),)
+        formula, note = "scores = Q · Kᵀ", "How well each query matches each key: the dot product."
+        if a.score == "scaled-dot":
+            score_matrices += (grid("Q·Kᵀ/√d_k", a.scores, "scores", future=future),)
+            formula = f"scores = Q · Kᵀ / √d_k,  √d_k = √{d_k}"
+            note += " Dividing by √d_k keeps the scores' spread from growing with the width."
+    if a.causal:
+        note += " Grey cells: keys after the query, masked next."
+    result.append(Step("scores", f"Scores ({a.score})", formula, f"Q [{n_q}, {d_k}] × K [{n_k}, {d_k}] → [{n_q}, {n_k}]",
+                       note, score_matrices))
+    if a.causal:
+        result.append(Step("mask", "Causal mask", "scores + M,  M[i, j] = −∞ if key j comes after query i",
+                           f"[{n_q}, {n_k}] + [{n_q}, {n_k}] → [{n_q}, {n_k}]",
+                           "Query i sits at position i + n_k − n_q and may read keys at or before it; −∞ becomes exactly 0.",
+                           (grid("scores + M", a.masked, "masked", future=future, future_text="−∞"),)))
+
+    weights = (grid("weights", a.weights, "weights", future=future, future_text="·" if a.causal else None, show_tiny=True),)
+    if a.score == "gaussian":
+        weights = (grid("e^score: the Gaussian kernel", np.exp(a.masked), "kernel", future=future,
+                        future_text="·" if a.causal else None, show_tiny=True),) + weights
+    note = "Each row sums to 1: how the query splits its attention over the keys."
+    saturated = saturation_note(a)
+    if saturated:
+        note += " " + saturated
+    result.append(Step("weights", "Attention weights", "weights = softmax(scores" + (" + M" if a.causal else "") + ")",
+                       f"[{n_q}, {n_k}] → [{n_q}, {n_k}], softmax along each row", note, weights))
+    result.append(Step("output", "Output", "output = weights · V",
+                       f"weights [{n_q}, {n_k}] · V [{n_k}, {d_v}] → [{n_q}, {d_v}]",
+                       "Each query's output is the average of the values, weighted by its attention.",
+                       (Matrix("output", "output", a.output, queries, dims(d_v), "query", "dim", "╲"),)))
+    return result
+
+
+def to_json(attention: Attention) -> dict:
+    """Every intermediate, −∞ as null (JSON has no infinity)."""
+    def plain(values: np.ndarray | None):
+        if values is None:
+            return None
+        return [[None if math.isinf(v) else float(v) for v in row] for row in values]
+
+    a = attention
+    return {
+        "score": a.score, "causal": a.causal, "q": plain(a.q), "k": plain(a.k), "v": plain(a.v),
+        "dot": plain(a.dot), "scores": plain(a.scores), "masked": plain(a.masked), "weights": plain(a.weights),
+        "output": plain(a.output), "saturated_rows": a.saturated, "note": saturation_note(a),
+    }

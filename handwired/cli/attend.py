@@ -1,0 +1,56 @@
+"""attend: one attention step on matrices given inline or in a JSON file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.text import Text
+
+from handwired import attend as attending
+from handwired import render
+from handwired.cli.app import ForceOption, HtmlOption, Output, SvgOption, app, user_errors
+from handwired.errors import HandwiredError
+
+MATRIX_HELP = "',' between numbers in a row, ';' between rows; without ';' each number is a row of its own."
+
+
+@app.command()
+@user_errors
+def attend(
+    file: Annotated[Optional[Path], typer.Argument(help="A JSON file with q, k and v (or x); or give them inline.")] = None,
+    q: Annotated[Optional[str], typer.Option("--q", help=f"Queries, e.g. 62 or '64,85;61,80'. {MATRIX_HELP}")] = None,
+    k: Annotated[Optional[str], typer.Option("--k", help="Keys, e.g. 60,64,68 or '68,91;60,87;64,88'.")] = None,
+    v: Annotated[Optional[str], typer.Option("--v", help="Values, one row per key.")] = None,
+    x: Annotated[Optional[str], typer.Option("--x", help="Self-attention: Q = K = V = X.")] = None,
+    score: Annotated[str, typer.Option(help=f"Score function: {', '.join(attending.SCORES)}.")] = "scaled-dot",
+    causal: Annotated[bool, typer.Option("--causal", help="Mask keys after the query (a decoder's mask).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print every intermediate as JSON.")] = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
+) -> None:
+    """Compute one attention step: scores, softmax weights and the weighted sum of values."""
+    inline = {name: text for name, text in (("q", q), ("k", k), ("v", v), ("x", x)) if text is not None}
+    if file is not None and inline:
+        raise HandwiredError(f"{file}: give the matrices in the file or inline (--{next(iter(inline))}), not both")
+    if file is None and not inline:
+        raise HandwiredError("nothing to attend: give --q, --k and --v (or --x), or a JSON file, "
+                             "e.g. handwired attend --q 62 --k 60,64,68 --v 110,115,126 --score gaussian")
+    out = Output(svg, html, force, reading=(file,) if file is not None else (), as_json=as_json, what="file")
+    given = attending.read_file(file) if file is not None else {
+        name: attending.parse_inline(text, f"--{name}") for name, text in inline.items()}
+    queries, keys, values = attending.gather(given)
+    result = attending.attend(queries, keys, values, score, causal)
+    if as_json:
+        typer.echo(json.dumps(attending.to_json(result), indent=2, ensure_ascii=False))
+        return
+    out.print(Text.assemble(("attention ", "dim"), (score, "bold"), ("  causal mask" if causal else "  no mask", "dim")))
+    for step in attending.view(result, self_attention="x" in given):
+        out.print(render.step_panel(step))
+    note = attending.saturation_note(result)
+    if note:
+        out.print(Text(note, style="yellow"))
+    out.save()
