@@ -244,24 +244,47 @@ def screen(state: State, header: str = "") -> Group:
 
 
 class Cropped:
-    """A renderable cut to the height it is given, ending with a line that says how much is below.
+    """A screen cut to the height it is given, ending with a line that names what is below.
 
     A live view taller than the window cannot scroll; rather than cut silently,
-    the last line counts the hidden lines and says how to see them.
+    the last line names the panels that did not fit and how to see them. The
+    parts are drawn one at a time and only until the screen is full, so a tall
+    view costs no more to redraw than what shows.
     """
 
-    def __init__(self, renderable, hint: str = "narrow the view with --step, --block or --head") -> None:
-        self.renderable = renderable
+    def __init__(self, screen: Group, hint: str = "narrow the view with --step, --block or --head") -> None:
+        self.parts = list(screen.renderables)
         self.hint = hint
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         height = options.height or console.height
-        lines = console.render_lines(self.renderable, options.update(height=None), pad=False)
-        if len(lines) > height:
-            hidden = len(lines) - (height - 1)
-            lines = lines[: height - 1] + [[Segment(f"… {hidden} more lines below: {self.hint}"[: options.max_width],
-                                                    Style(reverse=True))]]
+        lines: list[list[Segment]] = []
+        below: list[str] = []
+        for number, part in enumerate(self.parts):
+            lines += console.render_lines(part, options.update(height=None), pad=False)
+            if len(lines) > height:
+                below = [_name(p) for p in self.parts[number:]]  # this one is cut, the rest not drawn
+                break
+        if below:
+            lines = lines[: height - 1] + [[Segment(self._note(below, options.max_width), Style(reverse=True))]]
         for number, line in enumerate(lines):
             yield from line
             if number < len(lines) - 1:
                 yield Segment.line()
+
+    def _note(self, below: list[str], width: int) -> str:
+        names = [name for name in below if name]
+        shown = len(names)
+        while True:  # as many of the names as fit before the hint
+            listed = " ".join(names[:shown]) + (" …" if shown < len(names) else "")
+            note = f"… below: {listed.strip() + ' · ' if listed.strip() else ''}{self.hint}"
+            if len(note) <= width or shown == 0:
+                return note[:width]
+            shown -= 1
+
+
+def _name(part) -> str:
+    """A panel's name for the cut line: the start of its title ("[pattern]"), else nothing."""
+    if isinstance(part, Panel) and isinstance(part.title, Text):
+        return part.title.plain.split(" ")[0]
+    return ""

@@ -8,7 +8,8 @@ import sys
 
 import numpy as np
 import pytest
-from rich.console import Console
+from rich.console import Console, Group
+from rich.text import Text
 
 from handwired import explain as explaining
 from handwired import watch as watching
@@ -139,13 +140,21 @@ def test_screen_shows_verdict_edits_marks_and_errors(tmp_path, aab_doc):
     assert "FAIL check --exhaustive" in broken  # the last good version stays below the error
 
 
-def test_cropped_fits_the_height_and_counts_what_is_hidden(tmp_path, aab_doc):
+def test_cropped_fits_the_height_and_names_what_is_below(tmp_path, aab_doc):
     state = watching.State().advance(watching.load_snapshot(write(tmp_path / "m.json", aab_doc)))
     full = text_of(watching.screen(state)).splitlines()
     cropped = text_of(watching.Cropped(watching.screen(state)), height=20).splitlines()
     assert len(cropped) == 20 and cropped[:19] == full[:19]
-    assert cropped[19].startswith(f"… {len(full) - 19} more lines below: narrow the view with --step")
-    short = text_of(watching.Cropped("one line"), height=20).splitlines()
+    # 19 lines hold the verdict, the model and context lines and most of the embed panel
+    # (the panels below, as many as fit before the hint)
+    assert cropped[19] == "… below: [embed] [qkv] [scores] [mask] [pattern] … · narrow the view with --step, --block or --head"
+    wide = text_of(watching.Cropped(watching.screen(state)), width=160, height=20).splitlines()
+    assert wide[19] == ("… below: [embed] [qkv] [scores] [mask] [pattern] [z] [proj] [logits] [probs] [why] · "
+                        "narrow the view with --step, --block or --head")
+    assert watching.Cropped(watching.screen(state)).parts[-1].title.plain.startswith("[why]")
+    tall = text_of(watching.Cropped(watching.screen(state)), height=len(full)).splitlines()
+    assert tall == full  # everything fits: nothing cut, no note
+    short = text_of(watching.Cropped(Group(Text("one line"))), height=20).splitlines()
     assert short == ["one line"]
 
 

@@ -80,7 +80,7 @@ def test_watch_redraws_on_save_shows_errors_in_place_and_exits_cleanly(tmp_path,
 
     first = term.wait_for(lambda s: "PASS check --exhaustive" in s, "the first verdict")
     assert "[proj] Output projection" in first and "1024" in first
-    assert len(first.splitlines()) <= 40 and "more lines below" in first  # cropped to the window, saying so
+    assert len(first.splitlines()) <= 40 and "… below: [probs] · narrow the view" in first  # cropped, saying so
 
     # An edit: the changed cells are marked, the edit is named.
     aab_doc["blocks"][0]["attn"]["c_proj"]["b"][5] = 1000
