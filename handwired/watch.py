@@ -93,10 +93,12 @@ def load_snapshot(
     head: int | None = None,
     judge: Judge = check_verdict,
     every_step: bool = False,
+    position: int | None = None,
 ) -> Snapshot:
     """Read, validate and run the file as it is now. Never raises for a bad file: the snapshot holds the errors.
 
-    ``wanted``, ``block``, ``head`` and ``every_step`` choose the steps as for :func:`handwired.explain.steps`.
+    ``wanted``, ``block``, ``head``, ``every_step`` and ``position`` choose the steps as for
+    :func:`handwired.explain.steps`.
     """
     try:
         saved = path.stat().st_mtime
@@ -110,7 +112,7 @@ def load_snapshot(
             raise HandwiredError(f'the file has no "example"; give the context: handwired watch {path} '
                                  f"{model.vocab[0] * 3}")
         trace = run.trace(model, model.example if text is None else text)
-        steps = tuple(explaining.steps(model, trace, list(wanted), block, head, every_step=every_step))
+        steps = tuple(explaining.steps(model, trace, list(wanted), block, head, position, every_step))
         return Snapshot(path, saved, model, trace, steps, judge(model))
     except HandwiredError as error:
         return Snapshot(path, saved, errors=(str(error),))

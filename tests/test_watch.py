@@ -63,6 +63,8 @@ def test_missing_file_and_bad_context_are_errors(tmp_path, aab_doc):
     path = write(tmp_path / "m.json", aab_doc)
     assert "not in the vocabulary" in watching.load_snapshot(path, text="abc").errors[0]
     assert "--head 3" in watching.load_snapshot(path, head=3).errors[0]
+    assert "--position 7" in watching.load_snapshot(path, position=7).errors[0]
+    assert watching.load_snapshot(path, wanted=["why"], position=2).steps[0].title.endswith("position 2")
     del aab_doc["example"]
     assert 'no "example"' in watching.load_snapshot(write(path, aab_doc)).errors[0]
 

@@ -40,6 +40,7 @@ StepOption = Annotated[
 ]
 BlockOption = Annotated[Optional[int], typer.Option(help="Show only this block.")]
 HeadOption = Annotated[Optional[int], typer.Option(help="Show only this head.")]
+PositionOption = Annotated[Optional[int], typer.Option(help="The position the why step explains; default: the last.")]
 
 SvgOption = Annotated[
     Optional[Path], typer.Option("--svg", help=f"Also save the output as SVG, {EXPORT_WIDTH} columns wide.")

@@ -12,7 +12,7 @@ from rich.live import Live
 
 from handwired import explain as explaining
 from handwired import watch as watching
-from handwired.cli.app import BlockOption, HeadOption, StepOption, app, user_errors
+from handwired.cli.app import BlockOption, HeadOption, PositionOption, StepOption, app, user_errors
 from handwired.errors import HandwiredError
 
 POLL_SECONDS = 0.1  # how often the file's modification time and size are looked at
@@ -26,6 +26,7 @@ def watch(
     step: StepOption = None,
     block: BlockOption = None,
     head: HeadOption = None,
+    position: PositionOption = None,
 ) -> None:
     """Show the explain view and the check verdict of FILE, and redraw them each time it is saved (Ctrl-C quits)."""
     if not file.is_file():
@@ -47,7 +48,7 @@ def watch(
                 if now != seen:
                     seen = now
                     started = time.monotonic()
-                    state = state.advance(watching.load_snapshot(file, text, wanted, block, head, judge, named))
+                    state = state.advance(watching.load_snapshot(file, text, wanted, block, head, judge, named, position))
                     took = (time.monotonic() - started) * 1000
                     header = f" handwired watch {file} · loaded in {took:.0f} ms · Ctrl-C to quit "
                     live.update(watching.Cropped(watching.screen(state, header)), refresh=True)

@@ -11,8 +11,8 @@ from rich.text import Text
 
 from handwired import explain as explaining
 from handwired import render, run
-from handwired.cli.app import (BlockOption, ForceOption, HeadOption, HtmlOption, Output, StepOption, SvgOption,
-                               WeightsOption, app, stdout, user_errors)
+from handwired.cli.app import (BlockOption, ForceOption, HeadOption, HtmlOption, Output, PositionOption, StepOption,
+                               SvgOption, WeightsOption, app, stdout, user_errors)
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
 
@@ -84,9 +84,7 @@ def explain(
     step: StepOption = None,
     block: BlockOption = None,
     head: HeadOption = None,
-    position: Annotated[
-        Optional[int], typer.Option(help="The position the why step explains; default: the last.")
-    ] = None,
+    position: PositionOption = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
