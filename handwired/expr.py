@@ -5,9 +5,10 @@ Grammar (usual precedence, left to right)::
     expr   := term (('+' | '-') term)*
     term   := unary (('*' | '/') unary)*
     unary  := ('+' | '-') unary | atom
-    atom   := NUMBER | NAME | '(' expr ')'
+    atom   := NUMBER | NAME | FUNCTION '(' expr ')' | '(' expr ')'
 
-NAME is a constant from the weight file. Nothing is ever handed to ``eval``:
+NAME is a constant from the weight file; FUNCTION is ``sqrt``, ``exp`` or ``ln``
+(so a query can undo attention's 1/√d_head exactly: ``"Lg*sqrt(4)"``). Nothing is ever handed to ``eval``:
 the string is tokenised and evaluated here, so a weight file can hold numbers
 and nothing else.
 """
@@ -29,6 +30,27 @@ _TOKEN = re.compile(
 )
 
 NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _sqrt(x: float) -> float:
+    if x < 0:
+        raise ExpressionError(f"sqrt of a negative number ({x:g})")
+    return math.sqrt(x)
+
+
+def _ln(x: float) -> float:
+    if x <= 0:
+        raise ExpressionError(f"ln of a number that is not positive ({x:g})")
+    return math.log(x)
+
+
+def _exp(x: float) -> float:
+    if x > 709:  # e^709.8 is the largest float64
+        raise ExpressionError(f"exp({x:g}) is too large for a float64")
+    return math.exp(x)
+
+
+FUNCTIONS = {"sqrt": _sqrt, "exp": _exp, "ln": _ln}
 
 
 class ExpressionError(ValueError):
@@ -102,6 +124,10 @@ def evaluate(text: str, constants: dict[str, float]) -> float:
         kind, text_ = take()
         if kind == "number":
             return float(text_)
+        if kind == "name" and text_ in FUNCTIONS and peek() == ("op", "("):
+            return FUNCTIONS[text_](atom())  # the parenthesised argument is an atom
+        if kind == "name" and text_ in FUNCTIONS and text_ not in constants:
+            raise ExpressionError(f"{text_} is a function: write {text_}(…)")
         if kind == "name":
             if text_ not in constants:
                 known = ", ".join(constants) if constants else "none defined"

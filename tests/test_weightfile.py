@@ -13,7 +13,9 @@ from handwired.weightfile import bundled_models, dumps, load, parse, starter_doc
 @pytest.mark.parametrize(
     "text,value",
     [("Lg", 1024), ("-Lg", -1024), ("Lg/2", 512), ("2*Lg+1", 2049), ("-(Lg - 4) / 4", -255), ("1e3", 1000),
-     ("--2", 2), ("2 * (3 + 4) * .5", 7), ("−Lg", -1024), ("3×4÷2", 6), ("1-2-3", -4), ("8/2/2", 2)],
+     ("--2", 2), ("2 * (3 + 4) * .5", 7), ("−Lg", -1024), ("3×4÷2", 6), ("1-2-3", -4), ("8/2/2", 2),
+     ("sqrt(16)", 4), ("-sqrt(Lg)", -32), ("2*sqrt(9)+1", 7), ("exp(0)", 1), ("ln(1)", 0), ("ln(exp(2))", 2),
+     ("Lg*sqrt(4)/2", 1024)],
 )
 def test_expressions(text, value):
     assert evaluate(text, {"Lg": 1024.0}) == value
@@ -23,7 +25,9 @@ def test_expressions(text, value):
     "text,message",
     [("Lh", "unknown constant 'Lh' (constants: Lg)"), ("2 +", "ends too early"), ("(1", "missing ')'"),
      ("1/0", "division by zero"), ("__import__('os')", "unexpected"), ("1 2", "unexpected '2'"), ("", "empty"),
-     ("2**3", "unexpected '*'"), ("1e308*10", "finite")],
+     ("2**3", "unexpected '*'"), ("1e308*10", "finite"), ("sqrt(-1)", "sqrt of a negative number (-1)"),
+     ("ln(0)", "ln of a number that is not positive (0)"), ("exp(1000)", "exp(1000) is too large"),
+     ("sqrt 4", "sqrt is a function: write sqrt(…)"), ("sqrt(", "ends too early")],
 )
 def test_bad_expressions(text, message):
     with pytest.raises(ExpressionError, match=None) as error:
