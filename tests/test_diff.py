@@ -188,3 +188,12 @@ def test_named_hidden_units_and_sparse_files_use_the_file_labels(small_doc):
     aab = diffing.labelled_weights(load("aab"))
     assert aab["blocks[0].attn.c_proj.b[a]"] == 1024 and aab["blocks[0].attn.c_proj.b[b]"] == 0
     assert aab["blocks[0].attn.c_attn.w[p1][q0]"] == 1024 and aab["blocks[0].attn.c_attn.w[a][v7]"] == 1
+
+
+def test_ctrl_c_during_a_long_diff_exits_130_without_a_traceback(monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(diffing, "compare", interrupted)
+    result = invoke("diff", "aab", "aab")
+    assert result.exit_code == 130 and "interrupted" in result.stderr

@@ -9,13 +9,13 @@ from typing import Annotated, Optional
 
 import numpy as np
 import typer
-from rich.console import Group
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
 from handwired import diff as diffing
 from handwired import render
-from handwired.cli.app import ForceOption, HtmlOption, Output, SvgOption, app, user_errors
+from handwired.cli.app import EXIT_INTERRUPTED, ForceOption, HtmlOption, Output, SvgOption, app, user_errors
 from handwired.weightfile import Model, load
 
 
@@ -37,7 +37,11 @@ def diff(
     """List the weights that differ, by label, and every context whose prediction or margin changed."""
     before, after = load(old), load(new)
     out = Output(svg, html, force, reading=(Path(before.source), Path(after.source)), as_json=as_json)
-    result = diffing.compare(before, after, sample, seed, show)
+    try:
+        result = diffing.compare(before, after, sample, seed, show)
+    except KeyboardInterrupt:
+        Console(stderr=True, highlight=False).print("interrupted: nothing compared is reported")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if as_json:
         typer.echo(json.dumps(diff_json(before, after, result), indent=2, ensure_ascii=False))
         return
