@@ -101,10 +101,8 @@ class Output:
                  as_json: bool = False, what: str = "weight file") -> None:
         if as_json and (svg is not None or html is not None):
             raise HandwiredError("--json prints data for programs and --svg/--html save the view: choose one")
-        for source in reading:
+        for source in reading or (None,):
             check_outputs(source, force, svg, html, what=what)
-        if not reading:
-            check_outputs(None, force, svg, html)
         if svg is not None and html is not None and svg.resolve() == html.resolve():
             raise HandwiredError(f"--svg and --html: both are {svg}; choose two files")
         self.svg, self.html, self.force = svg, html, force
