@@ -265,7 +265,7 @@ def view(attention: Attention, self_attention: bool = False) -> list[Step]:
 
     weights = (grid("weights", a.weights, "weights", future=future, future_text="·" if a.causal else None, show_tiny=True),)
     if a.score == "gaussian":
-        weights = (grid("e^score: the Gaussian kernel", np.exp(a.masked), "kernel", future=future,
+        weights = (grid("e^score, the Gaussian kernel", np.exp(a.masked), "kernel", future=future,
                         future_text="·" if a.causal else None, show_tiny=True),) + weights
     note = "Each row sums to 1: how the query splits its attention over the keys."
     saturated = saturation_note(a)

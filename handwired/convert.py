@@ -10,12 +10,11 @@ round trip.
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 import numpy as np
 
-from handwired.weightfile import Axis, Model
+from handwired.weightfile import Axis, Model, locate
 
 FORMS = ("sparse", "dense")
 
@@ -26,7 +25,7 @@ def document(model: Model, form: str) -> dict[str, Any]:
         raise ValueError(form)
     doc = copy.deepcopy(model.document)
     for path, written in model.written.items():
-        parent, key = locate(doc, path)
+        parent, key = _locate(doc, path)
         if form == "sparse":
             value = sparse(written, model.axes[path])
             if key == "b" and not value:
@@ -81,13 +80,7 @@ def _name_hidden_widths(doc: dict[str, Any], model: Model) -> None:
         block["mlp"] = {"hidden": width, **mlp}
 
 
-_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
-
-
-def locate(doc: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:
+def _locate(doc: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:
     """``"blocks[0].attn.c_attn.w"`` -> (the ``c_attn`` object, ``"w"``)."""
-    steps = [int(index) if index else name for name, index in _STEP.findall(path)]
-    node: Any = doc
-    for step in steps[:-1]:
-        node = node[step]
-    return node, steps[-1]
+    parent, _, key = path.rpartition(".")
+    return locate(doc, parent), key

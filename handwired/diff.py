@@ -17,10 +17,9 @@ import numpy as np
 
 from handwired import check as checking
 from handwired.batch import next_logits_distinct
-from handwired.convert import locate
 from handwired.errors import HandwiredError
 from handwired.rules import DECIDED
-from handwired.weightfile import Model
+from handwired.weightfile import Model, locate
 
 SHOW = 20  # changed contexts listed; the counts cover all of them
 DEFAULT_SAMPLE = 100_000
@@ -75,8 +74,7 @@ def labelled_weights(model: Model) -> dict[str, float]:
     """Every weight entry under its label, in the order of the file: ``path[row][col]`` or ``path[label]``."""
     entries: dict[str, float] = {}
     for path, axes in model.axes.items():
-        parent, key = locate(model.params, path)
-        values = parent[key]
+        values = locate(model.params, path)
         if len(axes) == 1:
             for label, value in zip(axes[0].labels, values):
                 entries[f"{path}[{label}]"] = float(value)

@@ -11,17 +11,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired import attribution
 from handwired.errors import HandwiredError
 from handwired.run import Trace, top_token
 from handwired.weightfile import Model
 
 HEAD_STEPS = ("qkv", "scores", "mask", "pattern", "z")
 BLOCK_STEPS = ("heads", "concat")  # every head together: shown by "all" only on a model with several heads
-STEPS = ("embed", "ln1", *HEAD_STEPS, *BLOCK_STEPS, "proj", "mlp", "logits", "probs", "why")
+STEPS = ("embed", "ln1", *HEAD_STEPS, *BLOCK_STEPS, "proj", "mlp", "logits", "probs", "prediction", "why")
 GROUPS = {
     "all": STEPS,
-    "attention": ("scores", "mask", "pattern", "z"),
+    "attention": (*HEAD_STEPS, "prediction"),  # Q, K, V → scores → mask → pattern → z, then what each position predicts
 }
 CHOICES = (*STEPS, *GROUPS)  # what --step accepts
 
@@ -39,6 +38,15 @@ class Matrix:
     future: np.ndarray | None = None  # [rows, cols] bool: the key comes after the query
     future_text: str | None = None  # what a future cell shows; None: its value, greyed
     show_tiny: bool = False  # print values below 0.0005 as 5.6e-8 rather than ≈0 (when their size is the lesson)
+    texts: tuple[tuple[str, ...], ...] | None = None  # [rows][cols] cell texts, e.g. as written; None: the values formatted
+
+
+@dataclass(frozen=True)
+class Prediction:
+    position: str  # "2:b"
+    token: str  # the predicted next token: the first best on a tie, as argmax picks
+    probability: float
+    tied: bool
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,7 @@ class Step:
     note: str
     matrices: tuple[Matrix, ...]
     side_by_side: bool = False  # draw the matrices in a row rather than one under another
+    predictions: tuple[Prediction, ...] = ()
 
 
 def expand(steps: list[str] | tuple[str, ...]) -> list[str]:
@@ -102,6 +111,8 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
         result.append(view.logits())
     if "probs" in wanted:
         result.append(view.probs())
+    if "prediction" in wanted:
+        result.append(view.prediction())
     if "why" in wanted:
         result.append(view.why(position))
     return result
@@ -124,7 +135,8 @@ class _View:
 
     def _head_matrix(self, title: str, hook: str, block: int, head: int, prefix: str) -> Matrix:
         values = self.record[f"blocks.{block}.attn.{hook}"][:, head, :]  # [pos, head, d_head] -> [pos, d_head]
-        cols = tuple(f"{prefix}{i}" for i in range(values.shape[1]))
+        first = head * self.model.d_head  # numbered across heads, as in c_attn's columns and c_proj's rows
+        cols = tuple(f"{prefix}{first + i}" for i in range(values.shape[1]))
         return Matrix(title, f"blocks.{block}.attn.{hook}", values, self.positions, cols,
                       "position:token", f"{prefix} dim (this head)", f"pos ╲ {prefix}")
 
@@ -215,7 +227,7 @@ class _View:
             "z", f"Weighted sum of values · {self._where(block, head)}", "z = pattern · V",
             f"pattern [{self.n}, {self.n}] · V [{self.n}, {self.model.d_head}] → z [{self.n}, {self.model.d_head}]",
             "Each position's z is the average of the values it attends to, weighted by the pattern.",
-            (self._head_matrix("z", "hook_z", block, head, "v"),),
+            (self._head_matrix("z", "hook_z", block, head, "z"),),
         )
 
     def proj(self, block: int) -> Step:
@@ -232,7 +244,7 @@ class _View:
 
     def mlp(self, block: int) -> Step:
         pre = self.record[f"blocks.{block}.mlp.hook_pre"]
-        hidden = tuple(f"h{i}" for i in range(pre.shape[1]))
+        hidden = self.model.axes[f"blocks[{block}].mlp.c_fc.w"][1].labels  # the file's own names for its hidden units
         return Step(
             "mlp", f"MLP · block {block}", "mlp_out = gelu(LN(x) · W_fc + b_fc) · W_proj + b_proj;  x ← x + mlp_out",
             f"[{self.n}, {self.model.n_embd}] → hidden [{self.n}, {pre.shape[1]}] → [{self.n}, {self.model.n_embd}]",
@@ -257,17 +269,29 @@ class _View:
             tuple(matrices),
         )
 
+    def _predictions(self) -> list[Prediction]:
+        result = []
+        for position, logits, probs in zip(self.positions, self.record["logits"], self.record["probs"]):
+            best, tied = top_token(logits)
+            result.append(Prediction(position, self.model.vocab[best], float(probs[best]), tied))
+        return result
+
     def probs(self) -> Step:
-        predicted = []
-        for row in self.record["logits"]:
-            best, tied = top_token(row)
-            predicted.append(self.model.vocab[best] + ("(tie)" if tied else ""))
+        predicted = [p.token + ("(tie)" if p.tied else "") for p in self._predictions()]
         return Step(
             "probs", "Next-token probabilities", "probs = softmax(logits)",
             f"[{self.n}, {self.model.n_vocab}] → [{self.n}, {self.model.n_vocab}], softmax along each row",
             "Row i predicts the token after position i. Predicted: " + " ".join(predicted) + ".",
             (Matrix("probabilities", "probs", self.record["probs"], self.positions, self.model.vocab,
                     "position:token", "next token", "pos ╲ next"),),
+        )
+
+    def prediction(self) -> Step:
+        return Step(
+            "prediction", "Prediction at each position", "next token = argmax(logits),  p = softmax(logits)[next]",
+            f"logits [{self.n}, {self.model.n_vocab}] → one token per position",
+            "Position i predicts the token after it; the last position's guess is the model's answer.",
+            (), predictions=tuple(self._predictions()),
         )
 
     # ---------------------------------------------------------------- every head together (several heads)
@@ -288,6 +312,8 @@ class _View:
         c_proj = self.model.params["blocks"][block]["attn"]["c_proj"]
         z = self.record[f"blocks.{block}.attn.hook_z"]  # [pos, head, d_head]
         z_labels = tuple(f"z{i}" for i in range(n_embd))
+        from handwired import attribution  # here: predict, which imports this module, needs no attribution
+
         writes = attribution.head_writes(z, c_proj["w"], n_head)  # [pos, head, n_embd]
         matrices = [
             Matrix("concat(z_0 … z_H): the heads' outputs side by side", f"blocks.{block}.attn.hook_z",
@@ -312,6 +338,8 @@ class _View:
     # ---------------------------------------------------------------- why this token
 
     def why(self, position: int | None) -> Step:
+        from handwired import attribution
+
         split = attribution.attribute(self.model, self.trace, position)
         vocab = self.model.vocab
         values = np.vstack([split.contributions, split.total[None, :]])  # [n_parts + 1, n_vocab]

@@ -7,20 +7,26 @@ growing with the magnitude relative to the largest in the same matrix (below
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from rich.console import Group
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from handwired.check import Report
-from handwired.explain import Matrix, Step
+from handwired.explain import Matrix, Prediction, Step
+from handwired.fold import column_pages, table_width, zero_lines
 from handwired.run import Trace, top_token
-from handwired.weightfile import Model, bundled_dir
+from handwired.weightfile import Model, bundled_dir, fold_labels, locate
+
+if TYPE_CHECKING:
+    from handwired.check import Report
 
 POSITIVE = ("#163d63", "#1d5689", "#2670b3", "#2f8ade")
 NEGATIVE = ("#5c1a1a", "#832222", "#ab2b2b", "#d33535")
@@ -92,44 +98,137 @@ def _cell_style(value: float, scale: float) -> str:
     return f"bold white on {shades[level]}"
 
 
-def matrix_table(matrix: Matrix, changed: np.ndarray | None = None) -> Group:
-    """Title, the heat-map table, and a caption stating the range and the colour code.
+SHOW_ALL = "--all"  # what the fold line tells a person to add to see everything
 
-    ``changed`` ([rows, cols] bool) marks cells with :data:`CHANGED`, underlined.
+
+class MatrixView:
+    """A matrix as a heat-map table that fits the width it is given, without cutting a number.
+
+    Rows and columns that are exactly 0 everywhere are folded away (one line
+    says which) unless ``show_all``; attention matrices are never folded, as
+    a query × key square reads only whole. Columns that still do not fit are
+    split into pages, each repeating the row labels. ``changed`` ([rows, cols]
+    bool, from ``handwired watch``) marks cells with :data:`CHANGED`, underlined,
+    and keeps their rows and columns from folding.
     """
-    values = matrix.values
-    finite = np.abs(values[np.isfinite(values)])
-    scale = float(finite.max()) if finite.size else 0.0
-    texts = format_values(values, matrix.show_tiny)
-    future = matrix.future if matrix.future is not None else np.zeros(values.shape, dtype=bool)
-    changed = changed if changed is not None else np.zeros(values.shape, dtype=bool)
-    notes = [value_range(values, matrix.show_tiny), "blue > 0, red < 0, shade ∝ |value|"]
-    if changed.any():
-        notes.insert(0, f"{CHANGED} changed since the previous save ({int(changed.sum())})")
-    if any("≈0" in row for row in texts):
-        notes.append("≈0: not exactly 0, smaller than 0.0005")
-    if future.any():
-        notes.append("grey: a key after the query, masked" + (" next" if matrix.future_text is None else "")
-                     + (f" ({matrix.future_text} = exactly 0)" if matrix.future_text == "·" else ""))
-    title = Text.assemble((matrix.title, "bold"), "  ", (matrix.hook, "dim"), "\n",
-                          ("rows: ", "dim"), matrix.row_axis, ("  columns: ", "dim"), matrix.col_axis)
-    table = Table(pad_edge=True)
-    corner = matrix.corner or f"{matrix.row_axis} ╲ {matrix.col_axis}"
-    table.add_column(Text(corner, style="italic"), style="bold", no_wrap=True)
-    for col in matrix.cols:
-        table.add_column(Text(col), justify="right", no_wrap=True)
-    for r, label in enumerate(matrix.rows):
-        cells = []
-        for c, text in enumerate(texts[r]):
-            if future[r, c]:
-                cell = Text(matrix.future_text or text, style="grey50")
-            else:
-                cell = Text(text, style=_cell_style(float(values[r, c]), scale))
-            if changed[r, c]:
-                cell = Text.assemble((CHANGED, "bold"), cell, style="underline")
-            cells.append(cell)
-        table.add_row(Text(label), *cells)
-    return Group(title, table, Text(" · ".join(notes), style="dim"))
+
+    def __init__(self, matrix: Matrix, show_all: bool = False, reveal: str = SHOW_ALL,
+                 changed: np.ndarray | None = None) -> None:
+        self.matrix = matrix
+        values = matrix.values
+        finite = np.abs(values[np.isfinite(values)])
+        self.scale = float(finite.max()) if finite.size else 0.0
+        self.future = matrix.future if matrix.future is not None else np.zeros(values.shape, dtype=bool)
+        self.changed = changed if changed is not None else np.zeros(values.shape, dtype=bool)
+        formatted = matrix.texts if matrix.texts is not None else format_values(values, matrix.show_tiny)
+        self.texts = [[(CHANGED if self.changed[r, c] else "")
+                       + (matrix.future_text if self.future[r, c] and matrix.future_text else text)
+                       for c, text in enumerate(row)] for r, row in enumerate(formatted)]
+        zero_rows, zero_cols = zero_lines(values)
+        if show_all or matrix.future is not None:
+            zero_rows, zero_cols = np.zeros_like(zero_rows), np.zeros_like(zero_cols)
+        zero_rows, zero_cols = zero_rows & ~self.changed.any(axis=1), zero_cols & ~self.changed.any(axis=0)
+        self.everything_zero = bool(values.size) and bool(zero_rows.all())
+        self.rows = [] if self.everything_zero else [int(r) for r in np.flatnonzero(~zero_rows)]
+        self.cols = [] if self.everything_zero else [int(c) for c in np.flatnonzero(~zero_cols)]
+        self.corner = matrix.corner or f"{matrix.row_axis} ╲ {matrix.col_axis}"
+        self.label_width = max([cell_len(self.corner)] + [cell_len(matrix.rows[r]) for r in self.rows])
+        self.widths = [max([cell_len(matrix.cols[c])] + [cell_len(self.texts[r][c]) for r in self.rows]) for c in self.cols]
+        # The hook name (where the values live in the trace) follows the title, unless it only repeats it.
+        hook = f"  {matrix.hook}" if matrix.hook and matrix.hook != matrix.title else ""
+        self.head = Text.assemble((matrix.title, "bold"), (hook, "dim"), "\n", ("rows: ", "dim"),
+                                  matrix.row_axis, ("  columns: ", "dim"), matrix.col_axis)
+        self.fold_note = self._fold_note(zero_rows, zero_cols, reveal)
+        self.caption = self._caption(formatted)
+
+    def _fold_note(self, zero_rows: np.ndarray, zero_cols: np.ndarray, reveal: str) -> Text | None:
+        m = self.matrix
+        if self.everything_zero:
+            return Text(f"all {m.values.size} entries are 0 ({len(m.rows)} × {len(m.cols)}); {reveal} to show it",
+                        style="dim")
+        parts = []
+        for mask, labels, kind in ((zero_rows, m.rows, "row"), (zero_cols, m.cols, "column")):
+            hidden = [labels[i] for i in np.flatnonzero(mask)]
+            if hidden:
+                parts.append(f"{len(hidden)} all-zero {kind}{'s' if len(hidden) > 1 else ''} hidden: {fold_labels(hidden)}")
+        return Text("; ".join([*parts, f"{reveal} to show them"]), style="dim") if parts else None
+
+    def _caption(self, formatted: list[list[str]]) -> Text | None:
+        if self.everything_zero:
+            return None
+        m = self.matrix
+        notes = [value_range(m.values, m.show_tiny), "blue > 0, red < 0, shade ∝ |value|"]
+        if self.changed.any():
+            notes.insert(0, f"{CHANGED} changed since the previous version ({int(self.changed.sum())})")
+        if any("≈0" in row for row in formatted):
+            notes.append("≈0: not exactly 0, smaller than 0.0005")
+        if self.future.any():
+            notes.append("grey: a key after the query, masked" + (" next" if m.future_text is None else "")
+                         + (f" ({m.future_text} = exactly 0)" if m.future_text == "·" else ""))
+        return Text(" · ".join(notes), style="dim")
+
+    def _texts(self) -> list[Text]:
+        return [text for text in (self.head, self.fold_note, self.caption) if text is not None]
+
+    def full_width(self) -> int:
+        """The table's width with every shown column on one page (0: no table)."""
+        return table_width([self.label_width, *self.widths]) if self.cols else 0
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        texts = [Measurement.get(console, options, text) for text in self._texts()]
+        tables = [table_width([self.label_width, width]) for width in self.widths]  # the narrowest page: one column
+        whole = [self.full_width()] if self.cols else []  # every column on one page
+        widest = max([t.maximum for t in texts] + whole)
+        narrowest = max([t.minimum for t in texts] + tables)
+        return Measurement(narrowest, max(narrowest, widest))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.head
+        if self.fold_note is not None:
+            yield self.fold_note
+        if self.cols:
+            pages = column_pages(self.label_width, self.widths, options.max_width)
+            for number, page in enumerate(pages, 1):
+                if len(pages) > 1:
+                    yield Text(f"columns {fold_labels([self.matrix.cols[self.cols[i]] for i in page])} "
+                               f"(page {number} of {len(pages)})", style="dim")
+                yield from self._table(page)
+        if self.caption is not None:
+            yield self.caption
+
+    def _table(self, page: list[int]) -> list[Text]:
+        """One page (indices into self.cols) as lines drawn like rich's default table, from the widths known here."""
+        m = self.matrix
+        columns = [self.cols[i] for i in page]
+        widths = [self.label_width] + [self.widths[i] for i in page]
+
+        def rule(left: str, line: str, middle: str, right: str) -> Text:
+            return Text(left + middle.join(line * (width + 2) for width in widths) + right)
+
+        def row(edge: str, label: tuple[str, str], cells: list[tuple[str, str]]) -> Text:
+            line = Text(edge, no_wrap=True, overflow="fold")  # fold, not ellipsis: only if one column outgrows the screen
+            for i, ((text, style), width) in enumerate(zip([label, *cells], widths)):
+                pad = " " * (width - cell_len(text))
+                line.append(" ")
+                line.append(text + pad if i == 0 else pad + text, style=style)  # labels left, numbers right
+                line.append(" " + edge)
+            return line
+
+        header = row("┃", (self.corner, "italic"), [(m.cols[c], "") for c in columns])
+        header.stylize("bold")
+        lines = [rule("┏", "━", "┳", "┓"), header, rule("┡", "━", "╇", "┩")]
+        for r in self.rows:
+            cells = [(self.texts[r][c], ("grey50" if self.future[r, c] else _cell_style(float(m.values[r, c]), self.scale))
+                      + (" underline" if self.changed[r, c] else "")) for c in columns]
+            lines.append(row("│", (m.rows[r], "bold"), cells))
+        lines.append(rule("└", "─", "┴", "┘"))
+        return lines
+
+
+def matrix_table(matrix: Matrix, show_all: bool = False, reveal: str = SHOW_ALL,
+                 changed: np.ndarray | None = None) -> MatrixView:
+    """Title, the fold line, the heat-map table in pages, and a caption stating the range and the colour code."""
+    return MatrixView(matrix, show_all, reveal, changed)
 
 
 class SideBySide:
@@ -137,13 +236,12 @@ class SideBySide:
 
     GAP = 3
 
-    def __init__(self, items: list[Group]) -> None:
+    def __init__(self, items: list[MatrixView]) -> None:
         self.items = items
 
     def _widths(self, console, options) -> list[int] | None:
-        # each item's tables at their full width; titles and captions wrap to fit
-        widths = [max((Measurement.get(console, options, part).maximum for part in item.renderables
-                       if isinstance(part, Table)), default=20) for item in self.items]
+        # each item's table on one page at its full width; titles and captions wrap to fit
+        widths = [item.full_width() or 20 for item in self.items]
         return widths if sum(widths) + self.GAP * (len(widths) - 1) <= options.max_width else None
 
     def __rich_console__(self, console, options):
@@ -165,17 +263,33 @@ class SideBySide:
         return Measurement(total, total)
 
 
-def step_panel(step: Step, changed: dict[str, np.ndarray] | None = None) -> Panel:
+def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL,
+               changed: dict[str, np.ndarray] | None = None) -> Panel:
     """One explain step; ``changed`` maps a matrix's title to its changed cells (handwired watch)."""
     header = Text.assemble((step.formula, "bold cyan"), "\n", ("shape: ", "dim"), step.shape, "\n", (step.note, "italic"))
     changed = changed or {}
-    tables = [matrix_table(m, changed.get(m.title)) for m in step.matrices]
+    views = [matrix_table(m, show_all, reveal, changed.get(m.title)) for m in step.matrices]
+    parts: list = [header, *([SideBySide(views)] if step.side_by_side else views)]
+    if step.predictions:
+        parts.append(predictions_table(step.predictions))
     return Panel(
-        Group(header, SideBySide(tables) if step.side_by_side else Group(*tables)),
+        Group(*parts),
         title=Text.assemble((f"[{step.key}] ", "bold magenta"), (step.title, "bold")),
         title_align="left",
         expand=False,
     )
+
+
+def predictions_table(predictions: tuple[Prediction, ...]) -> Table:
+    """position:token, the token it predicts next, and that token's probability."""
+    table = Table()
+    table.add_column(Text("position:token", style="italic"), style="bold", no_wrap=True, overflow="fold")
+    table.add_column("predicts", no_wrap=True, overflow="fold")
+    table.add_column("probability", justify="right", no_wrap=True, overflow="fold")
+    for p in predictions:
+        table.add_row(p.position, Text(p.token + (" (tie)" if p.tied else ""), style="yellow" if p.tied else "green"),
+                      format_probability(p.probability))
+    return table
 
 
 def model_line(model: Model) -> Text:
@@ -317,55 +431,71 @@ def failures_table(model: Model, report: Report) -> Group:
     return Group(Text(title, style="bold"), table)
 
 
-def weights_view(model: Model) -> Group:
+def weights_view(model: Model, show_all: bool = False) -> Group:
     """Every parameter as a labelled table."""
     parts: list = [model_line(model)]
     if model.description:
         parts.append(Text(model.description, style="italic"))
     if model.constants:
         parts.append(Text.assemble(("constants: ", "dim"), ", ".join(f"{k} = {v:g}" for k, v in model.constants.items())))
-    params = model.params
-    dims = model.dims
-    positions = tuple(str(i) for i in range(model.n_ctx))
-    tables = [
-        _param("wte", params["wte"], model.vocab, dims, "token", "residual dim"),
-        _param("wpe", params["wpe"], positions, dims, "position", "residual dim"),
-    ]
+    return Group(*parts, *[matrix_table(matrix, show_all) for matrix in weight_matrices(model)])
+
+
+def weight_matrices(model: Model) -> list[Matrix]:
+    """Every parameter as a labelled matrix (a vector as one row), in the weight file's order.
+
+    Cells show each entry as the file wrote it (``Lg``, ``2*Lg``, ``0.5``); colours follow the values.
+    """
+
+    def param(path: str, title: str = "", columns: slice = slice(None), row: str = "", col_axis: str = "") -> Matrix:
+        written = model.written[path]
+        values = locate(model.params, path)
+        axes = model.axes[path]
+        if written.ndim == 1:  # a vector: one row
+            written, values, axes = written[None, :], values[None, :], (None, *axes)
+        rows = (row,) if axes[0] is None else axes[0].labels
+        cols = axes[1].labels[columns]
+        texts = tuple(tuple(_as_written(entry) for entry in line[columns]) for line in written)
+        return Matrix(title or path, "", values[:, columns], rows, cols, _axis_name(axes[0]),
+                      col_axis or _axis_name(axes[1]), "╲", texts=texts)
+
+    def norm(path: str) -> Matrix:
+        g, b = param(f"{path}.g", row="g"), param(f"{path}.b", row="b")
+        return Matrix(path, "", np.vstack([g.values, b.values]), ("g", "b"), g.cols, "—", g.col_axis, "╲",
+                      texts=g.texts + b.texts)
+
     d = model.n_embd
-    z_labels = tuple(f"z{i}" for i in range(d))
-    for b, block in enumerate(params["blocks"]):
-        prefix = f"blocks[{b}]"
+    matrices = [param("wte"), param("wpe")]
+    for i, block in enumerate(model.params["blocks"]):
+        prefix = f"blocks[{i}]"
         if "ln_1" in block:
-            tables.append(_norm(f"{prefix}.ln_1", block["ln_1"], dims))
-        attn = block["attn"]
+            matrices.append(norm(f"{prefix}.ln_1"))
         # c_attn is three matrices side by side; shown apart they fit a terminal and read as W_Q, W_K, W_V.
-        for part, name in enumerate(("Q", "K", "V")):
+        for part, name in enumerate("QKV"):
             columns = slice(part * d, (part + 1) * d)
-            labels = tuple(f"{name.lower()}{i}" for i in range(d))
             where = f"columns {part * d}…{(part + 1) * d - 1}"
-            tables.append(_param(f"{prefix}.attn.c_attn.w  W_{name}, {where}", attn["c_attn"]["w"][:, columns], dims,
-                                 labels, "residual dim", f"{name.lower()} dim"))
-            tables.append(_param(f"{prefix}.attn.c_attn.b  b_{name}, {where}", attn["c_attn"]["b"][None, columns], ("b",),
-                                 labels, "", f"{name.lower()} dim"))
-        tables.append(_param(f"{prefix}.attn.c_proj.w", attn["c_proj"]["w"], z_labels, dims, "z dim (heads concatenated)", "residual dim"))
-        tables.append(_param(f"{prefix}.attn.c_proj.b", attn["c_proj"]["b"][None, :], ("b",), dims, "", "residual dim"))
+            axis = f"{name.lower()} dim, heads numbered across" if model.n_head > 1 else f"{name.lower()} dim"
+            matrices.append(param(f"{prefix}.attn.c_attn.w", f"{prefix}.attn.c_attn.w  W_{name}, {where}", columns,
+                                  col_axis=axis))
+            matrices.append(param(f"{prefix}.attn.c_attn.b", f"{prefix}.attn.c_attn.b  b_{name}, {where}", columns, "b",
+                                  col_axis=axis))
+        matrices.append(param(f"{prefix}.attn.c_proj.w"))
+        matrices.append(param(f"{prefix}.attn.c_proj.b", row="b"))
         if "ln_2" in block:
-            tables.append(_norm(f"{prefix}.ln_2", block["ln_2"], dims))
+            matrices.append(norm(f"{prefix}.ln_2"))
         if "mlp" in block:
-            mlp = block["mlp"]
-            hidden = tuple(f"h{i}" for i in range(mlp["c_fc"]["w"].shape[1]))
-            tables.append(_param(f"{prefix}.mlp.c_fc.w", mlp["c_fc"]["w"], dims, hidden, "residual dim", "hidden unit"))
-            tables.append(_param(f"{prefix}.mlp.c_fc.b", mlp["c_fc"]["b"][None, :], ("b",), hidden, "", "hidden unit"))
-            tables.append(_param(f"{prefix}.mlp.c_proj.w", mlp["c_proj"]["w"], hidden, dims, "hidden unit", "residual dim"))
-            tables.append(_param(f"{prefix}.mlp.c_proj.b", mlp["c_proj"]["b"][None, :], ("b",), dims, "", "residual dim"))
-    if "ln_f" in params:
-        tables.append(_norm("ln_f", params["ln_f"], dims))
-    return Group(*parts, *tables)
+            for part in ("c_fc", "c_proj"):
+                matrices.append(param(f"{prefix}.mlp.{part}.w"))
+                matrices.append(param(f"{prefix}.mlp.{part}.b", row="b"))
+    if "ln_f" in model.params:
+        matrices.append(norm("ln_f"))
+    return matrices
 
 
-def _param(name, values, rows, cols, row_axis, col_axis) -> Group:
-    return matrix_table(Matrix(name, "", values, tuple(rows), tuple(cols), row_axis or "—", col_axis, "╲"))
+def _as_written(entry) -> str:
+    """An entry as the file has it: an expression verbatim, a number as JSON writes it."""
+    return entry if isinstance(entry, str) else json.dumps(entry)
 
 
-def _norm(name: str, params: dict, dims) -> Group:
-    return _param(name, np.stack([params["g"], params["b"]]), ("g", "b"), dims, "", "residual dim")
+def _axis_name(axis) -> str:
+    return "—" if axis is None else axis.meaning.removeprefix("one per ")

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.batch import next_logits
 from handwired.errors import HandwiredError
 from handwired.forward import forward
 from handwired.weightfile import Model
@@ -58,6 +57,8 @@ def top_token(logits: np.ndarray) -> tuple[int, bool]:
 
 def complete(model: Model, text: str, n: int) -> str:
     """Append ``n`` greedily chosen tokens, the model always seeing the last n_ctx tokens."""
+    from handwired.batch import next_logits  # here: predict and explain need no batches, and start faster without
+
     if n < 0 or n > MAX_COMPLETE:
         raise HandwiredError(f"-n {n}: expected a number of tokens from 0 to {MAX_COMPLETE:,}")
     ids = list(model.encode(text))

@@ -215,8 +215,11 @@ def error_view(failed: Snapshot, good: Snapshot | None) -> Panel:
     )
 
 
-def screen(state: State, header: str = "") -> Group:
-    """Everything ``watch`` shows for ``state``: header, error, verdict, edits, then the explain view, marked."""
+def screen(state: State, header: str = "", show_all: bool = False) -> Group:
+    """Everything ``watch`` shows for ``state``: header, error, verdict, edits, then the explain view, marked.
+
+    All-zero rows and columns fold as in ``explain`` unless ``show_all``; a changed cell never folds.
+    """
     parts: list = []
     if header:
         parts.append(Text(header, style="reverse"))
@@ -241,7 +244,8 @@ def screen(state: State, header: str = "") -> Group:
                           f"value{'s' if count != 1 else ''})" if count
                           else "no value in this view changed from the previous version", style="dim"))
     for step in good.steps:
-        parts.append(render.step_panel(step, {matrix: mask for (title, matrix), mask in marks.items() if title == step.title}))
+        parts.append(render.step_panel(step, show_all, changed={matrix: mask for (title, matrix), mask in marks.items()
+                                                                 if title == step.title}))
     return Group(*parts)
 
 

@@ -13,10 +13,8 @@ import json
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -100,10 +98,9 @@ class Model:
 
 def bundled_dir() -> Path:
     """Where the bundled models are: inside the installed package, or weights/ in a checkout."""
-    packaged = resources.files("handwired") / "weights"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "weights"
+    package = Path(__file__).resolve().parent  # a plain path: importlib.resources would cost every command ~3 ms
+    packaged = package / "weights"
+    return packaged if packaged.is_dir() else package.parent / "weights"
 
 
 def bundled_models() -> dict[str, Path]:
@@ -481,6 +478,21 @@ def _index(path: str, key: int | str) -> str:
     return f"{path}[{key}]" if isinstance(key, int) else _join(path, key)
 
 
+_PATH_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def path_steps(path: str) -> list[str | int]:
+    """``"blocks[0].attn.c_attn.w"`` -> ``["blocks", 0, "attn", "c_attn", "w"]``."""
+    return [int(index) if index else name for name, index in _PATH_STEP.findall(path)]
+
+
+def locate(tree: Any, path: str) -> Any:
+    """What a parameter path names in a document or in ``Model.params``."""
+    for step in path_steps(path):
+        tree = tree[step]
+    return tree
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
@@ -794,6 +806,8 @@ def write_new(path: Path, text: str, force: bool = False) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise HandwiredError(f"{path}: folder {folder} does not exist")
+    import tempfile  # here: only writing needs it, and every command starts faster without
+
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:

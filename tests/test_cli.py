@@ -84,11 +84,14 @@ def test_explain_shows_every_step_with_formula_shape_and_hook():
     assert "context aabaa" in out
 
 
-def test_explain_attention_step_shows_only_the_attention_steps():
+def test_explain_attention_step_is_qkv_to_z_then_the_prediction_at_each_position():
     out = invoke("explain", "aab", "--step", "attention").stdout
-    assert "[scores]" in out and "[mask]" in out and "[pattern]" in out and "[z]" in out
-    assert "[embed]" not in out and "[logits]" not in out and "[qkv]" not in out
+    shown = re.findall(r"─ \[(\w+)\]", out)
+    assert shown == ["qkv", "scores", "mask", "pattern", "z", "prediction"]
     assert "context aab " in out
+    # aab at positions 0, 1, 2 predicts b, b, a, each with probability exactly 1 (a margin of 1023 logits)
+    rows = re.findall(r"│ (\d:\w)\s+│ (\w)\s+│\s+(\S+) │", out)
+    assert rows == [("0:a", "b", "1"), ("1:a", "b", "1"), ("2:b", "a", "1")]
 
 
 def test_explain_multi_head_model_shows_each_head(tmp_path):
@@ -135,14 +138,18 @@ def test_check_passes_the_bundled_model():
     assert "margin 1023 logits" in result.stdout
 
 
-def test_check_fails_a_blank_model_and_shows_why(tmp_path):
+def test_check_fails_a_blank_model_and_shows_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # the fold lines below, unwrapped
     path = tmp_path / "blank.json"
     invoke("weights", "new", "-o", str(path))
     result = invoke("check", "-w", str(path), "--target", "aab")
     assert result.exit_code == 1
     assert "0 / 27" in result.stdout
-    assert "Why the shortest failing context 'aa' fails" in result.stdout
-    assert "a (tie)" in result.stdout
+    why = result.stdout[result.stdout.index("Why the shortest failing context 'aa' fails"):]
+    assert re.findall(r"─ \[(\w+)\]", why) == ["qkv", "scores", "mask", "pattern", "z", "prediction"]
+    # all-zero Q, K, V and z are one line each, naming the command that shows them
+    assert why.count(f"all 16 entries are 0 (2 × 8); handwired explain aa -w {path} --step attention --all to show it") == 4
+    assert re.search(r"│ 1:a\s+│ a \(tie\)\s+│\s+0.5000 │", why)
 
 
 def test_check_json_and_exhaustive():
@@ -324,3 +331,29 @@ def test_layernorm_and_mlp_models_show_their_steps_and_weights(tmp_path):
     for text in ("blocks[1].ln_2", "blocks[0].mlp.c_fc.w", "h5", "ln_f"):
         assert text in out, text
     assert invoke("complete", "xy", "-n", "3", "-w", str(path)).exit_code == 0
+
+
+def test_predict_loads_only_what_it_needs():
+    """Start-up: what only check, complete or writing files need stays out of predict's imports."""
+    import subprocess
+    import sys
+
+    from handwired import attend as attending
+    from handwired import check as checking
+    from handwired.cli.attend import SCORES
+    from handwired.cli.check import NEAR_MISS
+
+    # written again in the CLI modules to keep check and attend out of their imports
+    assert NEAR_MISS == checking.NEAR_MISS and SCORES == attending.SCORES
+    program = ("import sys; sys.argv = ['handwired', 'predict', 'aabaa']\n"
+               "from handwired.cli import main\n"
+               "try:\n    main()\nexcept SystemExit:\n    pass\n"
+               "print(' '.join(sorted(sys.modules)), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert "aabaa → b" in done.stdout
+    loaded = set(done.stderr.split())
+    assert "handwired.render" in loaded  # the probe is real: it sees what predict used
+    for module in ("handwired.check", "handwired.batch", "handwired.rules", "handwired.attend", "handwired.attribution",
+                   "handwired.convert", "concurrent.futures", "tempfile", "importlib.resources", "rich.progress",
+                   "rich._emoji_codes", "handwired.diff", "handwired.watch", "rich.live"):
+        assert module not in loaded, module

@@ -151,6 +151,12 @@ def test_diff_command_lists_weights_and_contexts(aab_doc, write_json):
                                 "new": {"prediction": "b", "tied": False, "margin": 1047.0, "right": True}}
 
 
+def test_the_command_default_matches_the_core():
+    from handwired.cli.diff import SHOW
+
+    assert SHOW == diffing.SHOW  # written again in the CLI module to keep handwired.diff out of every command's imports
+
+
 def test_diff_of_identical_files_says_so():
     result = invoke("diff", "aab", "aab")
     assert result.exit_code == 0

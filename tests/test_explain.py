@@ -23,8 +23,8 @@ def test_steps_come_in_forward_order_one_head_at_a_time():
     keys = [(step.key, step.title) for step in explain.steps(model, trace, explain.expand(["all"]))]
     per_head = ["qkv", "scores", "mask", "pattern", "z"]
     block = ["ln1", *per_head, *per_head, "heads", "concat", "proj", "mlp"]
-    assert [k for k, _ in keys] == ["embed", *block, *block, "logits", "probs", "why"]
-    assert keys[-8] == ("z", "Weighted sum of values · block 1, head 1 of 2")
+    assert [k for k, _ in keys] == ["embed", *block, *block, "logits", "probs", "prediction", "why"]
+    assert keys[-9] == ("z", "Weighted sum of values · block 1, head 1 of 2")
 
 
 def test_pattern_matrix_is_the_reference_pattern_with_labelled_axes():
@@ -51,7 +51,7 @@ def test_embed_step_shows_token_position_and_sum_with_dims_labels():
 
 
 def test_expand_groups_and_rejects_unknown_steps():
-    assert explain.expand(["attention"]) == ["scores", "mask", "pattern", "z"]
+    assert explain.expand(["attention"]) == ["qkv", "scores", "mask", "pattern", "z", "prediction"]
     assert explain.expand(["probs", "embed"]) == ["embed", "probs"]
     assert explain.expand([]) == list(explain.STEPS)
     with pytest.raises(HandwiredError, match="--step 'qk'"):

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from handwired.cli.app import EXPORT_WIDTH
+from handwired.cli.app import EXPORT_MAX_WIDTH, EXPORT_WIDTH
 from test_cli import invoke, runner, user_error
 from handwired.cli import app
 
@@ -57,17 +57,31 @@ def test_saved_picture_does_not_depend_on_the_terminal_width(tmp_path, name):
         result = runner.invoke(app, [*args, "--html", str(page), "--svg", str(svg)], env={"COLUMNS": columns})
         assert result.exit_code == 0, result.output
         pictures.append((page.read_text(encoding="utf-8"), svg.read_text(encoding="utf-8")))
-        assert max(len(line) for line in html_lines(page)) <= EXPORT_WIDTH
+        assert max(len(line) for line in html_lines(page)) <= EXPORT_MAX_WIDTH
     assert pictures[0] == pictures[1]
 
 
 def test_a_wide_view_is_drawn_at_the_export_width_not_the_terminal_width(tmp_path):
-    # the pattern panel's caption is wider than 120 columns, so it fills the picture exactly
+    # the pattern panel's caption is wider than 120 columns: on a 60-column terminal it wraps, in the picture not
     page = tmp_path / "pattern.html"
     result = runner.invoke(app, ["explain", "--step", "pattern", "--html", str(page)], env={"COLUMNS": "60"})
     assert result.exit_code == 0
-    assert max(len(line) for line in html_lines(page)) == EXPORT_WIDTH
+    assert max(len(line) for line in html_lines(page)) >= EXPORT_WIDTH
     assert max(len(line) for line in result.stdout.splitlines()) <= 60
+
+
+def test_a_table_wider_than_the_terminal_is_saved_whole_and_unfolded(tmp_path):
+    weights = tmp_path / "wide.json"
+    assert invoke("weights", "new", "-o", str(weights), "--embd", "30").exit_code == 0
+    page = tmp_path / "wide.html"
+    result = runner.invoke(app, ["explain", "ab", "-w", str(weights), "--step", "embed", "--html", str(page)],
+                           env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    assert "--all to show" in result.stdout  # the terminal folds the all-zero starter
+    lines = html_lines(page)
+    assert not any("page 1 of" in line or "--all to show" in line for line in lines)
+    header = next(line for line in lines if "pos ╲ dim" in line)
+    assert all(f" d{i} " in header for i in range(30))  # every column on one line: nothing paged or cut
 
 
 def test_a_failing_check_still_saves_its_report(tmp_path, aab_doc, write_json):

@@ -151,8 +151,8 @@ def test_cropped_fits_the_height_and_names_what_is_below(tmp_path, aab_doc):
     # (the panels below, as many as fit before the hint)
     assert cropped[19] == "… below: [embed] [qkv] [scores] [mask] [pattern] … · narrow the view with --step, --block or --head"
     wide = text_of(watching.Cropped(watching.screen(state)), width=160, height=20).splitlines()
-    assert wide[19] == ("… below: [embed] [qkv] [scores] [mask] [pattern] [z] [proj] [logits] [probs] [why] · "
-                        "narrow the view with --step, --block or --head")
+    every_step = " ".join(f"[{step.key}]" for step in state.good.steps)
+    assert wide[19] == f"… below: {every_step} · narrow the view with --step, --block or --head"
     assert watching.Cropped(watching.screen(state)).parts[-1].title.plain.startswith("[why]")
     tall = text_of(watching.Cropped(watching.screen(state)), height=len(full)).splitlines()
     assert tall == full  # everything fits: nothing cut, no note

@@ -26,8 +26,10 @@ app.add_typer(weights_app, name="weights")
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
-# Columns of a saved picture: the same whatever terminal made it (the terminal's own output keeps its width).
+# Columns of a saved --svg/--html page: EXPORT_WIDTH, or as wide as its widest table up to EXPORT_MAX_WIDTH.
+# Never the width of the terminal that made it, so the same command always saves the same picture.
 EXPORT_WIDTH = 120
+EXPORT_MAX_WIDTH = 400
 
 WeightsOption = Annotated[
     str,
@@ -40,19 +42,22 @@ StepOption = Annotated[
 ]
 BlockOption = Annotated[Optional[int], typer.Option(help="Show only this block.")]
 HeadOption = Annotated[Optional[int], typer.Option(help="Show only this head.")]
+ShowAllOption = Annotated[
+    bool, typer.Option("--all", help="Also show rows and columns that are all zero (folded by default).")
+]
 PositionOption = Annotated[Optional[int], typer.Option(help="The position the why step explains; default: the last.")]
 
 SvgOption = Annotated[
-    Optional[Path], typer.Option("--svg", help=f"Also save the output as SVG, {EXPORT_WIDTH} columns wide.")
+    Optional[Path], typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns wide.")
 ]
 HtmlOption = Annotated[
-    Optional[Path], typer.Option("--html", help=f"Also save the output as HTML, {EXPORT_WIDTH} columns wide.")
+    Optional[Path], typer.Option("--html", help=f"Also save the view as HTML, nothing folded, {EXPORT_WIDTH}+ columns wide.")
 ]
 ForceOption = Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")]
 
 
 def stdout() -> Console:
-    return Console(highlight=False)
+    return Console(highlight=False, emoji=False)  # no :name: codes in handwired's output; skips loading rich's emoji table
 
 
 def user_errors(command: Callable) -> Callable:
@@ -69,13 +74,26 @@ def user_errors(command: Callable) -> Callable:
     return wrapper
 
 
-def save_console(console: Console, svg: Optional[Path], html: Optional[Path], force: bool) -> None:
-    """Save what the console printed; the paths were vetted by check_outputs before any work."""
+def save_view(build: Callable[[bool], list], svg: Optional[Path], html: Optional[Path], force: bool) -> None:
+    """Save a view as SVG and/or HTML with nothing folded: ``build(True)`` gives its parts, all rows and columns shown.
+
+    The page is EXPORT_WIDTH columns wide, or as wide as its widest part up to EXPORT_MAX_WIDTH, so it
+    pages only what no screen could show and does not depend on the terminal (or COLUMNS) of the run;
+    the paths were vetted by check_outputs before any work.
+    """
+    if svg is None and html is None:
+        return
+    parts = build(True)
+    measure = Console(width=EXPORT_MAX_WIDTH, file=io.StringIO())
+    width = max([EXPORT_WIDTH] + [min(EXPORT_MAX_WIDTH, measure.measure(part).maximum) for part in parts])
+    console = Console(width=width, file=io.StringIO(), record=True, highlight=False, force_terminal=True,
+                      color_system="truecolor")
+    for part in parts:
+        console.print(part)
     for path, export in ((svg, console.export_svg), (html, console.export_html)):
-        if path is None:
-            continue
-        write_new(path, export(clear=False), force=force)
-        Console(stderr=True, highlight=False).print(f"saved {escape(str(path))}")
+        if path is not None:
+            write_new(path, export(clear=False), force=force)
+            Console(stderr=True, highlight=False).print(f"saved {escape(str(path))}")
 
 
 def check_outputs(weights_path: Optional[Path], force: bool, *paths: Optional[Path], what: str = "weight file") -> None:
@@ -90,11 +108,10 @@ def check_outputs(weights_path: Optional[Path], force: bool, *paths: Optional[Pa
 
 
 class Output:
-    """What a rendering command prints: to the terminal, and with --svg/--html also saved at a fixed width.
+    """What a rendering command shows: on the terminal, and with --svg/--html also saved (see save_view).
 
-    The saved picture is the same renderables drawn again on a console EXPORT_WIDTH columns wide, so it
-    does not depend on the terminal (or COLUMNS) of the run that made it. The paths are vetted at once,
-    before any work: call ``Output(...)`` first, then ``print``, then ``save``.
+    Create it first: it vets the output paths before any work. Then ``show(view)``, where ``view(everything)``
+    builds the parts of the view, folded for the terminal unless ``everything``.
     """
 
     def __init__(self, svg: Optional[Path], html: Optional[Path], force: bool, reading: tuple[Path, ...] = (),
@@ -106,23 +123,9 @@ class Output:
         if svg is not None and html is not None and svg.resolve() == html.resolve():
             raise HandwiredError(f"--svg and --html: both are {svg}; choose two files")
         self.svg, self.html, self.force = svg, html, force
-        self.console = stdout()
-        self._printed: list[tuple] = []
 
-    @property
-    def saving(self) -> bool:
-        return self.svg is not None or self.html is not None
-
-    def print(self, *renderables, **options) -> None:
-        self.console.print(*renderables, **options)
-        if self.saving:
-            self._printed.append((renderables, options))
-
-    def save(self) -> None:
-        if not self.saving:
-            return
-        picture = Console(width=EXPORT_WIDTH, record=True, file=io.StringIO(), highlight=False,
-                          force_terminal=True, color_system="truecolor")
-        for renderables, options in self._printed:
-            picture.print(*renderables, **options)
-        save_console(picture, self.svg, self.html, self.force)
+    def show(self, view: Callable[[bool], list], show_all: bool = False) -> None:
+        console = stdout()
+        for part in view(show_all):
+            console.print(part)
+        save_view(view, self.svg, self.html, self.force)

@@ -1,7 +1,5 @@
 """attend: one attention step on matrices given inline or in a JSON file."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Optional
@@ -9,11 +7,11 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
-from handwired import attend as attending
 from handwired import render
 from handwired.cli.app import ForceOption, HtmlOption, Output, SvgOption, app, user_errors
 from handwired.errors import HandwiredError
 
+SCORES = ("scaled-dot", "dot", "gaussian")  # handwired.attend.SCORES (a test holds them equal), kept out of the imports
 MATRIX_HELP = "',' between numbers in a row, ';' between rows; without ';' each number is a row of its own."
 
 
@@ -25,7 +23,7 @@ def attend(
     k: Annotated[Optional[str], typer.Option("--k", help="Keys, e.g. 60,64,68 or '68,91;60,87;64,88'.")] = None,
     v: Annotated[Optional[str], typer.Option("--v", help="Values, one row per key.")] = None,
     x: Annotated[Optional[str], typer.Option("--x", help="Self-attention: Q = K = V = X.")] = None,
-    score: Annotated[str, typer.Option(help=f"Score function: {', '.join(attending.SCORES)}.")] = "scaled-dot",
+    score: Annotated[str, typer.Option(help=f"Score function: {', '.join(SCORES)}.")] = "scaled-dot",
     causal: Annotated[bool, typer.Option("--causal", help="Mask keys after the query (a decoder's mask).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print every intermediate as JSON.")] = False,
     svg: SvgOption = None,
@@ -33,6 +31,7 @@ def attend(
     force: ForceOption = False,
 ) -> None:
     """Compute one attention step: scores, softmax weights and the weighted sum of values."""
+    from handwired import attend as attending  # here: the other commands start faster without it
     inline = {name: text for name, text in (("q", q), ("k", k), ("v", v), ("x", x)) if text is not None}
     if file is not None and inline:
         raise HandwiredError(f"{file}: give the matrices in the file or inline (--{next(iter(inline))}), not both")
@@ -47,10 +46,11 @@ def attend(
     if as_json:
         typer.echo(json.dumps(attending.to_json(result), indent=2, ensure_ascii=False))
         return
-    out.print(Text.assemble(("attention ", "dim"), (score, "bold"), ("  causal mask" if causal else "  no mask", "dim")))
-    for step in attending.view(result, self_attention="x" in given):
-        out.print(render.step_panel(step))
     note = attending.saturation_note(result)
-    if note:
-        out.print(Text(note, style="yellow"))
-    out.save()
+
+    def view(_everything: bool) -> list:  # matrices given by hand are shown whole: nothing folded
+        return [Text.assemble(("attention ", "dim"), (score, "bold"), ("  causal mask" if causal else "  no mask", "dim")),
+                *[render.step_panel(step, show_all=True) for step in attending.view(result, self_attention="x" in given)],
+                *([Text(note, style="yellow")] if note else [])]
+
+    out.show(view)

@@ -1,23 +1,26 @@
 """check: prove a model right on a stream, every context, or a sample."""
 
-from __future__ import annotations
-
 import json
+import shlex
 import signal
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from handwired import check as checking
 from handwired import explain as explaining
 from handwired import render, run
 from handwired.cli.app import EXIT_INTERRUPTED, ForceOption, HtmlOption, Output, SvgOption, WeightsOption, app, user_errors
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
+
+if TYPE_CHECKING:
+    from handwired import check as checking
+
+NEAR_MISS = 1.0  # --near-miss's default, as handwired.check.NEAR_MISS (a test holds them equal), kept out of the imports
 
 
 @app.command()
@@ -36,7 +39,7 @@ def check(
         Optional[int], typer.Option(help="Shortest context to check; default 2 for a stream, 1 otherwise.")
     ] = None,
     show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = 10,
-    near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = checking.NEAR_MISS,
+    near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = NEAR_MISS,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable verdict.")] = False,
     no_mask: Annotated[bool, typer.Option("--no-mask", help="Refused: a next-token check must not let the model see the future.")] = False,
     svg: SvgOption = None,
@@ -48,6 +51,7 @@ def check(
         raise HandwiredError("--no-mask: check judges next-token predictions, and a model that sees the tokens after "
                              "a position can read the answer instead of predicting it; there is nothing to prove. "
                              "Use it with predict or explain")
+    from handwired import check as checking  # here, not above: only check needs it, and predict starts faster
     model = load(weights)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     pattern = target or model.target
@@ -70,23 +74,31 @@ def check(
     if as_json:
         typer.echo(json.dumps(report_json(report, near_miss), indent=2, ensure_ascii=False))
     else:
-        out.print(render.report_view(model, report, near_miss))
-        failure = report.shortest_failure
-        if failure is not None:
-            out.print(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
-                           style="bold"))
-            trace = run.trace(model, failure.context)
-            for panel in explaining.steps(model, trace, explaining.expand(["attention", "probs"])):
-                out.print(render.step_panel(panel))
-        out.save()
+        out.show(lambda everything: failure_view(model, report, near_miss, weights, everything))
     if report.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok:
         raise typer.Exit(1)
 
 
-def run_with_progress(model, plan: checking.Plan, show: int, show_progress: bool) -> checking.Report:
+def failure_view(model, report: "checking.Report", near_miss: float, weights: str, everything: bool) -> list:
+    """The report, then the attention view of the shortest failing context, if any."""
+    parts: list = [render.report_view(model, report, near_miss)]
+    failure = report.shortest_failure
+    if failure is not None:
+        parts.append(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
+                          style="bold"))
+        trace = run.trace(model, failure.context)
+        again = ["handwired", "explain", failure.context, *(["-w", weights] if weights != DEFAULT_MODEL else []),
+                 "--step", "attention", "--all"]
+        parts += [render.step_panel(panel, everything, reveal=shlex.join(again))
+                  for panel in explaining.steps(model, trace, explaining.expand(["attention"]))]
+    return parts
+
+
+def run_with_progress(model, plan: "checking.Plan", show: int, show_progress: bool) -> "checking.Report":
     """Run a check; a progress bar appears only on a terminal and only once it has taken a second."""
+    from handwired import check as checking
     stop = {"asked": False}
     started = time.monotonic()
     bar: dict = {}
@@ -116,7 +128,7 @@ def run_with_progress(model, plan: checking.Plan, show: int, show_progress: bool
             bar["progress"].stop()
 
 
-def report_json(report: checking.Report, near_miss: float) -> dict:
+def report_json(report: "checking.Report", near_miss: float) -> dict:
     margin = report.margin
     return {
         "checked": report.description,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import numpy as np
 import typer
@@ -13,10 +13,14 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from handwired import diff as diffing
 from handwired import render
 from handwired.cli.app import EXIT_INTERRUPTED, ForceOption, HtmlOption, Output, SvgOption, app, user_errors
 from handwired.weightfile import Model, load
+
+if TYPE_CHECKING:
+    from handwired import diff as diffing
+
+SHOW = 20  # --show's default, as handwired.diff.SHOW (a test holds them equal), kept out of the imports
 
 
 @app.command()
@@ -24,7 +28,7 @@ from handwired.weightfile import Model, load
 def diff(
     old: Annotated[str, typer.Argument(help="The weight file before the edit (or a bundled model's name).")],
     new: Annotated[str, typer.Argument(help="The weight file after the edit.")],
-    show: Annotated[int, typer.Option(help="How many changed contexts to list, shortest first.")] = diffing.SHOW,
+    show: Annotated[int, typer.Option(help="How many changed contexts to list, shortest first.")] = SHOW,
     sample: Annotated[
         Optional[int], typer.Option(help="Compare this many random contexts instead of every one.")
     ] = None,
@@ -35,6 +39,7 @@ def diff(
     force: ForceOption = False,
 ) -> None:
     """List the weights that differ, by label, and every context whose prediction or margin changed."""
+    from handwired import diff as diffing  # here, not above: the other commands start faster without it
     before, after = load(old), load(new)
     out = Output(svg, html, force, reading=(Path(before.source), Path(after.source)), as_json=as_json)
     try:
@@ -45,8 +50,7 @@ def diff(
     if as_json:
         typer.echo(json.dumps(diff_json(before, after, result), indent=2, ensure_ascii=False))
         return
-    out.print(diff_view(before, after, result))
-    out.save()
+    out.show(lambda everything: [diff_view(before, after, result)])
 
 
 def _number(value: float | None) -> str:
@@ -57,7 +61,7 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def summary(result: diffing.Diff) -> str:
+def summary(result: "diffing.Diff") -> str:
     n = len(result.weights)
     weights = ("1 weight differs" if n == 1 else f"{n:,} weights differ") if n else "no weight differs"
     if not result.changed:
@@ -69,7 +73,7 @@ def summary(result: diffing.Diff) -> str:
     return f"{weights}; {result.changed:,} of {result.contexts:,} contexts changed ({'; '.join(parts)})"
 
 
-def diff_view(before: Model, after: Model, result: diffing.Diff) -> Group:
+def diff_view(before: Model, after: Model, result: "diffing.Diff") -> Group:
     parts: list = [Text.assemble(("old ", "dim"), render.model_line(before)),
                    Text.assemble(("new ", "dim"), render.model_line(after))]
     if result.weights:
@@ -109,14 +113,14 @@ def diff_view(before: Model, after: Model, result: diffing.Diff) -> Group:
     return Group(*parts)
 
 
-def _answer_text(answer: diffing.Answer) -> Text:
+def _answer_text(answer: "diffing.Answer") -> Text:
     style = {True: "green", False: "red", None: ""}[answer.right]
     mark = {True: " ✓", False: " ✗", None: ""}[answer.right]
     return Text(answer.prediction + (" (tie)" if answer.tied else "") + mark, style=style)
 
 
-def diff_json(before: Model, after: Model, result: diffing.Diff) -> dict:
-    def answer(a: diffing.Answer) -> dict:
+def diff_json(before: Model, after: Model, result: "diffing.Diff") -> dict:
+    def answer(a: "diffing.Answer") -> dict:
         return {"prediction": a.prediction, "tied": a.tied, "margin": _finite(a.margin), "right": a.right}
 
     return {

@@ -8,11 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.live import Live
 
 from handwired import explain as explaining
-from handwired import watch as watching
-from handwired.cli.app import BlockOption, HeadOption, PositionOption, StepOption, app, user_errors
+from handwired.cli.app import BlockOption, HeadOption, PositionOption, ShowAllOption, StepOption, app, user_errors
 from handwired.errors import HandwiredError
 
 POLL_SECONDS = 0.1  # how often the file's modification time and size are looked at
@@ -27,8 +25,12 @@ def watch(
     block: BlockOption = None,
     head: HeadOption = None,
     position: PositionOption = None,
+    show_all: ShowAllOption = False,
 ) -> None:
     """Show the explain view and the check verdict of FILE, and redraw them each time it is saved (Ctrl-C quits)."""
+    from rich.live import Live  # here, not above: the other commands start faster without them
+
+    from handwired import watch as watching
     if not file.is_file():
         raise HandwiredError(f"{file}: no such file" if not file.exists() else f"{file}: is not a file")
     wanted = explaining.expand(step or [])
@@ -51,7 +53,7 @@ def watch(
                     state = state.advance(watching.load_snapshot(file, text, wanted, block, head, judge, named, position))
                     took = (time.monotonic() - started) * 1000
                     header = f" handwired watch {file} · loaded in {took:.0f} ms · Ctrl-C to quit "
-                    live.update(watching.Cropped(watching.screen(state, header)), refresh=True)
+                    live.update(watching.Cropped(watching.screen(state, header, show_all)), refresh=True)
                 elif console.size != size:
                     size = console.size
                     live.refresh()

@@ -1,7 +1,5 @@
 """Model commands: predict, explain, complete."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Optional
@@ -11,8 +9,8 @@ from rich.text import Text
 
 from handwired import explain as explaining
 from handwired import render, run
-from handwired.cli.app import (BlockOption, ForceOption, HeadOption, HtmlOption, Output, PositionOption, StepOption,
-                               SvgOption, WeightsOption, app, stdout, user_errors)
+from handwired.cli.app import (BlockOption, ForceOption, HeadOption, HtmlOption, Output, PositionOption, ShowAllOption,
+                               StepOption, SvgOption, WeightsOption, app, stdout, user_errors)
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
 
@@ -40,8 +38,7 @@ def predict(
     if as_json:
         typer.echo(json.dumps(_prediction_json(model, trace, all_positions), indent=2, ensure_ascii=False))
     else:
-        out.print(render.prediction_view(model, trace, all_positions))
-    out.save()
+        out.show(lambda everything: [render.prediction_view(model, trace, all_positions)])
 
 
 def _prediction_json(model, trace: run.Trace, all_positions: bool) -> dict:
@@ -85,6 +82,7 @@ def explain(
     block: BlockOption = None,
     head: HeadOption = None,
     position: PositionOption = None,
+    show_all: ShowAllOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
@@ -101,14 +99,15 @@ def explain(
     trace = run.trace(model, text, causal=not no_mask)
     named = any(name in explaining.BLOCK_STEPS for name in step or [])
     panels = explaining.steps(model, trace, wanted, block, head, position, every_step=named)
-    out.print(render.model_line(model))
-    out.print(Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"))
-    for note in (render.window_note(model, trace), render.mask_note(trace)):
-        if note:
-            out.print(note)
-    for panel in panels:
-        out.print(render.step_panel(panel))
-    out.save()
+
+    def view(everything: bool) -> list:
+        notes = [note for note in (render.window_note(model, trace), render.mask_note(trace)) if note]
+        return [render.model_line(model),
+                Text.assemble(("context ", "dim"), (trace.window, "bold"), f"  ({len(trace.window)} tokens)"),
+                *notes,
+                *[render.step_panel(panel, everything) for panel in panels]]
+
+    out.show(view, show_all)
 
 
 @app.command()

@@ -1,7 +1,5 @@
 """weights: show, validate, create and list weight files."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,8 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from handwired import convert, render
-from handwired.cli.app import (EXIT_USER_ERROR, ForceOption, HtmlOption, Output, SvgOption, WeightsOption,
+from handwired import render
+from handwired.cli.app import (EXIT_USER_ERROR, ForceOption, HtmlOption, Output, ShowAllOption, SvgOption, WeightsOption,
                                check_outputs, stdout, user_errors, weights_app)
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps, load, starter_document, validate, write_new
@@ -25,6 +23,7 @@ def weights_show(
     as_sparse: Annotated[
         bool, typer.Option("--sparse", help="Print the file in the sparse form instead: JSON to write back.")
     ] = False,
+    show_all: ShowAllOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
@@ -35,10 +34,11 @@ def weights_show(
         raise HandwiredError("--sparse prints JSON to write back and --svg/--html save the view: choose one")
     out = Output(svg, html, force, reading=(Path(model.source),))
     if as_sparse:
+        from handwired import convert  # here, as in weights_convert: other commands start faster without it
+
         typer.echo(dumps(convert.document(model, "sparse")), nl=False)
         return
-    out.print(render.weights_view(model))
-    out.save()
+    out.show(lambda everything: [render.weights_view(model, everything)], show_all)
 
 
 @weights_app.command("convert")
@@ -50,6 +50,7 @@ def weights_convert(
     force: Annotated[bool, typer.Option("--force", help="Replace an existing output file.")] = False,
 ) -> None:
     """Rewrite a weight file sparse or dense; constants and expressions are kept as written."""
+    from handwired import convert
     if to not in convert.FORMS:
         raise HandwiredError(f"--to {to!r}: expected {' or '.join(convert.FORMS)}")
     model = load(path)
