@@ -178,3 +178,15 @@ def test_watch_refuses_a_missing_file_and_a_stdout_that_is_not_a_terminal(tmp_pa
     result = subprocess.run([sys.executable, "-m", "handwired", "watch", str(path)], capture_output=True, text=True,
                             timeout=30, env={k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")})
     assert result.returncode == 2 and "stdout is not a terminal" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_value_that_changed_to_zero_is_marked_not_folded_away():
+    from handwired.explain import Matrix
+    from handwired.render import matrix_table
+
+    values = np.array([[0.0, 2.0], [0.0, 0.0]])  # column x and row 1 are all zero: folded without marks
+    matrix = Matrix("m", "", values, ("r0", "r1"), ("x", "y"), "row", "column")
+    assert "hidden" in text_of(matrix_table(matrix))
+    changed = np.array([[False, False], [True, False]])  # r1's x was not 0 in the previous version
+    marked = text_of(matrix_table(matrix, changed=changed))
+    assert "hidden" not in marked and f"{CHANGED}0" in marked and "changed since the previous version (1)" in marked
