@@ -600,25 +600,23 @@ def _dims(check: _Checker, value: Any, n_embd: int | None) -> list[str] | None:
     if not isinstance(value, list) or (n_embd is not None and len(value) != n_embd):
         check.problem("dims", f"expected a list of {n_embd} labels (one per residual dim); found {_kind(value)}")
         return None
-    for i, label in enumerate(value):
+    return value if _labels_ok(check, value, "dims") else None
+
+
+def _labels_ok(check: _Checker, labels: list[Any], path: str) -> bool:
+    """Labels for an axis: non-empty strings, each once; one that is a number must be its own index."""
+    for i, label in enumerate(labels):
         if not isinstance(label, str) or not label.strip():
-            check.problem(f"dims[{i}]", f"expected a non-empty label; found {_kind(label)}")
-            return None
-        if label in value[:i]:
-            check.problem(f"dims[{i}]", f"{label!r} appears twice")
-            return None
-        if not _own_index(label, i, check, f"dims[{i}]"):
-            return None
-    return value
-
-
-def _own_index(label: str, i: int, check: _Checker, path: str) -> bool:
-    """A label that is a number must be its own index: elsewhere it would mean two things."""
-    number = _as_index(label)
-    if number is not None and number != i:
-        check.problem(path, f"{label!r} is a number but labels entry {i}; "
-                            f"in a sparse matrix {label!r} would mean two things")
-        return False
+            check.problem(f"{path}[{i}]", f"expected a non-empty label; found {_kind(label)}")
+            return False
+        if label in labels[:i]:
+            check.problem(f"{path}[{i}]", f"{label!r} appears twice")
+            return False
+        number = _as_index(label)
+        if number is not None and number != i:  # in a sparse matrix it would mean two things
+            check.problem(f"{path}[{i}]", f"{label!r} is a number but labels entry {i}; "
+                                          f"in a sparse matrix {label!r} would mean two things")
+            return False
     return True
 
 
@@ -707,15 +705,8 @@ def _hidden(check: _Checker, mlp: dict[str, Any], path: str) -> Axis | None:
     meaning = "one per hidden unit"
     value = mlp.get("hidden")
     if isinstance(value, list):
-        for i, label in enumerate(value):
-            if not isinstance(label, str) or not label.strip():
-                check.problem(f"{path}.hidden[{i}]", f"expected a non-empty label; found {_kind(label)}")
-                return None
-            if label in value[:i]:
-                check.problem(f"{path}.hidden[{i}]", f"{label!r} appears twice")
-                return None
-            if not _own_index(label, i, check, f"{path}.hidden[{i}]"):
-                return None
+        if not _labels_ok(check, value, f"{path}.hidden"):
+            return None
         if not value:
             check.problem(f"{path}.hidden", "expected at least one hidden unit; found an empty list")
             return None

@@ -84,7 +84,10 @@ def reference_forward(params, tokens, n_head, causal=True):
 
 
 def random_params(rng, n_vocab=3, n_ctx=6, n_embd=8, n_layer=2, n_hidden=12, layer_norm=True, mlp=True):
-    """Random weights in handwired's parameter layout, to test the general case."""
+    """Random weights in handwired's parameter layout, to test the general case.
+
+    ``mlp`` is True, False, or a list of each block's MLP width (None: that block has no MLP).
+    """
 
     def linear(n_in, n_out):
         return {"w": rng.normal(0, 0.7, (n_in, n_out)), "b": rng.normal(0, 0.3, n_out)}
@@ -92,13 +95,14 @@ def random_params(rng, n_vocab=3, n_ctx=6, n_embd=8, n_layer=2, n_hidden=12, lay
     def norm():
         return {"g": rng.normal(1, 0.2, n_embd), "b": rng.normal(0, 0.2, n_embd)}
 
+    widths = list(mlp) if isinstance(mlp, (list, tuple)) else [n_hidden if mlp else None] * n_layer
     blocks = []
-    for _ in range(n_layer):
+    for width in widths:
         block = {"attn": {"c_attn": linear(n_embd, 3 * n_embd), "c_proj": linear(n_embd, n_embd)}}
         if layer_norm:
             block["ln_1"] = norm()
-        if mlp:
-            block["mlp"] = {"c_fc": linear(n_embd, n_hidden), "c_proj": linear(n_hidden, n_embd)}
+        if width is not None:
+            block["mlp"] = {"c_fc": linear(n_embd, width), "c_proj": linear(width, n_embd)}
             if layer_norm:
                 block["ln_2"] = norm()
         blocks.append(block)

@@ -1,0 +1,42 @@
+"""Hand a model to TransformerLens and take one back.
+
+:func:`export_folder` writes a folder TransformerLens loads in a few lines
+(config.json, model.safetensors, vocab.json, handwired.json, README.md);
+:func:`import_folder` reads such a folder, or a TransformerLens state dict saved
+the same way, into a ``handwired/1`` weight file. The numbers pass through
+unchanged both ways; constants and expressions in the weight file do not survive.
+Both need only numpy and the ``safetensors`` package (``handwired[export]``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from handwired.errors import HandwiredError
+from handwired.interop.folder import FILES, check_output_folder, export_files, read_folder, write_folder
+from handwired.interop.loader import TESTED
+from handwired.weightfile import write_new
+
+TARGETS = ("transformer-lens",)
+
+
+def export_folder(model, folder: Path, force: bool = False) -> dict[str, bytes]:
+    """Write the model's TransformerLens folder; return the files written."""
+    check_output_folder(folder, force)
+    files = export_files(model)
+    write_folder(folder, files, force)
+    return files
+
+
+def import_folder(folder: Path, output: Path, force: bool = False, vocab: str | None = None):
+    """Read a TransformerLens folder into a new weight file; return the model it holds."""
+    text, model = read_folder(folder, vocab)
+    try:
+        write_new(output, text, force=force)
+    except OSError as error:  # a read-only folder, a full disk
+        raise HandwiredError(f"{output}: cannot write: {error.strerror or error}") from None
+    return model
+
+
+__all__ = ["FILES", "TARGETS", "TESTED", "check_output_folder", "export_folder", "import_folder",
+           "export_files", "read_folder", "write_folder"]

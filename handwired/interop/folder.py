@@ -1,0 +1,210 @@
+"""The TransformerLens folder: writing it (atomically, byte for byte the same each time) and reading it back.
+
+A folder holds ``config.json`` (the ``HookedTransformerConfig`` arguments),
+``model.safetensors`` (the state dict), ``vocab.json`` (token id -> character),
+``handwired.json`` (the labels TransformerLens has no place for: dims, name,
+example, target) and ``README.md`` (how to load it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from handwired.errors import HandwiredError
+from handwired.interop import convert
+from handwired.interop.loader import readme
+from handwired import convert as forms
+from handwired.weightfile import MAX_FILE_BYTES, dumps, parse
+
+CONFIG, WEIGHTS, VOCAB, LABELS, README = "config.json", "model.safetensors", "vocab.json", "handwired.json", "README.md"
+FILES = (CONFIG, WEIGHTS, VOCAB, LABELS, README)
+MAX_WEIGHTS_BYTES = 4 * MAX_FILE_BYTES  # float64 tensors of a model handwired can still write as JSON
+INSTALL = "pip install 'handwired[export]'"
+
+
+def safetensors_numpy():
+    """safetensors' numpy half (no torch needed); a one-line message if it is not installed."""
+    try:
+        import safetensors.numpy
+    except ImportError:
+        raise HandwiredError(f"TransformerLens folders need the safetensors package: {INSTALL}") from None
+    return safetensors.numpy
+
+
+# ---------------------------------------------------------------- export
+
+
+def export_files(model) -> dict[str, bytes]:
+    """Every file of the folder, as bytes; the same model always gives the same bytes."""
+    save = safetensors_numpy().save
+    config = convert.to_config(model)
+    state = convert.to_state_dict(model)
+    labels = {"name": model.name, "description": model.description,
+              "dims": list(model.dims), "example": model.example, "target": model.target}
+    return {
+        CONFIG: _json(config),
+        WEIGHTS: save(state),
+        VOCAB: _json({str(i): token for i, token in enumerate(model.vocab)}),
+        LABELS: _json(labels),
+        README: readme(model, config).encode("utf-8"),
+    }
+
+
+def _json(value: Any) -> bytes:
+    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def write_folder(folder: Path, files: dict[str, bytes], force: bool = False) -> None:
+    """Build the folder beside its place and rename it in, so no half-written folder is ever seen.
+
+    ``force`` replaces an earlier export, never a folder holding anything an export does not write.
+    """
+    check_output_folder(folder, force)
+    parent = folder.parent
+    temp = aside = None
+    try:
+        temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=parent))
+        for name, data in files.items():
+            (temp / name).write_bytes(data)
+        mask = os.umask(0)
+        os.umask(mask)
+        temp.chmod(0o777 & ~mask)  # mkdtemp makes it private; an export is an ordinary folder
+        if folder.exists():
+            aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=parent))
+            os.rename(folder, aside / folder.name)
+        os.rename(temp, folder)
+    except BaseException as error:
+        if aside is not None and (aside / folder.name).exists() and not folder.exists():
+            os.rename(aside / folder.name, folder)  # put the earlier export back
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+        if isinstance(error, OSError):
+            raise HandwiredError(f"{folder}: cannot write: {error.strerror or error}") from None
+        raise
+    finally:
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+
+
+def check_output_folder(folder: Path, force: bool) -> None:
+    """Refuse an output folder before any work: it exists (without --force), is a file, or holds other things."""
+    if folder.exists() or folder.is_symlink():
+        if not folder.is_dir() or folder.is_symlink():
+            raise HandwiredError(f"{folder}: already exists and is not a folder; choose another name")
+        if not force:
+            raise HandwiredError(f"{folder}: already exists; use --force to replace it")
+        strangers = sorted(entry.name for entry in folder.iterdir() if entry.name not in FILES)
+        if strangers:
+            raise HandwiredError(f"{folder}: holds {strangers[0]!r}, which an export does not write; "
+                                 "not replacing it, even with --force")
+    parent = folder.parent
+    if not parent.is_dir():
+        raise HandwiredError(f"{folder}: folder {parent} does not exist")
+
+
+# ---------------------------------------------------------------- import
+
+
+def read_folder(folder: Path, vocab: str | None = None) -> tuple[str, Any]:
+    """A TransformerLens folder -> (the handwired/1 JSON text, the model it loads as).
+
+    ``vocab`` gives the tokens when the folder has no vocab.json (a state dict saved by hand).
+    """
+    if not folder.exists():
+        raise HandwiredError(f"{folder}: no such folder")
+    if not folder.is_dir():
+        raise HandwiredError(f"{folder}: is not a folder (expected {CONFIG}, {WEIGHTS} and {VOCAB} in one)")
+    config_path = folder / CONFIG
+    sizes = convert.read_config(_read_json(config_path), str(config_path))
+    numbers = sum(math.prod(shape) for shape in convert.expected_shapes(sizes).values())
+    if 2 * numbers > MAX_FILE_BYTES:  # at least "0," for each number
+        raise HandwiredError(f"{config_path}: {numbers:,} weights would make a file larger than handwired reads "
+                             f"({MAX_FILE_BYTES:,} bytes)")
+    tokens = _vocab(folder, sizes["d_vocab"], vocab)
+    weights_path = folder / WEIGHTS
+    state = convert.check_tensors(_read_tensors(weights_path), sizes, str(weights_path))
+    labels = _labels(folder / LABELS, sizes["d_model"])
+    doc = convert.to_document(state, sizes, tokens, labels)
+    model, problems = parse(doc, source=str(folder))
+    if problems:
+        raise HandwiredError(f"{folder}: would not make a valid weight file: {problems[0]}")
+    text = dumps(forms.document(model, "sparse"))  # as a person would write it: non-zero entries by label
+    if len(text.encode("utf-8")) > MAX_FILE_BYTES:
+        raise HandwiredError(f"{folder}: the weight file would be larger than handwired reads ({MAX_FILE_BYTES:,} bytes)")
+    return text, model
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise HandwiredError(f"{path}: missing (a TransformerLens folder has {CONFIG}, {WEIGHTS} and {VOCAB})")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise HandwiredError(f"{path}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+    except json.JSONDecodeError as error:
+        raise HandwiredError(f"{path}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
+
+
+def _read_tensors(path: Path) -> dict[str, np.ndarray]:
+    load = safetensors_numpy().load
+    if not path.is_file():
+        raise HandwiredError(f"{path}: missing (a TransformerLens folder has {CONFIG}, {WEIGHTS} and {VOCAB})")
+    try:
+        if path.stat().st_size > MAX_WEIGHTS_BYTES:
+            raise HandwiredError(f"{path}: far too large for a model handwired can hold (at most {MAX_WEIGHTS_BYTES:,} bytes)")
+        state = load(path.read_bytes())
+    except HandwiredError:
+        raise
+    except OSError as error:
+        raise HandwiredError(f"{path}: cannot read: {error.strerror}") from None
+    except Exception as error:  # safetensors' own error type, or numpy refusing a dtype such as bfloat16
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise HandwiredError(f"{path}: not a readable safetensors file: {reason}") from None
+    return state
+
+
+def _vocab(folder: Path, d_vocab: int, given: str | None) -> list[str]:
+    path = folder / VOCAB
+    if given is not None:
+        tokens = list(given)
+        where = "--vocab"
+    elif path.exists():
+        mapping = _read_json(path)
+        if not isinstance(mapping, dict) or set(mapping) != {str(i) for i in range(len(mapping))}:
+            raise HandwiredError(f"{path}: expected an object from token id to character, "
+                                 "{\"0\": \"a\", \"1\": \"b\", …}")
+        tokens = [mapping[str(i)] for i in range(len(mapping))]
+        where = str(path)
+    else:
+        raise HandwiredError(f"{path}: missing; give the tokens in id order with --vocab, e.g. --vocab "
+                             f"{'abcdefghijklmnopqrstuvwxyz'[:min(d_vocab, 26)]}")
+    if len(tokens) != d_vocab:
+        raise HandwiredError(f"{where}: {len(tokens)} tokens, the config has d_vocab {d_vocab}")
+    for i, token in enumerate(tokens):
+        if not isinstance(token, str) or len(token) != 1:
+            raise HandwiredError(f"{where}: token {i} is {token!r}; handwired's tokens are single characters")
+        if token in tokens[:i]:
+            raise HandwiredError(f"{where}: token {token!r} appears twice")
+    return tokens
+
+
+def _labels(path: Path, d_model: int) -> dict[str, Any]:
+    """What an export saved beside the weights: dims, name, example, target. Optional; checked by parse later."""
+    if not path.exists():
+        return {}
+    labels = _read_json(path)
+    if not isinstance(labels, dict):
+        raise HandwiredError(f"{path}: expected an object with dims, name, description, example, target")
+    dims = labels.get("dims")
+    if dims is not None and (not isinstance(dims, list) or len(dims) != d_model):
+        raise HandwiredError(f"{path}: dims: expected {d_model} labels (d_model); found "
+                             f"{len(dims) if isinstance(dims, list) else type(dims).__name__}")
+    return {key: labels.get(key) for key in ("name", "description", "dims", "example", "target")}

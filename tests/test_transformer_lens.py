@@ -1,0 +1,194 @@
+"""An exported folder in the real TransformerLens computes what handwired computes.
+
+Needs torch and transformer-lens, which the main test run does not install: this
+module runs in its own environment (``.ci/transformer-lens``, see the README). There
+HANDWIRED_REQUIRE_TL=1 is set, so a missing library fails the run instead of skipping;
+and in CI (CI=true) the main run fails here unless that comparison has passed.
+
+Each model is exported, loaded with the very loading code the folder's README gives,
+and run on every context of length 1 … min(n_ctx, 6); logits and the attention hooks
+must agree with handwired's to 1e-9 of their size.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_interop import random_model
+
+from handwired.forward import forward
+from handwired.interop import export_folder, import_folder
+from handwired.interop.loader import LOAD_V3, LOAD_V4, TESTED
+from handwired.weightfile import bundled_models, load
+
+try:
+    import torch
+    import transformer_lens
+    from importlib.metadata import version
+
+    TL_VERSION = version("transformer-lens")
+except ImportError as error:  # pragma: no cover - depends on the environment
+    # .ci/transformer-lens leaves this behind once the comparison has passed in .venv-tl
+    COMPARED = Path(__file__).resolve().parent.parent / ".venv-tl" / "compared"
+    in_ci = os.environ.get("CI", "").lower() in ("true", "1")
+    if os.environ.get("HANDWIRED_REQUIRE_TL") == "1" or (in_ci and not COMPARED.is_file()):
+        raise RuntimeError(f"the comparison with TransformerLens must run here, but TransformerLens cannot be "
+                           f"imported ({error}) and no {COMPARED} says it passed in .venv-tl: run .ci/transformer-lens") from None
+    if COMPARED.is_file():
+        pytest.skip(f"compared in .venv-tl with TransformerLens {COMPARED.read_text().strip()}", allow_module_level=True)
+    pytest.skip(f"TransformerLens not installed ({error}); run .ci/transformer-lens", allow_module_level=True)
+
+MAJOR = TL_VERSION.split(".")[0]
+# 3.x warns that HookedTransformer goes away in 4.0; the 3.x loader is tested on purpose
+pytestmark = pytest.mark.filterwarnings("ignore:HookedTransformer is deprecated:DeprecationWarning")
+TOLERANCE = 1e-9
+MAX_LENGTH = 6
+ATTENTION_HOOKS = ("hook_q", "hook_k", "hook_v", "hook_pattern", "hook_z")
+
+
+RANDOM = {
+    # the forward pass tests' set: (n_head, layer_norm, mlp, n_layer)
+    f"random h{h} ln{int(ln)} mlp{int(mlp)} L{n}": (lambda h=h, ln=ln, mlp=mlp, n=n: random_model(h * 100 + n, h, ln, mlp, n))
+    for h, ln, mlp, n in [(1, False, False, 1), (2, False, False, 1), (4, True, False, 2), (2, False, True, 2),
+                          (4, True, True, 2), (8, True, True, 3)]
+}
+# blocks with MLPs of different widths and one without: zero padding and a zero MLP
+RANDOM["random mixed widths"] = lambda: random_model(21, 2, False, [5, None, 12])
+RANDOM["random mixed widths, LayerNorm"] = lambda: random_model(22, 4, True, [None, 3, 9])
+SOLUTIONS = sorted((Path(__file__).resolve().parent.parent / "puzzles" / "solutions").glob("*.json"))
+MODELS = {
+    **{f"bundled {name}": (lambda name=name: load(name)) for name in bundled_models()},
+    **{f"solution {path.stem}": (lambda path=path: load(str(path))) for path in SOLUTIONS},  # hand-wired too
+    **RANDOM,
+}
+
+
+def load_in_transformer_lens(folder: Path):
+    """The README's own loading code, run as a user would."""
+    namespace: dict = {}
+    exec(LOAD_V4 if MAJOR == "4" else LOAD_V3, namespace)
+    return namespace["load_handwired"](str(folder))
+
+
+def every_context(n_vocab: int, length: int) -> np.ndarray:  # -> [n_vocab**length, length]
+    grid = np.meshgrid(*[np.arange(n_vocab)] * length, indexing="ij")
+    # contiguous: TransformerLens 3.x's MLP views its input and fails on a transposed batch
+    return np.ascontiguousarray(np.array(grid).reshape(length, -1).T)
+
+
+def relative_error(found, expected) -> float:
+    found, expected = np.asarray(found), np.asarray(expected)
+    assert found.shape == expected.shape, (found.shape, expected.shape)
+    return float(np.max(np.abs(found - expected)) / max(1.0, float(np.max(np.abs(expected)))))
+
+
+def test_versions_match_the_readme():
+    assert TL_VERSION == TESTED[MAJOR], f"README says {TESTED[MAJOR]} was tested, this is {TL_VERSION}"
+    assert torch.__version__.startswith("2.13.0")
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_transformer_lens_computes_what_handwired_computes(name, tmp_path):
+    model = MODELS[name]()
+    folder = tmp_path / "export"
+    export_folder(model, folder)
+    tl_model = load_in_transformer_lens(folder)
+    assert next(tl_model.parameters()).dtype == torch.float64
+    worst = {"logits": 0.0}
+    for length in range(1, min(model.n_ctx, MAX_LENGTH) + 1):
+        tokens = every_context(model.n_vocab, length)  # [batch, length]
+        record: dict = {}
+        expected = forward(model.params, tokens, model.n_head, record=record)
+        with torch.no_grad():
+            logits, cache = tl_model.run_with_cache(torch.from_numpy(tokens))
+        worst["logits"] = max(worst["logits"], relative_error(logits.numpy(), expected))
+        for i in range(model.n_layer):
+            for hook in ATTENTION_HOOKS:
+                key = f"blocks.{i}.attn.{hook}"
+                worst[hook] = max(worst.get(hook, 0.0), relative_error(cache[key].numpy(), record[key]))
+            check_conventions(model, i, cache, record)
+    print(f"\n{name} (TransformerLens {TL_VERSION}): worst relative error {worst}")
+    assert all(error <= TOLERANCE for error in worst.values()), worst
+
+
+def check_conventions(model, i, cache, record):
+    """The hooks whose meaning differs between handwired and TransformerLens, as the README documents."""
+    scores = cache[f"blocks.{i}.attn.hook_attn_scores"].numpy()
+    if MAJOR == "4":
+        # on the boot_native path, 4.x stores the softmax pattern under hook_attn_scores
+        assert relative_error(scores, record[f"blocks.{i}.attn.hook_pattern"]) <= TOLERANCE
+    else:
+        # 3.x: scaled, masked scores, −∞ above the diagonal, as handwired records them
+        expected = record[f"blocks.{i}.attn.hook_attn_scores"]
+        assert np.array_equal(np.isneginf(scores), np.isneginf(expected))
+        finite = np.isfinite(expected)
+        assert relative_error(scores[finite], expected[finite]) <= TOLERANCE
+    block = model.params["blocks"][i]
+    norms = [(f"blocks.{i}.ln1", block.get("ln_1")), (f"blocks.{i}.ln2", block.get("ln_2"))]
+    if i == model.n_layer - 1:
+        norms.append(("ln_final", model.params.get("ln_f")))
+    for name, norm in norms:
+        if norm is None:
+            continue
+        after = record[f"{name}.hook_normalized"]  # handwired: after gain and bias, what the next layer reads
+        before = cache[f"{name}.hook_normalized"].numpy()  # TransformerLens (3.x and 4.x): before them
+        assert relative_error(before * norm["g"] + norm["b"], after) <= TOLERANCE
+        if MAJOR == "4":  # 4.x also has the output of the whole LayerNorm
+            assert relative_error(cache[f"{name}.hook_out"].numpy(), after) <= TOLERANCE
+
+
+def test_the_folders_readme_runs_as_written(tmp_path, monkeypatch, capsys):
+    import re
+
+    model = load("multihead")
+    folder = tmp_path / "export"
+    export_folder(model, folder)
+    loader_v4, loader_v3, use = re.findall(r"```python\n(.*?)```", (folder / "README.md").read_text(), re.S)
+    monkeypatch.chdir(folder)
+    namespace: dict = {}
+    exec(loader_v4 if MAJOR == "4" else loader_v3, namespace)
+    exec(use, namespace)
+    printed = capsys.readouterr().out.splitlines()
+    expected = re.search(r"argmax\(\)\]\)\s+# (\S+)", use).group(1)  # the prediction the README promises
+    assert printed[0] == expected
+    example = re.search(r'for c in "(\w+)"', use).group(1)
+    assert printed[0] == model.vocab[int(forward(model.params, model.encode(example)[None], model.n_head)[0, -1].argmax())]
+
+
+@pytest.mark.skipif(MAJOR != "3", reason="HookedTransformer.state_dict() is the 3.x format; 4.x saves bridge keys")
+def test_a_transformer_lens_state_dict_imports_exactly(tmp_path):
+    """A model TransformerLens made itself (random init, tied and bias-free unembedding) comes into handwired exactly."""
+    import json
+
+    from safetensors.torch import save_file
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+    config = {"d_model": 12, "d_head": 4, "n_heads": 3, "n_layers": 2, "n_ctx": 7, "d_vocab": 5, "d_mlp": 10,
+              "act_fn": "gelu_new", "normalization_type": "LN", "positional_embedding_type": "standard",
+              "default_prepend_bos": False, "seed": 3}
+    tl_model = HookedTransformer(HookedTransformerConfig(**config, dtype=torch.float64))
+    with torch.no_grad():
+        for name, parameter in tl_model.named_parameters():
+            if name.endswith(("ln1.w", "ln2.w", "ln_final.w")):
+                parameter.normal_(1, 0.2)
+            elif name.endswith((".b", "b_Q", "b_K", "b_V", "b_O", "b_in", "b_out")):
+                parameter.normal_(0, 0.3)
+        tl_model.unembed.W_U.copy_(tl_model.embed.W_E.T)
+        tl_model.unembed.b_U.zero_()
+    folder = tmp_path / "from-tl"
+    folder.mkdir()
+    save_file({k: v.contiguous() for k, v in tl_model.state_dict().items()}, str(folder / "model.safetensors"))
+    # the whole config as TransformerLens holds it, every default included
+    (folder / "config.json").write_text(json.dumps(tl_model.cfg.to_dict(), default=str))
+    model = import_folder(folder, tmp_path / "model.json", vocab="abcde")
+    assert load(str(tmp_path / "model.json")).dims == model.dims
+    tokens = every_context(5, 4)
+    with torch.no_grad():
+        expected = tl_model(torch.from_numpy(tokens)).numpy()
+    assert relative_error(forward(model.params, tokens, model.n_head), expected) <= TOLERANCE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q", "-s"]))
