@@ -75,19 +75,25 @@ def timed(function, *args):
     return result, time.perf_counter() - start
 
 
-def run_child(args: list[str]) -> tuple[float, float, str]:
+def run_child(args: list[str], allowed: tuple[int, ...] = (0,)) -> tuple[float, float, str]:
     """Run a command; return its wall time, its own peak memory in MB, and its stdout."""
+    seconds, usage, stdout = run_child_usage(args, allowed)
+    return seconds, usage.ru_maxrss / 1024, stdout
+
+
+def run_child_usage(args: list[str], allowed: tuple[int, ...] = (0,)):
+    """Run a command; return its wall time, its own resource usage (CPU time, peak memory), and its stdout."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         child = subprocess.Popen(args, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(child.pid, 0)  # wait4, unlike wait, reports this child's own peak memory
+        _, status, usage = os.wait4(child.pid, 0)  # wait4, unlike wait, reports this child's own usage
         seconds = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        if child.returncode != 0:
+        if child.returncode not in allowed:
             raise SystemExit(f"{' '.join(args)} failed ({child.returncode}):\n{err.read()}")
-        return seconds, usage.ru_maxrss / 1024, out.read()
+        return seconds, usage, out.read()
 
 
 def verdict(ok: bool) -> str:

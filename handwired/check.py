@@ -28,10 +28,15 @@ from handwired.errors import HandwiredError
 from handwired.forward import softmax
 from handwired.run import top_token
 from handwired.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, Judgement, PatternRule, Rule
+from handwired.tree import TreeBatch, evaluate_tree
 from handwired.weightfile import Model
 
 BATCH = 65536  # contexts judged at a time: bounds memory however many there are
-MAX_EXHAUSTIVE = 20_000_000  # about half a minute of checking on a small machine
+MAX_EXHAUSTIVE = 20_000_000  # about half a minute for a one-block model on 2 cores; the refusal estimates the rest
+# The cost of an exhaustive check, for the estimate in the refusal (see estimated_seconds).
+SECONDS_PER_CHECK, SECONDS_PER_CONTEXT, SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_GELU, SECONDS_PER_SCORE = (
+    0.1, 0.3e-6, 0.1e-9, 15e-9, 80e-9
+)
 NEAR_MISS = 1.0  # logits: a margin below this means a small edit could flip an answer
 
 
@@ -39,6 +44,7 @@ NEAR_MISS = 1.0  # logits: a margin below this means a small edit could flip an 
 class Batch:
     contexts: np.ndarray  # [n, n_seq] token ids, one length per batch
     judgement: Judgement
+    logits: np.ndarray | None = None  # [n, n_vocab] when the plan has evaluated the contexts already
 
 
 @dataclass(frozen=True)
@@ -162,19 +168,49 @@ def count_contexts(model: Model, min_length: int = 1) -> int:
     return sum(model.n_vocab**length for length in _lengths(model, min_length))
 
 
-def all_contexts(model: Model, min_length: int = 1) -> Iterator[np.ndarray]:
-    """Every context of length min_length…n_ctx, shortest first, in vocab order: [n, length] ids a batch at a time."""
-    dtype = np.min_scalar_type(model.n_vocab)
+def contexts_of(length: int, first: int, n: int, n_vocab: int) -> np.ndarray:
+    """Contexts first…first+n-1 of ``length`` in base-n_vocab order: [n, length] token ids (the digits)."""
+    place = n_vocab ** np.arange(length - 1, -1, -1, dtype=np.int64)
+    index = np.arange(first, first + n, dtype=np.int64)
+    return ((index[:, None] // place) % n_vocab).astype(np.min_scalar_type(n_vocab))
+
+
+def exhaustive_contexts(model: Model, min_length: int = 1) -> Iterator[np.ndarray]:
+    """Every context of length min_length…n_ctx, shortest first, in vocab order, BATCH at a time."""
     for length in _lengths(model, min_length):
-        place = model.n_vocab ** np.arange(length - 1, -1, -1, dtype=np.int64)
         count = model.n_vocab**length
-        for start in range(0, count, BATCH):
-            index = np.arange(start, min(start + BATCH, count), dtype=np.int64)
-            yield ((index[:, None] // place) % model.n_vocab).astype(dtype)  # base-n_vocab digits
+        for first in range(0, count, BATCH):
+            yield contexts_of(length, first, min(BATCH, count - first), model.n_vocab)
+
+
+def estimated_seconds(model: Model, contexts: int) -> float:
+    """Roughly how long an exhaustive check of ``contexts`` takes on a 2-core machine.
+
+    The tree computes one new position per context and block (handwired.tree):
+    a cost per context (judging, bookkeeping), per multiply-add, per GELU, and
+    per score, which the n_vocab siblings of a parent compute together.
+    Fitted to benchmarks/bench_exhaustive.py on a quiet 2-core machine.
+    """
+    n, n_keys = model.n_embd, model.n_ctx + model.n_vocab
+    per_context = SECONDS_PER_CONTEXT
+    for i, block in enumerate(model.params["blocks"]):
+        hidden = block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0
+        multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden + 2 * n * n_keys  # block 0: q, k, v looked up
+        per_context += multiply_adds * SECONDS_PER_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
+        per_context += n_keys * model.n_head * SECONDS_PER_SCORE / model.n_vocab
+    return SECONDS_PER_CHECK + contexts * per_context
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= 1.5 * size:
+            return f"{round(seconds / size):,} {unit}s"
+    whole = max(1, round(seconds))
+    return f"{whole} second{'s' * (whole != 1)}"
 
 
 def random_contexts(model: Model, n: int, seed: int = 0, min_length: int = 1) -> Callable[[], Iterator[np.ndarray]]:
-    """``n`` contexts drawn uniformly (with replacement) from :func:`all_contexts`'s set, shortest first.
+    """``n`` contexts drawn uniformly (with replacement) from :func:`exhaustive_contexts`'s set, shortest first.
 
     Returns a function that yields the same batches each time it is called.
     """
@@ -197,18 +233,32 @@ def random_contexts(model: Model, n: int, seed: int = 0, min_length: int = 1) ->
 
 
 def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = MAX_EXHAUSTIVE) -> Plan:
-    """Every context of length min_length…n_ctx over the vocab, shortest first, in vocab order."""
+    """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes."""
     total = count_contexts(model, min_length)
     if total > limit:
         raise HandwiredError(
-            f"--exhaustive: {model.n_vocab}^1 + … + {model.n_vocab}^{model.n_ctx} = {total:,} contexts, "
-            f"more than the {limit:,} handwired will enumerate; check a random sample instead, "
-            f"e.g. --sample 1000000 --seed 0"
+            f"--exhaustive: {model.n_vocab}^{min_length} + … + {model.n_vocab}^{model.n_ctx} = {total:,} contexts, "
+            f"more than the {limit:,} handwired will enumerate (about {_duration(estimated_seconds(model, total))} "
+            f"of checking for this model); check a random sample instead, e.g. --sample 1000000 --seed 0"
         )
 
+    def judged(runs: list[TreeBatch]) -> Batch:
+        runs = sorted(runs, key=lambda run: run.first)  # threads interleave their runs; a batch is in vocab order
+        contexts = np.concatenate([contexts_of(r.length, r.first, len(r.logits), model.n_vocab) for r in runs])
+        return Batch(contexts, rule.judge(contexts), np.concatenate([r.logits for r in runs]))
+
     def batches() -> Iterator[Batch]:
-        for contexts in all_contexts(model, min_length):
-            yield Batch(contexts, rule.judge(contexts))
+        # The tree's batches are small; the rule judges them BATCH at a time, one length at a time.
+        pending: dict[int, list[TreeBatch]] = {}
+        counts: dict[int, int] = {}
+        for evaluated in evaluate_tree(model, min_length):
+            pending.setdefault(evaluated.length, []).append(evaluated)
+            counts[evaluated.length] = counts.get(evaluated.length, 0) + len(evaluated.logits)
+            if counts[evaluated.length] >= BATCH:
+                counts[evaluated.length] = 0
+                yield judged(pending.pop(evaluated.length))
+        for length in sorted(pending):
+            yield judged(pending[length])
 
     return Plan(
         description=f"every context of length {min_length}…{model.n_ctx} over {', '.join(model.vocab)} "
@@ -221,10 +271,10 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = 
 
 def sample_plan(model: Model, rule: Rule, n: int, seed: int = 0, min_length: int = 1) -> Plan:
     """``n`` contexts drawn uniformly (with replacement) from the exhaustive set."""
-    contexts_of = random_contexts(model, n, seed, min_length)
+    draw = random_contexts(model, n, seed, min_length)
 
     def batches() -> Iterator[Batch]:
-        for contexts in contexts_of():
+        for contexts in draw():
             yield Batch(contexts, rule.judge(contexts))
 
     return Plan(
@@ -270,7 +320,7 @@ def _order(model: Model, context: str) -> tuple[int, list[int]]:
 
 def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failure], show: int) -> None:
     contexts, status, acceptable = batch.contexts, batch.judgement.status, batch.judgement.acceptable
-    logits = next_logits_distinct(model, contexts)
+    logits = next_logits_distinct(model, contexts) if batch.logits is None else batch.logits
     best_right = np.where(acceptable, logits, -np.inf).max(axis=1)
     best_wrong = np.where(acceptable, -np.inf, logits).max(axis=1)
     margins = best_right - best_wrong  # +inf when every token is acceptable
@@ -285,11 +335,16 @@ def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failu
     report.out_of_domain += int((status == OUT_OF_DOMAIN).sum())
 
     if passing.any():
-        row = int(np.flatnonzero(passing)[np.argmin(margins[passing])])
-        if math.isfinite(margins[row]) and (report.margin is None or margins[row] < report.margin.value):
+        row = int(np.flatnonzero(passing)[np.argmin(margins[passing])])  # a batch is in vocab order
+        context = model.decode(contexts[row])
+        # On a tie the shortest context, then the first in vocab order, whatever order the batches come in.
+        if math.isfinite(margins[row]) and (
+            report.margin is None
+            or (margins[row], _order(model, context)) < (report.margin.value, _order(model, report.margin.context))
+        ):
             report.margin = Margin(
                 value=float(margins[row]),
-                context=model.decode(contexts[row]),
+                context=context,
                 right=model.vocab[int(np.argmax(np.where(acceptable[row], logits[row], -np.inf)))],
                 wrong=model.vocab[int(np.argmax(np.where(acceptable[row], -np.inf, logits[row])))],
             )

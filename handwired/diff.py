@@ -145,7 +145,7 @@ def compare(
         raise HandwiredError(f"--show {show}: expected 1 or more")
     total = checking.count_contexts(old)
     if sample is None and total <= limit:
-        batches: Iterator[np.ndarray] = checking.all_contexts(old)
+        batches: Iterator[np.ndarray] = checking.exhaustive_contexts(old)
         checked = f"every context of length 1…{old.n_ctx} over {', '.join(old.vocab)} ({total:,} contexts)"
     else:
         n = DEFAULT_SAMPLE if sample is None else sample

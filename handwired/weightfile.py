@@ -96,18 +96,27 @@ class Model:
 # ---------------------------------------------------------------- finding files
 
 
-def bundled_dir() -> Path:
-    """Where the bundled models are: inside the installed package, or weights/ in a checkout."""
+def bundled_folder(name: str) -> Path:
+    """A folder of bundled files (weights, puzzles): inside the installed package, or at the top of a checkout."""
     package = Path(__file__).resolve().parent  # a plain path: importlib.resources would cost every command ~3 ms
-    packaged = package / "weights"
-    return packaged if packaged.is_dir() else package.parent / "weights"
+    packaged = package / name
+    return packaged if packaged.is_dir() else package.parent / name
 
 
-def bundled_models() -> dict[str, Path]:
-    folder = bundled_dir()
+def json_files(folder: Path) -> dict[str, Path]:
+    """Name (the file's stem) -> path, for every .json file directly in ``folder``."""
     if not folder.is_dir():
         return {}
     return {path.stem: path for path in sorted(folder.glob("*.json"))}
+
+
+def bundled_dir() -> Path:
+    """Where the bundled models are: inside the installed package, or weights/ in a checkout."""
+    return bundled_folder("weights")
+
+
+def bundled_models() -> dict[str, Path]:
+    return json_files(bundled_dir())
 
 
 def resolve(spec: str) -> Path:

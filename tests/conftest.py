@@ -22,3 +22,23 @@ def write_json(tmp_path):
         return path
 
     return write
+
+
+PUZZLE_FIXTURES = Path(__file__).resolve().parent / "data" / "puzzles"
+
+
+@pytest.fixture(autouse=True)
+def handwired_home(tmp_path, monkeypatch):
+    """Progress goes to a fresh folder in every test, never the user's own."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HANDWIRED_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def fixture_puzzles(monkeypatch):
+    """Point handwired at the test puzzles in tests/data/puzzles instead of the bundled ones."""
+    import handwired.puzzles
+
+    monkeypatch.setattr(handwired.puzzles, "puzzles_dir", lambda: PUZZLE_FIXTURES)
+    return PUZZLE_FIXTURES

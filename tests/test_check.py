@@ -178,3 +178,18 @@ def test_stream_plan_yields_every_prefix_once_with_its_next_token(length, min_le
     assert plan.total == len(expected)
     with pytest.raises(HandwiredError, match="--min-length 5: longer than the stream's last prefix"):
         check.stream_plan(load("aab"), "aab", 5, 5)
+
+
+def test_the_refusal_estimates_the_time_from_the_model_and_the_count():
+    small = parse(params_to_document(random_params(np.random.default_rng(0), n_layer=1, mlp=False,
+                                                   layer_norm=False), 2, "abc", 6))[0]
+    deep = parse(params_to_document(random_params(np.random.default_rng(0), n_layer=3), 2, "abc", 6))[0]
+    fixed = check.estimated_seconds(small, 0)
+    assert check.estimated_seconds(small, 2_000_000) - fixed == pytest.approx(
+        2 * (check.estimated_seconds(small, 1_000_000) - fixed))  # a start, then so much per context
+    assert check.estimated_seconds(deep, 1_000_000) - fixed > 2 * (check.estimated_seconds(small, 1_000_000) - fixed)
+    duration = check._duration(check.estimated_seconds(deep, check.count_contexts(deep)))
+    with pytest.raises(HandwiredError, match=rf"1,092 contexts, more than the 1,000 .*\(about {duration} of checking"):
+        check.exhaustive_plan(deep, check.pattern_rule(deep, "abc"), limit=1000)
+    assert [check._duration(s) for s in (0.2, 1, 45, 100, 5400)] == [
+        "1 second", "1 second", "45 seconds", "2 minutes", "2 hours"]

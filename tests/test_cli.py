@@ -305,7 +305,8 @@ def test_exhaustive_refuses_a_model_too_large_to_enumerate(tmp_path):
     path = tmp_path / "wide.json"
     invoke("weights", "new", "-o", str(path), "--vocab", "abc", "--ctx", "16", "--embd", "4")
     line = user_error("check", "--exhaustive", "-w", str(path), "--target", "abc")
-    assert "64,570,080 contexts, more than the 20,000,000 handwired will enumerate" in line
+    assert "3^1 + … + 3^16 = 64,570,080 contexts, more than the 20,000,000 handwired will enumerate" in line
+    assert re.search(r"\(about \d+ (seconds|minutes|hours) of checking for this model\)", line), line
     assert "--sample 1000000 --seed 0" in line
 
 
@@ -355,5 +356,6 @@ def test_predict_loads_only_what_it_needs():
     assert "handwired.render" in loaded  # the probe is real: it sees what predict used
     for module in ("handwired.check", "handwired.batch", "handwired.rules", "handwired.attend", "handwired.attribution",
                    "handwired.convert", "handwired.interop", "concurrent.futures", "tempfile", "importlib.resources",
-                   "rich.progress", "rich._emoji_codes", "handwired.diff", "handwired.watch", "rich.live"):
+                   "rich.progress", "rich._emoji_codes", "handwired.puzzles", "handwired.progress", "rich.syntax",
+                   "handwired.diff", "handwired.watch", "rich.live"):
         assert module not in loaded, module

@@ -42,15 +42,27 @@ def check(
     near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = NEAR_MISS,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable verdict.")] = False,
     no_mask: Annotated[bool, typer.Option("--no-mask", help="Refused: a next-token check must not let the model see the future.")] = False,
+    puzzle: Annotated[
+        Optional[str], typer.Option(help="Judge the model as an answer to this puzzle, on every context by its rule.")
+    ] = None,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
 ) -> None:
-    """Score the model on its target pattern; exit code 0 only if nothing fails."""
+    """Score the model on its target pattern (or a puzzle's rule); exit code 0 only if nothing fails."""
     if no_mask:
         raise HandwiredError("--no-mask: check judges next-token predictions, and a model that sees the tokens after "
                              "a position can read the answer instead of predicting it; there is nothing to prove. "
                              "Use it with predict or explain")
+    if puzzle is not None:
+        given = [option for option, value in (("--target", target), ("--length", length), ("--exhaustive", exhaustive),
+                                              ("--sample", sample), ("--min-length", min_length)) if value not in (None, False)]
+        if given:
+            raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
+        from handwired.cli.puzzles import check_puzzle  # the same verdict as `handwired puzzles check`
+
+        check_puzzle(puzzle, weights, show, near_miss, as_json, svg, html, force)
+        return
     from handwired import check as checking  # here, not above: only check needs it, and predict starts faster
     model = load(weights)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
@@ -94,6 +106,7 @@ def failure_view(model, report: "checking.Report", near_miss: float, weights: st
         parts += [render.step_panel(panel, everything, reveal=shlex.join(again))
                   for panel in explaining.steps(model, trace, explaining.expand(["attention"]))]
     return parts
+
 
 
 def run_with_progress(model, plan: "checking.Plan", show: int, show_progress: bool) -> "checking.Report":

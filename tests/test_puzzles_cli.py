@@ -1,0 +1,280 @@
+"""The puzzles commands through CliRunner, on the test puzzles in tests/data/puzzles, progress in a tmp folder."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+from reference import params_to_document, random_params
+from test_cli import invoke, user_error
+
+from handwired import progress as progressing
+from handwired import puzzles
+from handwired.check import Report
+
+pytestmark = pytest.mark.usefixtures("fixture_puzzles")
+BUNDLED_DIR = puzzles.puzzles_dir  # the real lookup, kept before any test replaces it
+
+
+@pytest.fixture
+def solution(fixture_puzzles):
+    return str(fixture_puzzles / "solutions" / "aab.json")
+
+
+@pytest.fixture
+def starter(tmp_path):
+    path = tmp_path / "mine.json"
+    assert invoke("puzzles", "start", "aab", "-o", str(path)).exit_code == 0
+    return str(path)
+
+
+def flat(text):
+    """Output without box drawing and line breaks, so wrapped phrases can be found."""
+    return " ".join(text.translate({ord(c): " " for c in "│╭╮╰╯─┃━┏┓┗┛┡┩╇┳┻┼╋┣┫└┘┌┐├┤┬┴"}).split())
+
+
+def progress_file(home):
+    return json.loads((home / "progress.json").read_text())
+
+
+def test_puzzles_alone_lists_every_puzzle_by_level(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")  # one line per puzzle
+    for command in (["puzzles"], ["puzzles", "list"]):
+        result = invoke(*command)
+        assert result.exit_code == 0
+        out = flat(result.stdout)
+        assert out.index("first") < out.index("aab")  # level 1 before level 2
+        assert "Predict the context's first token." in out and "│ 8, 1, 1 " in result.stdout
+        assert "6, 2, 2, MLP" in out and "0 of 2 solved" in out
+
+
+def test_the_list_points_at_the_first_unsolved_puzzle(solution):
+    assert "0 of 2 solved. Start with: handwired puzzles show first" in flat(invoke("puzzles").stdout)
+    assert invoke("puzzles", "check", "aab", solution).exit_code == 0
+    assert "1 of 2 solved. Next: handwired puzzles show first" in flat(invoke("puzzles").stdout)
+
+
+def test_show_gives_story_rule_examples_caps_and_par():
+    out = invoke("puzzles", "show", "aab").stdout
+    for text in ("Two and one", "level 2", "A test puzzle: the published model.",
+                 "the repeating pattern 'aab', at every phase the context fits", "62 contexts",
+                 "not by the stream test", "ambiguous: a or b (not judged)", "out of domain (not judged)",
+                 "n_embd ≤ 8, heads ≤ 1, blocks ≤ 1, no MLP", "par: 26 non-zero parameters, n_embd 8, 1 head, 1 block, margin 1023",
+                 "hints: 0 of 2 revealed"):
+        assert text in flat(out), text
+    assert re.search(r"│ aab\s+│ a\s+│", out) and re.search(r"│ aabaa\s+│ b\s+│", out)
+
+
+def test_start_writes_a_starter_that_fits_and_refuses_to_overwrite(tmp_path, starter):
+    doc = json.loads(open(starter).read())
+    assert doc["vocab"] == ["a", "b"] and doc["n_ctx"] == 5 and doc["n_embd"] == 8 and doc["target"] == "aab"
+    assert "OK" in invoke("weights", "validate", starter).stdout
+    with open(starter, "a") as f:
+        f.write(" ")
+    edited = open(starter).read()
+    assert "already exists; use --force" in user_error("puzzles", "start", "aab", "-o", starter)
+    assert open(starter).read() == edited
+    assert invoke("puzzles", "start", "first", "-o", starter, "--force").exit_code == 0
+    first = json.loads(open(starter).read())
+    assert first["n_head"] == 2 and len(first["blocks"]) == 2 and "mlp" in first["blocks"][0]
+
+
+def test_start_and_check_default_to_the_puzzles_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert "first.json: no such file" in user_error("puzzles", "check", "first")
+    assert invoke("puzzles", "start", "first").exit_code == 0
+    assert (tmp_path / "first.json").is_file()
+    result = invoke("puzzles", "check", "first")
+    assert result.exit_code == 1 and "model first (first.json)" in result.stdout
+
+
+def test_check_a_starter_fails_with_counts_and_the_attention_view(starter, handwired_home):
+    result = invoke("puzzles", "check", "aab", starter)
+    assert result.exit_code == 1
+    out = result.stdout
+    assert "0 / 13 judged" in out and "48  out of domain" in out and "1  ambiguous" in out
+    assert "Why the shortest failing context 'b' fails" in out and "hook_pattern" in out
+    assert "Not solved yet" in out
+    assert not (handwired_home / "progress.json").exists() or not progress_file(handwired_home)["puzzles"]
+
+
+def test_check_a_solution_scores_it_against_par_and_remembers_it(solution, handwired_home):
+    result = invoke("puzzles", "check", "aab", solution)
+    assert result.exit_code == 0
+    assert "Solved puzzle 'aab'! Level with par." in result.stdout
+    saved = progress_file(handwired_home)["puzzles"]["aab"]
+    assert saved["solved"] is True and saved["best"]["parameters"] == 26
+    listed = invoke("puzzles").stdout
+    assert "✓ 26" in listed and "1 of 2 solved" in listed
+
+
+def test_a_better_score_replaces_the_best_and_a_worse_one_does_not(solution, aab_doc, write_json, handwired_home):
+    invoke("puzzles", "check", "aab", solution)
+    aab_doc["constants"]["Lg"] = 2048  # the same parameters, a margin of 2047 rather than 1023: better
+    data = json.loads(invoke("puzzles", "check", "aab", str(write_json(aab_doc)), "--json").stdout)
+    assert data["solved"] and data["new_best"] and data["score"]["margin"] == 2047
+    assert progress_file(handwired_home)["puzzles"]["aab"]["best"]["margin"] == 2047
+    data = json.loads(invoke("puzzles", "check", "aab", solution, "--json").stdout)
+    assert data["solved"] and not data["new_best"] and data["best"]["margin"] == 2047
+
+
+def test_check_json_has_counts_score_and_par(solution):
+    data = json.loads(invoke("puzzles", "check", "aab", solution, "--json").stdout)
+    assert data["puzzle"] == "aab" and data["ok"] and data["solved"]
+    assert (data["contexts"], data["passed"], data["failed"], data["ambiguous"], data["out_of_domain"]) == (62, 13, 0, 1, 48)
+    assert data["score"] == data["par"] == {"parameters": 26, "n_embd": 8, "n_head": 1, "n_layer": 1, "margin": 1023.0}
+
+
+def test_check_puzzle_through_the_ordinary_check_command_gives_the_same_verdict(solution, starter):
+    for file, code in ((solution, 0), (starter, 1)):
+        one = invoke("puzzles", "check", "aab", file, "--json")
+        other = invoke("check", "--puzzle", "aab", "-w", file, "--json")
+        assert one.exit_code == other.exit_code == code
+        first, second = json.loads(one.stdout), json.loads(other.stdout)
+        first.pop("new_best"), second.pop("new_best")
+        assert first == second
+    assert "--puzzle judges every context by the puzzle's rule; --exhaustive does not apply" in user_error(
+        "check", "--puzzle", "aab", "--exhaustive")
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda d: d.update(vocab=["b", "a"]), "it expects vocab a, b (in this order), the file has b, a"),
+        (lambda d: (d.update(n_ctx=6), d["wpe"].append([0] * 8)), "it expects n_ctx 5, the file has 6"),
+    ],
+)
+def test_caps_violations_are_one_line_and_exit_2(aab_doc, write_json, edit, message):
+    edit(aab_doc)
+    path = write_json(aab_doc)
+    for command in (["puzzles", "check", "aab", str(path)], ["check", "--puzzle", "aab", "-w", str(path)]):
+        line = user_error(*command)
+        assert line == f"error: {path}: does not fit puzzle 'aab': {message}"
+
+
+def test_too_wide_too_many_heads_blocks_and_an_mlp(tmp_path):
+    rng = np.random.default_rng(3)
+    doc = params_to_document(random_params(rng, n_vocab=2, n_ctx=5, n_embd=10, n_layer=2, n_hidden=4), 2, "ab", 5)
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(doc))
+    line = user_error("puzzles", "check", "aab", str(path))
+    assert ("it expects n_embd at most 8, the file has 10; n_head at most 1, the file has 2; blocks at most 1, "
+            "the file has 2; no MLP, the file has one in blocks[0], blocks[1]") in line
+
+
+def test_a_file_that_is_not_a_weight_file_is_one_line(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"format": "handwired/1"')
+    assert "bad.json: not valid JSON" in user_error("puzzles", "check", "aab", str(path))
+
+
+@pytest.mark.parametrize("command", [["show"], ["start"], ["check"], ["hint"], ["solution"]])
+def test_bad_puzzle_names_list_the_valid_ones(command, solution):
+    extra = [solution] if command == ["check"] else []
+    line = user_error("puzzles", *command, "abb", *extra)
+    assert line == "error: no puzzle named 'abb' (puzzles: first, aab)"
+
+
+def test_bad_name_through_check_puzzle():
+    assert "no puzzle named 'nope' (puzzles: first, aab)" in user_error("check", "--puzzle", "nope")
+
+
+def test_hints_one_more_each_time_and_all(handwired_home):
+    first = invoke("puzzles", "hint", "first").stdout
+    assert "hint 1 of 3: Every query can look at position 0." in first and "hint 2" not in first
+    second = invoke("puzzles", "hint", "first").stdout
+    assert "hint 1 of 3" in second and "hint 2 of 3: A constant query bias" in second and "hint 3" not in second
+    assert progress_file(handwired_home)["puzzles"]["first"]["hints"] == 2
+    every = invoke("puzzles", "hint", "first", "--all").stdout
+    assert "hint 3 of 3: Copy the token" in every
+    again = invoke("puzzles", "hint", "first").stdout
+    assert "That was the last hint" in again and again.count("hint ") >= 3
+    assert "hints: 3 of 3 revealed" in invoke("puzzles", "show", "first").stdout
+
+
+def test_solution_only_once_solved_or_spoiled(solution):
+    line = user_error("puzzles", "solution", "aab")
+    assert "puzzle 'aab' is not solved yet" in line and "--spoil" in line
+    spoiled = invoke("puzzles", "solution", "aab", "--spoil")
+    assert spoiled.exit_code == 0 and '"Lg": 1024' in spoiled.stdout and "par: 26 non-zero parameters" in spoiled.stdout
+    invoke("puzzles", "check", "aab", solution)
+    assert "scratch dim 'out'" in invoke("puzzles", "solution", "aab").stdout
+
+
+def test_interrupted_check_exits_130_and_records_nothing(solution, monkeypatch, handwired_home):
+    import handwired.cli.puzzles as cli_puzzles
+
+    def interrupted(model, plan, show, show_progress):
+        return Report(plan.description, plan.rule, plan.total, checked=3, passed=3, interrupted=True)
+
+    monkeypatch.setattr(cli_puzzles, "run_with_progress", interrupted)
+    result = invoke("puzzles", "check", "aab", solution)
+    assert result.exit_code == 130 and "Interrupted: 3 of 62" in result.stdout
+    assert not (handwired_home / "progress.json").exists()
+
+
+# ---------------------------------------------------------------- the progress file
+
+
+@pytest.mark.parametrize("content", ['{"format": "handwired-progress/1", "puzzles": ', "[1, 2]",
+                                     '{"format": "handwired-progress/1", "puzzles": {"aab": {"hints": -1}}}',
+                                     b"\xff\xfe not text"])
+def test_a_corrupt_progress_file_is_set_aside_reported_and_replaced(handwired_home, solution, content):
+    handwired_home.mkdir()
+    path = handwired_home / "progress.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    result = invoke("puzzles", "check", "aab", solution)
+    assert result.exit_code == 0 and "Solved" in result.stdout
+    warning = result.stderr.strip().splitlines()
+    assert len(warning) == 1 and "unreadable progress" in warning[0] and "set aside as progress.json.bad-" in warning[0]
+    aside = list(handwired_home.glob("progress.json.bad-*"))
+    assert len(aside) == 1
+    assert aside[0].read_bytes() == (content if isinstance(content, bytes) else content.encode())  # kept as it was
+    assert progress_file(handwired_home)["puzzles"]["aab"]["solved"] is True  # replaced, and this check recorded
+    assert invoke("puzzles").stderr == ""  # and read cleanly from then on
+
+
+def test_progress_that_cannot_be_saved_is_reported_not_fatal(tmp_path, monkeypatch, solution):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("HANDWIRED_HOME", str(blocker / "home"))
+    result = invoke("puzzles", "check", "aab", solution)
+    assert result.exit_code == 0 and "Solved" in result.stdout
+    assert "could not save progress" in result.stderr
+
+
+def test_progress_home_defaults_to_the_app_dir(monkeypatch):
+    import typer
+
+    monkeypatch.delenv("HANDWIRED_HOME")
+    assert str(progressing.home()) == typer.get_app_dir("handwired")
+
+
+def test_a_folder_of_new_puzzles_can_be_played_through_the_environment(monkeypatch, tmp_path, fixture_puzzles):
+    import shutil
+
+    import handwired.puzzles
+
+    monkeypatch.setattr(handwired.puzzles, "puzzles_dir", BUNDLED_DIR)  # the real lookup, which reads $HANDWIRED_PUZZLES
+    folder = tmp_path / "mine"
+    (folder / "solutions").mkdir(parents=True)
+    shutil.copy(fixture_puzzles / "first.json", folder)
+    shutil.copy(fixture_puzzles / "solutions" / "first.json", folder / "solutions")
+    monkeypatch.setenv("HANDWIRED_PUZZLES", str(folder))
+    assert handwired.puzzles.puzzles_dir() == folder
+    assert "no puzzle named 'aab' (puzzles: first)" in user_error("puzzles", "show", "aab")
+    assert invoke("puzzles", "check", "first", str(folder / "solutions" / "first.json")).exit_code == 0
+
+
+@pytest.mark.parametrize("name", list(puzzles.bundled_puzzles()))
+def test_every_bundled_puzzle_shows_its_statement_and_par(monkeypatch, name):
+    monkeypatch.setattr(puzzles, "puzzles_dir", BUNDLED_DIR)  # the bundled puzzles, not the test ones
+    monkeypatch.setenv("COLUMNS", "200")
+    puzzle = puzzles.load_puzzle(name)
+    result = invoke("puzzles", "show", name)
+    assert result.exit_code == 0
+    out = flat(result.stdout)
+    assert puzzle.title in out and f"{puzzle.n_contexts:,} contexts" in out
+    assert f"par: {puzzles.nonzero_parameters(puzzles.reference_solution(puzzle))} non-zero parameters" in out
+    for context in puzzle.examples:
+        assert f"{context} {puzzles.answer(puzzle, context).text()}" in out

@@ -1,0 +1,194 @@
+"""Rule kinds: hand-worked contexts, and every context against a plain Python version of each rule."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from handwired.errors import HandwiredError
+from handwired.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, FunctionRule, rule_from_spec
+
+# Plain, one-context-at-a-time versions of each kind, written from the rule's words:
+# a set of acceptable tokens, AMBIGUOUS, or OUT_OF_DOMAIN.
+
+
+def brute_pattern(pattern):
+    def rule(context):
+        stream = pattern * (len(context) // len(pattern) + 3)
+        following = {stream[i + len(context)] for i in range(len(pattern)) if stream[i : i + len(context)] == context}
+        return OUT_OF_DOMAIN if not following else AMBIGUOUS if len(following) > 1 else following
+    return rule
+
+
+def brute_first(context):
+    return {context[0]}
+
+
+def brute_previous(context):
+    return OUT_OF_DOMAIN if len(context) == 1 else {context[-2]}
+
+
+def brute_max(context):
+    return {sorted(context)[-1]}  # the fixtures' vocabs are in alphabetical order
+
+
+def brute_majority(context):
+    counts = {token: context.count(token) for token in set(context)}
+    best = max(counts.values())
+    leaders = [token for token, count in counts.items() if count == best]
+    return AMBIGUOUS if len(leaders) > 1 else set(leaders)
+
+
+def brute_same_last_two(same, different):
+    def rule(context):
+        if len(context) == 1:
+            return OUT_OF_DOMAIN
+        return {same if context[-1] == context[-2] else different}
+    return rule
+
+
+def brute_induction(context):
+    last = context[-1]
+    for p in range(len(context) - 2, -1, -1):
+        if context[p] == last:
+            return {context[p + 1]}
+    return OUT_OF_DOMAIN
+
+
+CASES = [  # (spec, vocab, brute force, longest context)
+    ({"kind": "pattern", "pattern": "aab"}, "ab", brute_pattern("aab"), 6),
+    ({"kind": "pattern", "pattern": "abc"}, "abc", brute_pattern("abc"), 5),
+    ({"kind": "pattern", "pattern": "aaab"}, "ab", brute_pattern("aaab"), 7),
+    ({"kind": "first"}, "abc", brute_first, 5),
+    ({"kind": "previous"}, "abc", brute_previous, 5),
+    ({"kind": "max"}, "abcd", brute_max, 5),
+    ({"kind": "majority"}, "ab", brute_majority, 7),
+    ({"kind": "majority"}, "abc", brute_majority, 5),
+    ({"kind": "same_last_two", "same": "a", "different": "b"}, "ab", brute_same_last_two("a", "b"), 5),
+    ({"kind": "same_last_two", "same": "c", "different": "a"}, "abc", brute_same_last_two("c", "a"), 4),
+    ({"kind": "induction"}, "abcd", brute_induction, 6),
+    ({"kind": "induction"}, "ab", brute_induction, 6),
+]
+
+
+def judge_one_length(rule, vocab, length):
+    contexts = ["".join(c) for c in itertools.product(vocab, repeat=length)]
+    ids = np.array([[vocab.index(t) for t in c] for c in contexts]).reshape(len(contexts), length)
+    return contexts, rule.judge(ids)
+
+
+def answer(judgement, row, vocab):
+    status = judgement.status[row]
+    if status == DECIDED:
+        return {vocab[i] for i in np.flatnonzero(judgement.acceptable[row])}
+    return int(status)
+
+
+@pytest.mark.parametrize("spec,vocab,brute,longest", CASES, ids=lambda v: v.get("kind") if isinstance(v, dict) else None)
+def test_every_kind_agrees_with_brute_force_on_every_context(spec, vocab, brute, longest):
+    rule = rule_from_spec(spec, tuple(vocab))
+    for length in range(1, longest + 1):
+        contexts, judgement = judge_one_length(rule, vocab, length)
+        assert judgement.status.shape == (len(contexts),)
+        assert judgement.acceptable.shape == (len(contexts), len(vocab))
+        for row, context in enumerate(contexts):
+            assert answer(judgement, row, vocab) == brute(context), context
+
+
+def judged(spec, vocab, context):
+    rule = rule_from_spec(spec, tuple(vocab))
+    judgement = rule.judge(np.array([[vocab.index(t) for t in context]]))
+    return answer(judgement, 0, vocab)
+
+
+@pytest.mark.parametrize(
+    "spec,vocab,context,expected",
+    [
+        # worked out by hand
+        ({"kind": "pattern", "pattern": "aab"}, "ab", "a", AMBIGUOUS),  # phase 0 says a, phase 1 says b
+        ({"kind": "pattern", "pattern": "aab"}, "ab", "bb", OUT_OF_DOMAIN),
+        ({"kind": "pattern", "pattern": "aab"}, "ab", "b", {"a"}),  # the only phase: a comes next
+        ({"kind": "pattern", "pattern": "aab"}, "ab", "aa", {"b"}),
+        ({"kind": "pattern", "pattern": "ab"}, "ab", "aba", {"b"}),
+        ({"kind": "first"}, "abc", "c", {"c"}),
+        ({"kind": "first"}, "abc", "bcaac", {"b"}),
+        ({"kind": "previous"}, "abc", "a", OUT_OF_DOMAIN),
+        ({"kind": "previous"}, "abc", "ca", {"c"}),
+        ({"kind": "previous"}, "abc", "abcab", {"a"}),
+        ({"kind": "max"}, "abcd", "a", {"a"}),
+        ({"kind": "max"}, "abcd", "acab", {"c"}),
+        ({"kind": "max"}, "abcd", "dab", {"d"}),
+        ({"kind": "majority"}, "ab", "ab", AMBIGUOUS),  # a tie
+        ({"kind": "majority"}, "ab", "abba", AMBIGUOUS),
+        ({"kind": "majority"}, "ab", "abb", {"b"}),
+        ({"kind": "majority"}, "ab", "a", {"a"}),
+        ({"kind": "majority"}, "ab", "aabbbaa", {"a"}),
+        ({"kind": "same_last_two", "same": "a", "different": "b"}, "ab", "b", OUT_OF_DOMAIN),
+        ({"kind": "same_last_two", "same": "a", "different": "b"}, "ab", "bb", {"a"}),
+        ({"kind": "same_last_two", "same": "a", "different": "b"}, "ab", "aab", {"b"}),
+        ({"kind": "induction"}, "abcd", "aa", {"a"}),  # p = 0, the token at p+1 is the last a itself
+        ({"kind": "induction"}, "abcd", "abcab", {"c"}),
+        ({"kind": "induction"}, "abcd", "a", OUT_OF_DOMAIN),
+        ({"kind": "induction"}, "abcd", "abcd", OUT_OF_DOMAIN),
+        ({"kind": "induction"}, "abcd", "abacda", {"c"}),  # the latest earlier a (position 2), not the first
+        ({"kind": "induction"}, "abcd", "aaab", OUT_OF_DOMAIN),
+        ({"kind": "induction"}, "abcd", "baab", {"a"}),
+    ],
+)
+def test_hand_worked_contexts(spec, vocab, context, expected):
+    assert judged(spec, vocab, context) == expected
+
+
+def test_every_kind_handles_an_empty_batch_and_long_batches():
+    for spec, vocab, _, _ in CASES:
+        rule = rule_from_spec(spec, tuple(vocab))
+        judgement = rule.judge(np.zeros((0, 3), dtype=np.uint8))
+        assert judgement.status.shape == (0,) and judgement.acceptable.shape == (0, len(vocab))
+
+
+def test_descriptions_say_the_rule_in_words():
+    assert "before the last" in rule_from_spec({"kind": "previous"}, ("a", "b")).description
+    assert "'a' if the last two tokens are equal, else 'b'" in rule_from_spec(
+        {"kind": "same_last_two", "same": "a", "different": "b"}, ("a", "b")).description
+    assert "tie" in rule_from_spec({"kind": "majority"}, ("a", "b")).description
+    assert "'aab'" in rule_from_spec({"kind": "pattern", "pattern": "aab"}, ("a", "b")).description
+
+
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ({"kind": "nexttoken"}, "rule.kind: expected one of pattern, first, previous, max, majority, same_last_two, induction; found the string 'nexttoken'"),
+        ({"kind": 3}, "rule.kind: expected one of pattern,"),
+        ("previous", "rule: expected an object such as {\"kind\": \"previous\"}; found the string 'previous'"),
+        ({}, "rule: expected an object"),
+        ({"kind": "pattern"}, "rule: kind 'pattern' needs 'pattern'"),
+        ({"kind": "pattern", "pattern": "abx"}, "rule.pattern: 'x' (position 2) is not in the vocabulary a, b"),
+        ({"kind": "pattern", "pattern": ""}, "rule.pattern: expected a non-empty string of tokens"),
+        ({"kind": "first", "pattern": "ab"}, "rule.pattern: not a parameter of kind 'first' (its parameters: none)"),
+        ({"kind": "same_last_two", "same": "a"}, "rule: kind 'same_last_two' needs 'different'"),
+        ({"kind": "same_last_two", "same": "ab", "different": "b"}, "rule.same: expected one token from the vocabulary a, b; found the string 'ab'"),
+        ({"kind": "same_last_two", "same": "a", "different": "b", "sam": "a"}, "rule.sam: not a parameter of kind 'same_last_two' (its parameters: same, different)"),
+    ],
+)
+def test_bad_specs_give_one_line(spec, message):
+    with pytest.raises(HandwiredError) as error:
+        rule_from_spec(spec, ("a", "b"))
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_function_rule_can_say_ambiguous_and_out_of_domain():
+    def rule(context):
+        if context == "a":
+            return AMBIGUOUS
+        if context == "b":
+            return OUT_OF_DOMAIN
+        if context == "aa":
+            return ""  # nothing acceptable: out of domain
+        return "ab" if context == "ab" else context[-1]  # "ab": either token passes, still decided
+
+    judgement = FunctionRule(rule, ("a", "b")).judge(np.array([[0], [1]]))
+    assert judgement.status.tolist() == [AMBIGUOUS, OUT_OF_DOMAIN]
+    judgement = FunctionRule(rule, ("a", "b")).judge(np.array([[0, 0], [0, 1], [1, 0]]))
+    assert judgement.status.tolist() == [OUT_OF_DOMAIN, DECIDED, DECIDED]
+    assert judgement.acceptable.tolist() == [[False, False], [True, True], [True, False]]
