@@ -87,10 +87,15 @@ def labelled_weights(model: Model) -> dict[str, float]:
 
 
 def weight_changes(old: Model, new: Model) -> list[WeightChange]:
-    """The entries whose value differs, in the old file's order, then the new file's own entries."""
+    """The entries whose value differs, in the old file's order, then the new file's own entries.
+
+    An entry only one file has (its dim, block or LayerNorm is not in the other) is listed when it is
+    not 0: a zero there contributes nothing either way, as a left-out sparse entry.
+    """
     before, after = labelled_weights(old), labelled_weights(new)
-    changes = [WeightChange(label, value, after.get(label)) for label, value in before.items() if after.get(label) != value]
-    changes += [WeightChange(label, None, value) for label, value in after.items() if label not in before]
+    changes = [WeightChange(label, value, after.get(label)) for label, value in before.items()
+               if (label in after and after[label] != value) or (label not in after and value != 0)]
+    changes += [WeightChange(label, None, value) for label, value in after.items() if label not in before and value != 0]
     return changes
 
 

@@ -61,6 +61,20 @@ def check_verdict(model: Model, limit: int = WATCH_EXHAUSTIVE) -> Verdict:
     return Verdict(how, checking.run(model, plan, show=FAILURES_SHOWN))
 
 
+def puzzle_verdict(puzzle) -> Judge:
+    """A puzzle's verdict (handwired.puzzles): does the file fit the puzzle, and is every context right by its rule."""
+    from handwired import puzzles
+
+    def judge(model: Model) -> Verdict:
+        how = f"puzzle {puzzle.name}"
+        problems = puzzles.fit_problems(puzzle, model)
+        if problems:
+            return Verdict(how, None, "the file does not fit the puzzle: it expects " + "; ".join(problems))
+        return Verdict(how, puzzles.judge(puzzle, model, show=FAILURES_SHOWN))
+
+    return judge
+
+
 @dataclass(frozen=True)
 class Snapshot:
     path: Path
@@ -170,7 +184,8 @@ def _clock(seconds: float) -> str:
 def verdict_view(verdict: Verdict, earlier: Verdict | None = None) -> Group:
     report = verdict.report
     if report is None:
-        return Group(Text.assemble((f"{verdict.how}: ", "bold"), (verdict.note, "dim")))
+        return Group(Text.assemble((f"{verdict.how}: ", "bold"), (verdict.note, "yellow" if verdict.how.startswith("puzzle")
+                                                                    else "dim")))
     ok = report.ok
     line = Text.assemble(
         ("PASS " if ok else "FAIL ", "bold green" if ok else "bold red"), (verdict.how, "bold"), ": ",

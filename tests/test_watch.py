@@ -190,3 +190,26 @@ def test_a_value_that_changed_to_zero_is_marked_not_folded_away():
     changed = np.array([[False, False], [True, False]])  # r1's x was not 0 in the previous version
     marked = text_of(matrix_table(matrix, changed=changed))
     assert "hidden" not in marked and f"{CHANGED}0" in marked and "changed since the previous version (1)" in marked
+
+
+def test_a_puzzle_judges_instead_of_the_target(tmp_path, aab_doc):
+    from handwired import puzzles
+
+    previous = puzzles.load_puzzle("previous")
+    judge = watching.puzzle_verdict(previous)
+    solved = watching.load_snapshot(puzzles.solution_path("previous"), judge=judge)
+    assert solved.verdict.how == "puzzle previous" and solved.verdict.report.ok
+    assert solved.verdict.report.checked == sum(3**n for n in range(1, previous.n_ctx + 1))  # every context
+    assert "PASS puzzle previous" in text_of(watching.screen(watching.State().advance(solved)))
+    starter = write(tmp_path / "starter.json", puzzles.starter(previous))
+    failing = watching.load_snapshot(starter, judge=judge).verdict.report
+    assert not failing.ok and failing.failed > 0
+    misfit = watching.load_snapshot(write(tmp_path / "aab.json", aab_doc), judge=judge).verdict
+    assert misfit.report is None and "does not fit the puzzle: it expects vocab a, b, c" in misfit.note
+
+
+def test_watch_refuses_an_unknown_puzzle(tmp_path, aab_doc):
+    from test_cli import user_error
+
+    path = write(tmp_path / "m.json", aab_doc)
+    assert "nope" in user_error("watch", str(path), "--puzzle", "nope")

@@ -26,6 +26,9 @@ def watch(
     head: HeadOption = None,
     position: PositionOption = None,
     show_all: ShowAllOption = False,
+    puzzle: Annotated[
+        Optional[str], typer.Option(help="Judge by this puzzle's rule (handwired puzzles) instead of the file's target.")
+    ] = None,
 ) -> None:
     """Show the explain view and the check verdict of FILE, and redraw them each time it is saved (Ctrl-C quits)."""
     from rich.live import Live  # here, not above: the other commands start faster without them
@@ -35,7 +38,12 @@ def watch(
         raise HandwiredError(f"{file}: no such file" if not file.exists() else f"{file}: is not a file")
     wanted = explaining.expand(step or [])
     named = any(name in explaining.BLOCK_STEPS for name in step or [])  # heads/concat asked for by name
-    judge = watching.check_verdict
+    if puzzle is not None:
+        from handwired import puzzles
+
+        judge = watching.puzzle_verdict(puzzles.load_puzzle(puzzle))
+    else:
+        judge = watching.check_verdict
     console = Console(highlight=False)
     if not console.is_terminal:
         raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "
