@@ -2,12 +2,16 @@
 
 import html
 import re
+from pathlib import Path
 
 import pytest
 
 from handwired.cli.app import EXPORT_MAX_WIDTH, EXPORT_WIDTH
 from test_cli import invoke, runner, user_error
 from handwired.cli import app
+
+
+SOLUTIONS = Path(__file__).resolve().parent.parent / "puzzles" / "solutions"
 
 
 def html_lines(path) -> list[str]:
@@ -29,6 +33,7 @@ COMMANDS = {
     "attend": (["attend", "--q", "62", "--k", "60,64,68", "--v", "110,115,126", "--score", "gaussian"],
                ["112.500", "5.6e-8"]),
     "diff": (["diff", "aab", "aab", "--sample", "50"], ["no weight differs", "50 random contexts"]),
+    "puzzles check": (["puzzles", "check", "ab", str(SOLUTIONS / "ab.json")], ["puzzle ab", "contexts checked"]),
 }
 
 
@@ -54,7 +59,9 @@ def test_saved_picture_does_not_depend_on_the_terminal_width(tmp_path, name):
     pictures = []
     for columns in ("50", "250"):
         page, svg = tmp_path / f"{columns}.html", tmp_path / f"{columns}.svg"
-        result = runner.invoke(app, [*args, "--html", str(page), "--svg", str(svg)], env={"COLUMNS": columns})
+        home = tmp_path / f"home{columns}"  # a fresh progress file each time: puzzles check says "new best" once
+        result = runner.invoke(app, [*args, "--html", str(page), "--svg", str(svg)],
+                               env={"COLUMNS": columns, "HANDWIRED_HOME": str(home)})
         assert result.exit_code == 0, result.output
         pictures.append((page.read_text(encoding="utf-8"), svg.read_text(encoding="utf-8")))
         assert max(len(line) for line in html_lines(page)) <= EXPORT_MAX_WIDTH
