@@ -1,9 +1,9 @@
 """What an edit changed: the weights that differ, by label, and the contexts whose answer moved.
 
 Weights are compared entry by entry under the labels of the sparse weight
-format, which the views print too: ``wte[a][p0]``, ``wpe[3][p3]``,
-``blocks[0].attn.c_attn.w[p1][q0]``, ``blocks[0].attn.c_proj.w[z7][b]``,
-``blocks[0].mlp.c_fc.b[h2]``, ``ln_f.g[out]``. Contexts are every context the
+format, which the views print too: ``wte.a.p0``, ``wpe.3.p3``,
+``blocks[0].attn.c_attn.w.p1.q0``, ``blocks[0].attn.c_proj.w.z7.b``,
+``blocks[0].mlp.c_fc.b.h2``, ``ln_f.g.out``. Contexts are every context the
 models can see (check's exhaustive enumeration) or, when there are too many, a
 sample of them, each run through both models with check's batch evaluation.
 """
@@ -71,18 +71,19 @@ class Diff:
 
 
 def labelled_weights(model: Model) -> dict[str, float]:
-    """Every weight entry under its label, in the order of the file: ``path[row][col]`` or ``path[label]``."""
+    """Every weight entry under its label, in the order of the file: ``path.row.col`` or ``path.label``,
+    the JSON path of the entry in the sparse form (as error messages name it)."""
     entries: dict[str, float] = {}
     for path, axes in model.axes.items():
         values = locate(model.params, path)
         if len(axes) == 1:
             for label, value in zip(axes[0].labels, values):
-                entries[f"{path}[{label}]"] = float(value)
+                entries[f"{path}.{label}"] = float(value)
             continue
         rows, cols = axes
         for row, line in zip(rows.labels, values):
             for col, value in zip(cols.labels, line):
-                entries[f"{path}[{row}][{col}]"] = float(value)
+                entries[f"{path}.{row}.{col}"] = float(value)
     return entries
 
 

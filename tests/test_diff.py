@@ -37,15 +37,15 @@ def test_every_entry_has_a_label_and_labels_follow_the_views(small_doc):
             sizes += [np.size(leaf) for sub in part.values() for leaf in (sub.values() if isinstance(sub, dict) else [sub])]
     sizes += [np.size(v) for v in model.params["ln_f"].values()]
     assert len(labels) == sum(sizes)
-    assert labels["wte[b][u]"] == pytest.approx(small_doc["wte"][1][2])
-    assert labels["wpe[3][v]"] == pytest.approx(small_doc["wpe"][3][3])
+    assert labels["wte.b.u"] == pytest.approx(small_doc["wte"][1][2])
+    assert labels["wpe.3.v"] == pytest.approx(small_doc["wpe"][3][3])
     # q/k/v columns numbered across heads: column 4 + 3 is k3 (head 1's second key dim)
-    assert labels["blocks[0].attn.c_attn.w[y][k3]"] == pytest.approx(small_doc["blocks"][0]["attn"]["c_attn"]["w"][1][7])
-    assert labels["blocks[0].attn.c_attn.b[v2]"] == pytest.approx(small_doc["blocks"][0]["attn"]["c_attn"]["b"][10])
-    assert labels["blocks[0].attn.c_proj.w[z2][x]"] == pytest.approx(small_doc["blocks"][0]["attn"]["c_proj"]["w"][2][0])
-    assert labels["blocks[0].mlp.c_fc.w[v][h4]"] == pytest.approx(small_doc["blocks"][0]["mlp"]["c_fc"]["w"][3][4])
-    assert labels["blocks[0].mlp.c_proj.w[h1][u]"] == pytest.approx(small_doc["blocks"][0]["mlp"]["c_proj"]["w"][1][2])
-    assert labels["ln_f.g[y]"] == pytest.approx(small_doc["ln_f"]["g"][1])
+    assert labels["blocks[0].attn.c_attn.w.y.k3"] == pytest.approx(small_doc["blocks"][0]["attn"]["c_attn"]["w"][1][7])
+    assert labels["blocks[0].attn.c_attn.b.v2"] == pytest.approx(small_doc["blocks"][0]["attn"]["c_attn"]["b"][10])
+    assert labels["blocks[0].attn.c_proj.w.z2.x"] == pytest.approx(small_doc["blocks"][0]["attn"]["c_proj"]["w"][2][0])
+    assert labels["blocks[0].mlp.c_fc.w.v.h4"] == pytest.approx(small_doc["blocks"][0]["mlp"]["c_fc"]["w"][3][4])
+    assert labels["blocks[0].mlp.c_proj.w.h1.u"] == pytest.approx(small_doc["blocks"][0]["mlp"]["c_proj"]["w"][1][2])
+    assert labels["ln_f.g.y"] == pytest.approx(small_doc["ln_f"]["g"][1])
 
 
 def test_weight_changes_name_exactly_the_edited_entries(small_doc):
@@ -55,9 +55,9 @@ def test_weight_changes_name_exactly_the_edited_entries(small_doc):
     del edited["ln_f"]
     changes = diffing.weight_changes(model_of(small_doc), model_of(edited))
     by_label = {c.label: c for c in changes}
-    assert by_label["blocks[0].attn.c_attn.w[x][q1]"].new == pytest.approx(by_label["blocks[0].attn.c_attn.w[x][q1]"].old + 1)
-    assert by_label["blocks[0].ln_1.b[v]"].new == 0.0
-    assert {label for label in by_label if label.startswith("ln_f")} == {f"ln_f.{p}[{d}]" for p in "gb" for d in "xyuv"}
+    assert by_label["blocks[0].attn.c_attn.w.x.q1"].new == pytest.approx(by_label["blocks[0].attn.c_attn.w.x.q1"].old + 1)
+    assert by_label["blocks[0].ln_1.b.v"].new == 0.0
+    assert {label for label in by_label if label.startswith("ln_f")} == {f"ln_f.{p}.{d}" for p in "gb" for d in "xyuv"}
     assert all(c.new is None for c in changes if c.label.startswith("ln_f"))
     assert len(changes) == 2 + 8
 
@@ -139,10 +139,10 @@ def test_diff_command_lists_weights_and_contexts(aab_doc, write_json):
     edited = write_json(aab_doc, "edited.json")
     result = invoke("diff", "aab", str(edited))
     assert result.exit_code == 0
-    assert "blocks[0].attn.c_proj.b[a]" in result.stdout
+    assert "blocks[0].attn.c_proj.b.a" in result.stdout
     assert "1 weight differs; 62 of 62 contexts changed" in result.stdout.replace("\n", " ")
     data = json.loads(invoke("diff", "aab", str(edited), "--json").stdout)
-    assert data["weights"] == [{"label": "blocks[0].attn.c_proj.b[a]", "old": 1024.0, "new": 1000.0}]
+    assert data["weights"] == [{"label": "blocks[0].attn.c_proj.b.a", "old": 1024.0, "new": 1000.0}]
     assert data["changed"] == 62 and data["predictions_changed"] == 0  # every lead moved by 24 logits (the a-bias), no answer did
     assert data["shown"][0]["context"] == "a" and len(data["shown"]) == diffing.SHOW
     assert [c["context"] for c in data["shown"][:3]] == ["a", "b", "aa"]
@@ -182,18 +182,18 @@ def test_diff_saves_svg(tmp_path, aab_doc, write_json):
     svg = tmp_path / "diff.svg"
     assert invoke("diff", "aab", str(edited), "--svg", str(svg)).exit_code == 0
     text = svg.read_text(encoding="utf-8")
-    assert text.startswith("<svg") and "wte[b][b]" in text
+    assert text.startswith("<svg") and "wte.b.b" in text
 
 
 def test_named_hidden_units_and_sparse_files_use_the_file_labels(small_doc):
     small_doc["blocks"][0]["mlp"]["hidden"] = ["and", "or", "xor", "not", "id"]
     labels = diffing.labelled_weights(model_of(small_doc))
-    assert labels["blocks[0].mlp.c_fc.w[v][id]"] == pytest.approx(small_doc["blocks"][0]["mlp"]["c_fc"]["w"][3][4])
-    assert labels["blocks[0].mlp.c_proj.w[or][u]"] == pytest.approx(small_doc["blocks"][0]["mlp"]["c_proj"]["w"][1][2])
+    assert labels["blocks[0].mlp.c_fc.w.v.id"] == pytest.approx(small_doc["blocks"][0]["mlp"]["c_fc"]["w"][3][4])
+    assert labels["blocks[0].mlp.c_proj.w.or.u"] == pytest.approx(small_doc["blocks"][0]["mlp"]["c_proj"]["w"][1][2])
     # the bundled aab is written sparse: an entry it leaves out is a labelled 0 like any other
     aab = diffing.labelled_weights(load("aab"))
-    assert aab["blocks[0].attn.c_proj.b[a]"] == 1024 and aab["blocks[0].attn.c_proj.b[b]"] == 0
-    assert aab["blocks[0].attn.c_attn.w[p1][q0]"] == 1024 and aab["blocks[0].attn.c_attn.w[a][v7]"] == 1
+    assert aab["blocks[0].attn.c_proj.b.a"] == 1024 and aab["blocks[0].attn.c_proj.b.b"] == 0
+    assert aab["blocks[0].attn.c_attn.w.p1.q0"] == 1024 and aab["blocks[0].attn.c_attn.w.a.v7"] == 1
 
 
 def test_ctrl_c_during_a_long_diff_exits_130_without_a_traceback(monkeypatch):

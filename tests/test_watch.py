@@ -115,7 +115,7 @@ def test_state_keeps_the_last_good_version_through_errors(tmp_path, aab_doc):
     state = state.advance(fixed)
     # the marks compare with the last version that loaded, not with the broken one
     assert state.failed is None and state.good is fixed and state.before is first
-    assert [c.label for c in watching.edited_weights(state.before, state.good)] == ["wte[a][a]"]
+    assert [c.label for c in watching.edited_weights(state.before, state.good)] == ["wte.a.a"]
 
 
 def test_screen_shows_verdict_edits_marks_and_errors(tmp_path, aab_doc):
@@ -127,7 +127,7 @@ def test_screen_shows_verdict_edits_marks_and_errors(tmp_path, aab_doc):
     aab_doc["blocks"][0]["attn"]["c_proj"]["b"][5] = 1000
     state = state.advance(watching.load_snapshot(write(path, aab_doc), wanted=["proj"]))
     second = text_of(watching.screen(state))
-    assert "edited since the previous version: blocks[0].attn.c_proj.b[a] 1024 → 1000" in second
+    assert "edited since the previous version: blocks[0].attn.c_proj.b.a 1024 → 1000" in second
     assert f"{CHANGED}1000" in second and f"{CHANGED}-24" in second
     assert f"{CHANGED} marks a value that changed from the previous version (10 values)" in second
     aab_doc["blocks"][0]["attn"]["c_proj"]["b"][5] = 0  # ties: 'aa' now fails

@@ -86,7 +86,7 @@ def test_watch_redraws_on_save_shows_errors_in_place_and_exits_cleanly(tmp_path,
     aab_doc["blocks"][0]["attn"]["c_proj"]["b"][5] = 1000
     path.write_text(json.dumps(aab_doc, indent=1), encoding="utf-8")
     edited = term.wait_for(lambda s: "•1000" in s, "the marked cells of the edit")
-    assert "blocks[0].attn.c_proj.b[a] 1024 → 1000" in edited and "•-24" in edited
+    assert "blocks[0].attn.c_proj.b.a 1024 → 1000" in edited and "•-24" in edited
 
     # A partial write, as an editor flushing half the file: the error shows, the last good view stays.
     text = json.dumps(aab_doc, indent=1).replace("1000", "999")
@@ -97,7 +97,7 @@ def test_watch_redraws_on_save_shows_errors_in_place_and_exits_cleanly(tmp_path,
         assert "not valid JSON" in half and "Still watching" in half and "•1000" in half
         handle.write(text[len(text) // 2 :])
     whole = term.wait_for(lambda s: "•999" in s and "does not load" not in s, "the view of the completed write")
-    assert "blocks[0].attn.c_proj.b[a] 1000 → 999" in whole
+    assert "blocks[0].attn.c_proj.b.a 1000 → 999" in whole
 
     # An editor's save by rename: the file is briefly missing, then replaced.
     path.unlink()
