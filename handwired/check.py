@@ -210,6 +210,29 @@ def _duration(seconds: float) -> str:
     return f"{whole} second{'s' * (whole != 1)}"
 
 
+def random_contexts(model: Model, n: int, seed: int = 0, min_length: int = 1) -> Callable[[], Iterator[np.ndarray]]:
+    """``n`` contexts drawn uniformly (with replacement) from :func:`exhaustive_contexts`'s set, shortest first.
+
+    Returns a function that yields the same batches each time it is called.
+    """
+    if n < 1:
+        raise HandwiredError(f"--sample {n}: expected at least 1 context")
+    lengths = np.array(_lengths(model, min_length))
+    # Weight each length by how many contexts it has, so every context is equally likely.
+    weights = np.array([float(model.n_vocab) ** (length - lengths[-1]) for length in lengths])
+    rng = np.random.default_rng(seed)
+    per_length = rng.multinomial(n, weights / weights.sum())
+    dtype = np.min_scalar_type(model.n_vocab)
+
+    def batches() -> Iterator[np.ndarray]:
+        batch_rng = np.random.default_rng([seed, 1])
+        for length, count in zip(lengths, per_length):
+            for start in range(0, count, BATCH):
+                yield batch_rng.integers(0, model.n_vocab, (min(BATCH, count - start), length)).astype(dtype)
+
+    return batches
+
+
 def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = MAX_EXHAUSTIVE,
                     max_seconds: float = MAX_EXHAUSTIVE_SECONDS) -> Plan:
     """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes.
@@ -256,21 +279,11 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = 1, limit: int = 
 
 def sample_plan(model: Model, rule: Rule, n: int, seed: int = 0, min_length: int = 1) -> Plan:
     """``n`` contexts drawn uniformly (with replacement) from the exhaustive set."""
-    if n < 1:
-        raise HandwiredError(f"--sample {n}: expected at least 1 context")
-    lengths = np.array(_lengths(model, min_length))
-    # Weight each length by how many contexts it has, so every context is equally likely.
-    weights = np.array([float(model.n_vocab) ** (length - lengths[-1]) for length in lengths])
-    rng = np.random.default_rng(seed)
-    per_length = rng.multinomial(n, weights / weights.sum())
-    dtype = np.min_scalar_type(model.n_vocab)
+    draw = random_contexts(model, n, seed, min_length)
 
     def batches() -> Iterator[Batch]:
-        batch_rng = np.random.default_rng([seed, 1])
-        for length, count in zip(lengths, per_length):
-            for start in range(0, count, BATCH):
-                contexts = batch_rng.integers(0, model.n_vocab, (min(BATCH, count - start), length)).astype(dtype)
-                yield Batch(contexts, rule.judge(contexts))
+        for contexts in draw():
+            yield Batch(contexts, rule.judge(contexts))
 
     return Plan(
         description=f"{n:,} random contexts of length {min_length}…{model.n_ctx} (seed {seed})",

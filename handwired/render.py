@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 POSITIVE = ("#163d63", "#1d5689", "#2670b3", "#2f8ade")
 NEGATIVE = ("#5c1a1a", "#832222", "#ab2b2b", "#d33535")
 TINY = 0.0005  # below this a nonzero value would print as 0.000; it prints as ≈0 instead
+CHANGED = "•"  # before a value that changed since the previous save (handwired watch); visible without colour
 
 
 def format_values(values: np.ndarray, show_tiny: bool = False) -> list[list[str]]:
@@ -106,21 +107,27 @@ class MatrixView:
     Rows and columns that are exactly 0 everywhere are folded away (one line
     says which) unless ``show_all``; attention matrices are never folded, as
     a query × key square reads only whole. Columns that still do not fit are
-    split into pages, each repeating the row labels.
+    split into pages, each repeating the row labels. ``changed`` ([rows, cols]
+    bool, from ``handwired watch``) marks cells with :data:`CHANGED`, underlined,
+    and keeps their rows and columns from folding.
     """
 
-    def __init__(self, matrix: Matrix, show_all: bool = False, reveal: str = SHOW_ALL) -> None:
+    def __init__(self, matrix: Matrix, show_all: bool = False, reveal: str = SHOW_ALL,
+                 changed: np.ndarray | None = None) -> None:
         self.matrix = matrix
         values = matrix.values
         finite = np.abs(values[np.isfinite(values)])
         self.scale = float(finite.max()) if finite.size else 0.0
         self.future = matrix.future if matrix.future is not None else np.zeros(values.shape, dtype=bool)
+        self.changed = changed if changed is not None else np.zeros(values.shape, dtype=bool)
         formatted = matrix.texts if matrix.texts is not None else format_values(values, matrix.show_tiny)
-        self.texts = [[matrix.future_text if self.future[r, c] and matrix.future_text else text
+        self.texts = [[(CHANGED if self.changed[r, c] else "")
+                       + (matrix.future_text if self.future[r, c] and matrix.future_text else text)
                        for c, text in enumerate(row)] for r, row in enumerate(formatted)]
         zero_rows, zero_cols = zero_lines(values)
         if show_all or matrix.future is not None:
             zero_rows, zero_cols = np.zeros_like(zero_rows), np.zeros_like(zero_cols)
+        zero_rows, zero_cols = zero_rows & ~self.changed.any(axis=1), zero_cols & ~self.changed.any(axis=0)
         self.everything_zero = bool(values.size) and bool(zero_rows.all())
         self.rows = [] if self.everything_zero else [int(r) for r in np.flatnonzero(~zero_rows)]
         self.cols = [] if self.everything_zero else [int(c) for c in np.flatnonzero(~zero_cols)]
@@ -151,6 +158,8 @@ class MatrixView:
             return None
         m = self.matrix
         notes = [value_range(m.values, m.show_tiny), "blue > 0, red < 0, shade ∝ |value|"]
+        if self.changed.any():
+            notes.insert(0, f"{CHANGED} changed since the previous version ({int(self.changed.sum())})")
         if any("≈0" in row for row in formatted):
             notes.append("≈0: not exactly 0, smaller than 0.0005")
         if self.future.any():
@@ -209,16 +218,17 @@ class MatrixView:
         header.stylize("bold")
         lines = [rule("┏", "━", "┳", "┓"), header, rule("┡", "━", "╇", "┩")]
         for r in self.rows:
-            cells = [(self.texts[r][c], "grey50" if self.future[r, c] else _cell_style(float(m.values[r, c]), self.scale))
-                     for c in columns]
+            cells = [(self.texts[r][c], ("grey50" if self.future[r, c] else _cell_style(float(m.values[r, c]), self.scale))
+                      + (" underline" if self.changed[r, c] else "")) for c in columns]
             lines.append(row("│", (m.rows[r], "bold"), cells))
         lines.append(rule("└", "─", "┴", "┘"))
         return lines
 
 
-def matrix_table(matrix: Matrix, show_all: bool = False, reveal: str = SHOW_ALL) -> MatrixView:
+def matrix_table(matrix: Matrix, show_all: bool = False, reveal: str = SHOW_ALL,
+                 changed: np.ndarray | None = None) -> MatrixView:
     """Title, the fold line, the heat-map table in pages, and a caption stating the range and the colour code."""
-    return MatrixView(matrix, show_all, reveal)
+    return MatrixView(matrix, show_all, reveal, changed)
 
 
 class SideBySide:
@@ -253,9 +263,12 @@ class SideBySide:
         return Measurement(total, total)
 
 
-def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL) -> Panel:
+def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL,
+               changed: dict[str, np.ndarray] | None = None) -> Panel:
+    """One explain step; ``changed`` maps a matrix's title to its changed cells (handwired watch)."""
     header = Text.assemble((step.formula, "bold cyan"), "\n", ("shape: ", "dim"), step.shape, "\n", (step.note, "italic"))
-    views = [matrix_table(m, show_all, reveal) for m in step.matrices]
+    changed = changed or {}
+    views = [matrix_table(m, show_all, reveal, changed.get(m.title)) for m in step.matrices]
     parts: list = [header, *([SideBySide(views)] if step.side_by_side else views)]
     if step.predictions:
         parts.append(predictions_table(step.predictions))

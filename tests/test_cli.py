@@ -356,5 +356,6 @@ def test_predict_loads_only_what_it_needs():
     assert "handwired.render" in loaded  # the probe is real: it sees what predict used
     for module in ("handwired.check", "handwired.batch", "handwired.rules", "handwired.attend", "handwired.attribution",
                    "handwired.convert", "handwired.interop", "concurrent.futures", "tempfile", "importlib.resources",
-                   "rich.progress", "rich._emoji_codes", "handwired.puzzles", "handwired.progress", "rich.syntax"):
+                   "rich.progress", "rich._emoji_codes", "handwired.puzzles", "handwired.progress", "rich.syntax",
+                   "handwired.diff", "handwired.watch", "rich.live"):
         assert module not in loaded, module

@@ -2,7 +2,8 @@
 
 One module per command group, each only parsing and rendering: :mod:`.model`
 (predict, explain, complete), :mod:`.check`, :mod:`.weights`, :mod:`.attend`,
-:mod:`.interop` (export, import), :mod:`.puzzles`. They register their commands on :data:`handwired.cli.app.app`.
+:mod:`.interop` (export, import), :mod:`.puzzles`, :mod:`.diff`, :mod:`.live` (watch). They register their
+commands on :data:`handwired.cli.app.app`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 from handwired.cli.app import app  # noqa: E402
-from handwired.cli import model, check, weights, attend, interop, puzzles  # noqa: E402,F401  (registers the commands)
+from handwired.cli import model, check, weights, attend, interop, puzzles, diff, live  # noqa: E402,F401  (registers the commands)
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ import typer
 from rich.text import Text
 
 from handwired import render
-from handwired.cli.app import app, save_view, stdout, user_errors
+from handwired.cli.app import ForceOption, HtmlOption, Output, SvgOption, app, user_errors
 from handwired.errors import HandwiredError
 
 SCORES = ("scaled-dot", "dot", "gaussian")  # handwired.attend.SCORES (a test holds them equal), kept out of the imports
@@ -26,9 +26,9 @@ def attend(
     score: Annotated[str, typer.Option(help=f"Score function: {', '.join(SCORES)}.")] = "scaled-dot",
     causal: Annotated[bool, typer.Option("--causal", help="Mask keys after the query (a decoder's mask).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print every intermediate as JSON.")] = False,
-    svg: Annotated[Optional[Path], typer.Option(help="Also save what was printed as SVG.")] = None,
-    html: Annotated[Optional[Path], typer.Option(help="Also save what was printed as HTML.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Compute one attention step: scores, softmax weights and the weighted sum of values."""
     from handwired import attend as attending  # here: the other commands start faster without it
@@ -38,11 +38,7 @@ def attend(
     if file is None and not inline:
         raise HandwiredError("nothing to attend: give --q, --k and --v (or --x), or a JSON file, "
                              "e.g. handwired attend --q 62 --k 60,64,68 --v 110,115,126 --score gaussian")
-    for path in (svg, html):
-        if path is not None and file is not None and path.resolve() == file.resolve():
-            raise HandwiredError(f"{path}: that is the file being read; choose another file")
-        if path is not None and path.exists() and not force:
-            raise HandwiredError(f"{path}: already exists; use --force to replace it")
+    out = Output(svg, html, force, reading=(file,) if file is not None else (), as_json=as_json, what="file")
     given = attending.read_file(file) if file is not None else {
         name: attending.parse_inline(text, f"--{name}") for name, text in inline.items()}
     queries, keys, values = attending.gather(given)
@@ -57,7 +53,4 @@ def attend(
                 *[render.step_panel(step, show_all=True) for step in attending.view(result, self_attention="x" in given)],
                 *([Text(note, style="yellow")] if note else [])]
 
-    console = stdout()
-    for part in view(True):
-        console.print(part)
-    save_view(view, svg, html, force)
+    out.show(view)

@@ -4,6 +4,7 @@ import json
 import shlex
 import signal
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -12,7 +13,7 @@ from rich.text import Text
 
 from handwired import explain as explaining
 from handwired import render, run
-from handwired.cli.app import EXIT_INTERRUPTED, WeightsOption, app, stdout, user_errors
+from handwired.cli.app import EXIT_INTERRUPTED, ForceOption, HtmlOption, Output, SvgOption, WeightsOption, app, user_errors
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
 
@@ -44,6 +45,9 @@ def check(
     puzzle: Annotated[
         Optional[str], typer.Option(help="Judge the model as an answer to this puzzle, on every context by its rule.")
     ] = None,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Score the model on its target pattern (or a puzzle's rule); exit code 0 only if nothing fails."""
     if no_mask:
@@ -57,10 +61,11 @@ def check(
             raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
         from handwired.cli.puzzles import check_puzzle  # the same verdict as `handwired puzzles check`
 
-        check_puzzle(puzzle, weights, show, near_miss, as_json)
+        check_puzzle(puzzle, weights, show, near_miss, as_json, svg, html, force)
         return
     from handwired import check as checking  # here, not above: only check needs it, and predict starts faster
     model = load(weights)
+    out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     pattern = target or model.target
     if pattern is None:
         raise HandwiredError(f"{model.source}: has no 'target'; give one with --target, e.g. --target {model.vocab[0] * 2}")
@@ -81,25 +86,27 @@ def check(
     if as_json:
         typer.echo(json.dumps(report_json(report, near_miss), indent=2, ensure_ascii=False))
     else:
-        print_report(stdout(), model, weights, report, near_miss)
+        out.show(lambda everything: failure_view(model, report, near_miss, weights, everything))
     if report.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok:
         raise typer.Exit(1)
 
 
-def print_report(console: Console, model, weights: str, report: "checking.Report", near_miss: float) -> None:
-    """The verdict, then the attention view of the shortest failing context, so you can see why it fails."""
-    console.print(render.report_view(model, report, near_miss))
+def failure_view(model, report: "checking.Report", near_miss: float, weights: str, everything: bool) -> list:
+    """The report, then the attention view of the shortest failing context, if any."""
+    parts: list = [render.report_view(model, report, near_miss)]
     failure = report.shortest_failure
     if failure is not None:
-        console.print(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
-                           style="bold"))
+        parts.append(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
+                          style="bold"))
         trace = run.trace(model, failure.context)
         again = ["handwired", "explain", failure.context, *(["-w", weights] if weights != DEFAULT_MODEL else []),
                  "--step", "attention", "--all"]
-        for panel in explaining.steps(model, trace, explaining.expand(["attention"])):
-            console.print(render.step_panel(panel, reveal=shlex.join(again)))
+        parts += [render.step_panel(panel, everything, reveal=shlex.join(again))
+                  for panel in explaining.steps(model, trace, explaining.expand(["attention"]))]
+    return parts
+
 
 
 def run_with_progress(model, plan: "checking.Plan", show: int, show_progress: bool) -> "checking.Report":

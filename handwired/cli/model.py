@@ -9,7 +9,8 @@ from rich.text import Text
 
 from handwired import explain as explaining
 from handwired import render, run
-from handwired.cli.app import WeightsOption, app, check_outputs, save_view, stdout, user_errors
+from handwired.cli.app import (BlockOption, ForceOption, HeadOption, HtmlOption, Output, PositionOption, ShowAllOption,
+                               StepOption, SvgOption, WeightsOption, app, stdout, user_errors)
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, load
 
@@ -26,14 +27,18 @@ def predict(
     all_positions: Annotated[bool, typer.Option("--all", help="Show the prediction at every position.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
     no_mask: NoMaskOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Predict the next token after TEXT."""
     model = load(weights)
+    out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     trace = run.trace(model, text, causal=not no_mask)
     if as_json:
         typer.echo(json.dumps(_prediction_json(model, trace, all_positions), indent=2, ensure_ascii=False))
-        return
-    stdout().print(render.prediction_view(model, trace, all_positions))
+    else:
+        out.show(lambda everything: [render.prediction_view(model, trace, all_positions)])
 
 
 def _prediction_json(model, trace: run.Trace, all_positions: bool) -> dict:
@@ -73,24 +78,19 @@ def _prediction_json(model, trace: run.Trace, all_positions: bool) -> dict:
 def explain(
     text: Annotated[Optional[str], typer.Argument(help="The context; default: the weight file's example.")] = None,
     weights: WeightsOption = DEFAULT_MODEL,
-    step: Annotated[
-        Optional[list[str]],
-        typer.Option("--step", "-s", help=f"Steps to show, repeatable: {', '.join(explaining.CHOICES)}. Default: all."),
-    ] = None,
-    block: Annotated[Optional[int], typer.Option(help="Show only this block.")] = None,
-    head: Annotated[Optional[int], typer.Option(help="Show only this head.")] = None,
-    position: Annotated[
-        Optional[int], typer.Option(help="The position the why step explains; default: the last.")
-    ] = None,
-    show_all: Annotated[bool, typer.Option("--all", help="Also show rows and columns that are all zero (folded by default).")] = False,
-    svg: Annotated[Optional[Path], typer.Option(help="Also save the view as SVG, nothing folded.")] = None,
-    html: Annotated[Optional[Path], typer.Option(help="Also save the view as HTML, nothing folded.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing --svg/--html file.")] = False,
+    step: StepOption = None,
+    block: BlockOption = None,
+    head: HeadOption = None,
+    position: PositionOption = None,
+    show_all: ShowAllOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
     no_mask: NoMaskOption = False,
 ) -> None:
     """Show every intermediate of the forward pass on TEXT, step by step."""
     model = load(weights)
-    check_outputs(Path(model.source), force, svg, html)
+    out = Output(svg, html, force, reading=(Path(model.source),))
     if text is None:
         if model.example is None:
             raise HandwiredError(f"{model.source}: has no 'example'; give the context, e.g. handwired explain {model.vocab[0] * 3}")
@@ -107,10 +107,7 @@ def explain(
                 *notes,
                 *[render.step_panel(panel, everything) for panel in panels]]
 
-    console = stdout()
-    for part in view(show_all):
-        console.print(part)
-    save_view(view, svg, html, force)
+    out.show(view, show_all)
 
 
 @app.command()

@@ -13,8 +13,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from handwired.cli.app import EXIT_INTERRUPTED, app, stdout, user_errors
-from handwired.cli.check import NEAR_MISS, print_report, report_json, run_with_progress
+from handwired.cli.app import EXIT_INTERRUPTED, ForceOption, HtmlOption, Output, SvgOption, app, stdout, user_errors
+from handwired.cli.check import NEAR_MISS, failure_view, report_json, run_with_progress
 from handwired.errors import HandwiredError
 from handwired.weightfile import dumps, load, write_new
 
@@ -160,12 +160,16 @@ def puzzles_check(
     show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = 10,
     near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = NEAR_MISS,
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable verdict.")] = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Judge FILE on every context by the puzzle's rule; exit code 0 only if it solves the puzzle."""
-    check_puzzle(name, file or f"{name}.json", show, near_miss, as_json)
+    check_puzzle(name, file or f"{name}.json", show, near_miss, as_json, svg, html, force)
 
 
-def check_puzzle(name: str, file: str, show: int, near_miss: float, as_json: bool) -> None:
+def check_puzzle(name: str, file: str, show: int, near_miss: float, as_json: bool,
+                 svg: Optional[Path] = None, html: Optional[Path] = None, force: bool = False) -> None:
     """The puzzle verdict, shared by `handwired puzzles check` and `handwired check --puzzle`."""
     from handwired import puzzles
 
@@ -173,6 +177,7 @@ def check_puzzle(name: str, file: str, show: int, near_miss: float, as_json: boo
         raise HandwiredError(f"--show {show}: expected 1 or more")
     puzzle = puzzles.load_puzzle(name)
     model = load(file)
+    out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     plan = puzzles.plan(puzzle, model)  # the caps first: one line, exit 2
     report = run_with_progress(model, plan, show, show_progress=not as_json)
     score = puzzles.score(model, report)
@@ -186,14 +191,17 @@ def check_puzzle(name: str, file: str, show: int, near_miss: float, as_json: boo
                   "best": None if progress.best(name) is None else progress.best(name).to_json(), "new_best": new_best}
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
     else:
-        console = stdout()
-        console.print(Text.assemble(("puzzle ", "dim"), (puzzle.name, "bold magenta"),
-                                    f" — {puzzle.title} (level {puzzle.level})"))
-        print_report(console, model, file, report, near_miss)
-        if score is not None:
-            console.print(_score_view(puzzle, score, par, best_before, new_best))
-        elif not report.interrupted:
-            console.print(Text(f"\nNot solved yet. Stuck? handwired puzzles hint {name}", style="dim"))
+        def view(everything: bool) -> list:
+            parts: list = [Text.assemble(("puzzle ", "dim"), (puzzle.name, "bold magenta"),
+                                         f" — {puzzle.title} (level {puzzle.level})"),
+                           *failure_view(model, report, near_miss, file, everything)]
+            if score is not None:
+                parts.append(_score_view(puzzle, score, par, best_before, new_best))
+            elif not report.interrupted:
+                parts.append(Text(f"\nNot solved yet. Stuck? handwired puzzles hint {name}", style="dim"))
+            return parts
+
+        out.show(view)
     if report.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if score is None:

@@ -9,7 +9,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from handwired import render
-from handwired.cli.app import EXIT_USER_ERROR, WeightsOption, check_outputs, stdout, user_errors, weights_app
+from handwired.cli.app import (EXIT_USER_ERROR, ForceOption, HtmlOption, Output, ShowAllOption, SvgOption, WeightsOption,
+                               check_outputs, stdout, user_errors, weights_app)
 from handwired.errors import HandwiredError
 from handwired.weightfile import DEFAULT_MODEL, MAX_SIZE, bundled_models, dumps, load, starter_document, validate, write_new
 
@@ -22,16 +23,22 @@ def weights_show(
     as_sparse: Annotated[
         bool, typer.Option("--sparse", help="Print the file in the sparse form instead: JSON to write back.")
     ] = False,
-    show_all: Annotated[bool, typer.Option("--all", help="Also show rows and columns that are all zero (folded by default).")] = False,
+    show_all: ShowAllOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Show every weight matrix, labelled."""
     model = load(path or weights)
+    if as_sparse and (svg is not None or html is not None):
+        raise HandwiredError("--sparse prints JSON to write back and --svg/--html save the view: choose one")
+    out = Output(svg, html, force, reading=(Path(model.source),))
     if as_sparse:
         from handwired import convert  # here, as in weights_convert: other commands start faster without it
 
         typer.echo(dumps(convert.document(model, "sparse")), nl=False)
         return
-    stdout().print(render.weights_view(model, show_all))
+    out.show(lambda everything: [render.weights_view(model, everything)], show_all)
 
 
 @weights_app.command("convert")
