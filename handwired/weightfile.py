@@ -797,22 +797,32 @@ def dumps(doc: Any) -> str:
     return render(doc, 0) + "\n"
 
 
-def write_new(path: Path, text: str, force: bool = False) -> None:
-    """Write a file atomically; refuse to replace an existing one unless ``force``."""
+def check_writable(path: Path, force: bool = False) -> None:
+    """Refuse an output path before any work: an existing file (without ``force``), a folder, no such folder."""
+    if path.is_dir():
+        raise HandwiredError(f"{path}: is a folder; give a file name")
     if path.exists() and not force:
         raise HandwiredError(f"{path}: already exists; use --force to replace it")
-    if path.is_dir():
-        raise HandwiredError(f"{path}: is a folder")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise HandwiredError(f"{path}: folder {folder} does not exist")
+
+
+def write_new(path: Path, text: str, force: bool = False) -> None:
+    """Write a file atomically; refuse to replace an existing one unless ``force``."""
+    check_writable(path, force)
     import tempfile  # here: only writing needs it, and every command starts faster without
 
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    except OSError as error:  # a read-only folder
+        raise HandwiredError(f"{path}: cannot write: {error.strerror or error}") from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
         os.replace(temp, path)
-    except BaseException:
+    except BaseException as error:
         Path(temp).unlink(missing_ok=True)
+        if isinstance(error, OSError):  # a full disk, a path that became a folder
+            raise HandwiredError(f"{path}: cannot write: {error.strerror or error}") from None
         raise

@@ -359,3 +359,25 @@ def test_predict_loads_only_what_it_needs():
                    "rich.progress", "rich._emoji_codes", "handwired.puzzles", "handwired.progress", "rich.syntax",
                    "handwired.diff", "handwired.watch", "rich.live"):
         assert module not in loaded, module
+
+
+def test_a_file_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    import os
+
+    def disk_full(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", disk_full)
+    line = user_error("weights", "new", "-o", str(tmp_path / "new.json"))
+    assert line == f"error: {tmp_path / 'new.json'}: cannot write: No space left on device"
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
+def test_output_paths_are_vetted_before_any_work(tmp_path):
+    folder = tmp_path / "pictures"
+    folder.mkdir()
+    for args in (["--svg", str(folder)], ["--svg", str(folder), "--force"], ["--html", str(tmp_path / "no" / "x.html")]):
+        result = invoke("explain", *args)
+        assert result.exit_code == 2 and result.stdout == "", result.output  # refused before printing the view
+    assert "is a folder" in user_error("explain", "--svg", str(folder))
+    assert "does not exist" in user_error("explain", "--html", str(tmp_path / "no" / "x.html"))

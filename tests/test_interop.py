@@ -369,3 +369,11 @@ def test_cli_import_takes_the_vocabulary_from_an_option(tmp_path):
 def test_import_core_raises_handwired_error_not_a_traceback(tmp_path):
     with pytest.raises(HandwiredError, match="no such folder"):
         import_folder(tmp_path / "nowhere", tmp_path / "m.json")
+
+
+def test_import_refuses_to_write_inside_the_folder_it_reads(tmp_path):
+    folder = exported(load("aab"), tmp_path)
+    before = (folder / "config.json").read_bytes()
+    line = user_error("import", str(folder), "-o", str(folder / "config.json"), "--force")
+    assert "inside the folder being read" in line
+    assert (folder / "config.json").read_bytes() == before

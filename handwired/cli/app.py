@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from handwired import explain as explaining
 from handwired.errors import HandwiredError
-from handwired.weightfile import write_new
+from handwired.weightfile import check_writable, write_new
 
 app = typer.Typer(
     help="Wire a transformer's weights by hand, run it, see every number, and prove it right.",
@@ -103,8 +103,7 @@ def check_outputs(weights_path: Optional[Path], force: bool, *paths: Optional[Pa
             continue
         if weights_path is not None and path.resolve() == weights_path.resolve():
             raise HandwiredError(f"{path}: that is the {what} being read; choose another file")
-        if path.exists() and not force:
-            raise HandwiredError(f"{path}: already exists; use --force to replace it")
+        check_writable(path, force)
 
 
 class Output:

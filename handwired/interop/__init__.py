@@ -15,7 +15,7 @@ from pathlib import Path
 from handwired.errors import HandwiredError
 from handwired.interop.folder import FILES, check_output_folder, export_files, read_folder, write_folder
 from handwired.interop.loader import TESTED
-from handwired.weightfile import write_new
+from handwired.weightfile import check_writable, write_new
 
 TARGETS = ("transformer-lens",)
 
@@ -30,11 +30,11 @@ def export_folder(model, folder: Path, force: bool = False) -> dict[str, bytes]:
 
 def import_folder(folder: Path, output: Path, force: bool = False, vocab: str | None = None):
     """Read a TransformerLens folder into a new weight file; return the model it holds."""
+    if output.resolve().is_relative_to(folder.resolve()):
+        raise HandwiredError(f"{output}: inside the folder being read ({folder}); write the weight file elsewhere")
+    check_writable(output, force)
     text, model = read_folder(folder, vocab)
-    try:
-        write_new(output, text, force=force)
-    except OSError as error:  # a read-only folder, a full disk
-        raise HandwiredError(f"{output}: cannot write: {error.strerror or error}") from None
+    write_new(output, text, force=force)
     return model
 
 
