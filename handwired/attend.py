@@ -82,8 +82,11 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, score: str = "scaled-dot
     mask = causal_mask(len(q), len(k)) if causal else np.zeros(raw.shape)  # [n_q, n_k]
     masked = raw + mask
     weights = softmax(masked)  # [n_q, n_k]
-    return Attention(score, causal, q, k, v, None if score == "gaussian" else q @ k.T, raw, masked, weights,
-                     weights @ v)
+    output = weights @ v  # [n_q, d_v]
+    if not (np.isfinite(output).all() and np.isfinite(weights).all()):
+        raise HandwiredError("the numbers are too large for float64 (about 1.8e308): the scores or the output "
+                             "overflow; give smaller q, k, v")
+    return Attention(score, causal, q, k, v, None if score == "gaussian" else q @ k.T, raw, masked, weights, output)
 
 
 def _check_shapes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:

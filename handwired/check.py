@@ -26,7 +26,7 @@ import numpy as np
 from handwired.batch import next_logits_distinct
 from handwired.errors import HandwiredError
 from handwired.forward import softmax
-from handwired.run import top_token
+from handwired.run import require_finite, top_token
 from handwired.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, Judgement, PatternRule, Rule
 from handwired.tree import TreeBatch, evaluate_tree
 from handwired.weightfile import Model
@@ -329,6 +329,7 @@ def _order(model: Model, context: str) -> tuple[int, list[int]]:
 def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failure], show: int) -> None:
     contexts, status, acceptable = batch.contexts, batch.judgement.status, batch.judgement.acceptable
     logits = next_logits_distinct(model, contexts) if batch.logits is None else batch.logits
+    require_finite(model, contexts, logits)  # a NaN would count as neither passing nor failing
     best_right = np.where(acceptable, logits, -np.inf).max(axis=1)
     best_wrong = np.where(acceptable, -np.inf, logits).max(axis=1)
     margins = best_right - best_wrong  # +inf when every token is acceptable

@@ -45,8 +45,27 @@ def trace(model: Model, text: str, causal: bool = True) -> Trace:
     ids = model.encode(text)
     window = ids[-model.n_ctx :]
     record: dict[str, np.ndarray] = {}
-    forward(model.params, window[None, :], model.n_head, record=record, causal=causal)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, by name, not as a warning
+        forward(model.params, window[None, :], model.n_head, record=record, causal=causal)
+    if not np.isfinite(record["logits"]).all():
+        # Masked scores are −∞ by design; anything else that is not finite is where float64 ran out.
+        broken = next(name for name, value in record.items()
+                      if np.isnan(value).any() or (np.isinf(value).any() and not name.endswith(".attn.hook_attn_scores")))
+        raise_not_finite(model, f"on {model.decode(window)!r}, {broken} is not a finite number")
     return Trace(text, model.decode(window), window, {name: value[0] for name, value in record.items()}, causal)
+
+
+def raise_not_finite(model: Model, what: str) -> None:
+    raise HandwiredError(f"{model.source}: {what}: the weights are too large for float64 (about 1.8e308); "
+                         "make the largest ones smaller")
+
+
+def require_finite(model: Model, contexts: np.ndarray, logits: np.ndarray) -> np.ndarray:
+    """The logits, if every one is a number; else one line naming the first context where float64 overflowed."""
+    finite = np.isfinite(logits).all(axis=-1)
+    if not finite.all():
+        raise_not_finite(model, f"on {model.decode(contexts[int(np.argmin(finite))])!r}, the logits are not finite numbers")
+    return logits
 
 
 def top_token(logits: np.ndarray) -> tuple[int, bool]:
@@ -64,5 +83,5 @@ def complete(model: Model, text: str, n: int) -> str:
     ids = list(model.encode(text))
     for _ in range(n):
         window = np.array(ids[-model.n_ctx :])[None, :]
-        ids.append(int(np.argmax(next_logits(model, window)[0])))
+        ids.append(int(np.argmax(require_finite(model, window, next_logits(model, window))[0])))
     return model.decode(ids)

@@ -381,3 +381,17 @@ def test_output_paths_are_vetted_before_any_work(tmp_path):
         assert result.exit_code == 2 and result.stdout == "", result.output  # refused before printing the view
     assert "is a folder" in user_error("explain", "--svg", str(folder))
     assert "does not exist" in user_error("explain", "--html", str(tmp_path / "no" / "x.html"))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the CLI filters numpy's; pytest resets filters per test
+def test_weights_too_large_for_float64_are_one_line_naming_where(tmp_path, aab_doc, write_json):
+    aab_doc["wte"][0][5] = 1e308  # a's embedding: the attention output overflows, then the logits
+    aab_doc["wte"][1][5] = -1e308
+    path = str(write_json(aab_doc))
+    line = user_error("predict", "aab", "-w", path)
+    assert line.endswith("on 'aab', blocks.0.hook_attn_out is not a finite number: the weights are too large for "
+                         "float64 (about 1.8e308); make the largest ones smaller")
+    for command in (["check", "--json"], ["check", "--exhaustive"], ["complete", "a"], ["diff", path, "aab"]):
+        args = command if command[0] == "diff" else [*command, "-w", path]
+        assert "the logits are not finite numbers: the weights are too large for float64" in user_error(*args)
+    assert "too large for float64" in user_error("attend", "--q", "1e200", "--k", "1e200", "--v", "1")
