@@ -89,6 +89,11 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, score: str = "scaled-dot
     return Attention(score, causal, q, k, v, None if score == "gaussian" else q @ k.T, raw, masked, weights, output)
 
 
+def _short(text: str) -> str:
+    """An argument quoted in a message, cut if long (one line, never a screenful)."""
+    return repr(text) if len(text) <= 40 else repr(text[:37] + "…")
+
+
 def _check_shapes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
     if q.shape[1] != k.shape[1]:
         raise HandwiredError(f"q has {q.shape[1]} number(s) per row and k has {k.shape[1]}: "
@@ -112,7 +117,9 @@ def parse_inline(text: str, what: str) -> np.ndarray:
         try:
             return to_matrix(json.loads(text), what)
         except json.JSONDecodeError as error:
-            raise HandwiredError(f"{what} {text!r}: not a valid JSON list ({error.msg})") from None
+            raise HandwiredError(f"{what} {_short(text)}: not a valid JSON list ({error.msg})") from None
+        except RecursionError:
+            raise HandwiredError(f"{what} {_short(text)}: nested too deeply; expected a list of rows") from None
     if not text:
         raise HandwiredError(f"{what}: empty; expected numbers, e.g. 60,64,68 or 64,85;61,80")
     if ";" not in text:
@@ -171,6 +178,8 @@ def read_file(path: Path) -> dict[str, np.ndarray]:
         raise HandwiredError(f"{path}: not UTF-8 text (byte {error.start})") from None
     except json.JSONDecodeError as error:
         raise HandwiredError(f"{path}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
+    except RecursionError:
+        raise HandwiredError(f"{path}: not valid JSON for handwired: nested too deeply") from None
     if not isinstance(document, dict):
         raise HandwiredError(f"{path}: expected an object with q, k and v (or x), found {type(document).__name__}")
     unknown = [key for key in document if key not in INPUT_KEYS]

@@ -30,9 +30,10 @@ def table_width(widths: list[int]) -> int:
 def column_pages(label_width: int, widths: list[int], max_width: int) -> list[list[int]]:
     """Column indices in pages, in order: each page, its row labels first, fits ``max_width``.
 
-    As few pages as fit, and of even widths (rather than full pages and a
-    last one with a single column). A column wider than any page gets a page
-    of its own (the table is then wider than the terminal, but nothing is cut).
+    As few pages as fit, filled in order under the narrowest width that still
+    needs no more pages, so the pages come out closer in width than full pages
+    would (not always equal). A column wider than any page gets a page of its
+    own (the table is then wider than the terminal, but nothing is cut).
     """
     fewest = _fill(label_width, widths, max_width)
     narrowest = table_width([label_width, max(widths, default=0)])

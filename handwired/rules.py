@@ -220,7 +220,7 @@ def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str]) -> Rule:
     if not isinstance(spec, dict) or "kind" not in spec:
         raise HandwiredError(f"rule: expected an object such as {{\"kind\": \"previous\"}}; found {_kind(spec)}")
     kind = spec["kind"]
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise HandwiredError(f"rule.kind: expected one of {', '.join(KINDS)}; found {_kind(kind)}")
     params = KINDS[kind]
     for key in spec:

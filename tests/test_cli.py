@@ -395,3 +395,18 @@ def test_weights_too_large_for_float64_are_one_line_naming_where(tmp_path, aab_d
         args = command if command[0] == "diff" else [*command, "-w", path]
         assert "the logits are not finite numbers: the weights are too large for float64" in user_error(*args)
     assert "too large for float64" in user_error("attend", "--q", "1e200", "--k", "1e200", "--v", "1")
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["--length", "0"], "--length 0: expected at least 2 tokens"),  # not the default length in disguise
+    (["--target", ""], "target: empty"),  # not the file's target in disguise
+    (["--near-miss", "nan"], "--near-miss nan: expected a number of logits, 0 or more"),
+    (["--near-miss", "-1"], "--near-miss -1.0: expected a number of logits, 0 or more"),
+])
+def test_check_refuses_values_it_would_otherwise_replace_by_defaults(args, expected):
+    assert expected in user_error("check", *args)
+
+
+def test_attend_refuses_deeply_nested_input_in_one_short_line():
+    line = user_error("attend", "--x", "[" * 5000)
+    assert "nested too deeply" in line and len(line) < 120

@@ -159,6 +159,7 @@ def test_descriptions_say_the_rule_in_words():
     [
         ({"kind": "nexttoken"}, "rule.kind: expected one of pattern, first, previous, max, majority, same_last_two, induction; found the string 'nexttoken'"),
         ({"kind": 3}, "rule.kind: expected one of pattern,"),
+        ({"kind": []}, "rule.kind: expected one of pattern,"),  # unhashable: once a TypeError
         ("previous", "rule: expected an object such as {\"kind\": \"previous\"}; found the string 'previous'"),
         ({}, "rule: expected an object"),
         ({"kind": "pattern"}, "rule: kind 'pattern' needs 'pattern'"),

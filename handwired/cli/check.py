@@ -66,7 +66,7 @@ def check(
     from handwired import check as checking  # here, not above: only check needs it, and predict starts faster
     model = load(weights)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
-    pattern = target or model.target
+    pattern = target if target is not None else model.target  # --target '' is a mistake, not "the file's"
     if pattern is None:
         raise HandwiredError(f"{model.source}: has no 'target'; give one with --target, e.g. --target {model.vocab[0] * 2}")
     if exhaustive and sample is not None:
@@ -75,13 +75,16 @@ def check(
         raise HandwiredError("--length is for a stream check; --exhaustive and --sample choose their own contexts")
     if show < 1:
         raise HandwiredError(f"--show {show}: expected 1 or more")
+    if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
+        raise HandwiredError(f"--near-miss {near_miss}: expected a number of logits, 0 or more")
     if exhaustive:
         plan = checking.exhaustive_plan(model, checking.pattern_rule(model, pattern), 1 if min_length is None else min_length)
     elif sample is not None:
         plan = checking.sample_plan(model, checking.pattern_rule(model, pattern), sample, seed,
                                     1 if min_length is None else min_length)
     else:
-        plan = checking.stream_plan(model, pattern, length or 10 * len(pattern) - 1, 2 if min_length is None else min_length)
+        plan = checking.stream_plan(model, pattern, 10 * len(pattern) - 1 if length is None else length,
+                                    2 if min_length is None else min_length)
     report = run_with_progress(model, plan, show, show_progress=not as_json)
     if as_json:
         typer.echo(json.dumps(report_json(report, near_miss), indent=2, ensure_ascii=False))
