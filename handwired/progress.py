@@ -150,7 +150,7 @@ def _parse(path: Path) -> tuple[dict[str, Entry], dict[str, tuple[str, Score]]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("puzzles"), dict):
         raise ValueError(f"expected {{\"format\": \"{FORMAT}\", \"puzzles\": {{…}}}}")
-    if not set(data) <= {"format", "puzzles", "par"} or not isinstance(data.get("par", {}), dict):
+    if not set(data) <= {"format", "puzzles", "par"}:
         raise ValueError("expected only format, puzzles and par")
     puzzles, pars = {}, {}
     for name, entry in data["puzzles"].items():
@@ -158,10 +158,15 @@ def _parse(path: Path) -> tuple[dict[str, Entry], dict[str, tuple[str, Score]]]:
             puzzles[name] = Entry.from_json(entry)
         except ValueError as error:
             raise ValueError(f"puzzles.{name}: {error}") from None
-    for name, entry in data.get("par", {}).items():
-        if not isinstance(entry, dict) or set(entry) != {"source", "score"} or not isinstance(entry["source"], str):
-            raise ValueError(f"par.{name}: expected source and score")
-        pars[name] = (entry["source"], Score.from_json(entry["score"]))
+    # par is only a cache of the reference solutions' scores: a bad entry is recomputed, never worth the player's progress
+    cache = data.get("par", {})
+    for name, entry in (cache.items() if isinstance(cache, dict) else ()):
+        try:
+            if not isinstance(entry, dict) or set(entry) != {"source", "score"} or not isinstance(entry["source"], str):
+                raise ValueError(entry)
+            pars[name] = (entry["source"], Score.from_json(entry["score"]))
+        except (ValueError, TypeError, KeyError):
+            continue
     return puzzles, pars
 
 

@@ -38,6 +38,17 @@ def test_entries_for_puzzles_not_installed_are_kept(handwired_home):
     assert progressing.load().best("retired") == GOOD
 
 
+@pytest.mark.parametrize("par", [{"aab": {"source": "x"}}, {"aab": {"source": 1, "score": {}}}, [], "stale"])
+def test_a_bad_par_entry_is_dropped_not_the_players_progress(handwired_home, par):
+    handwired_home.mkdir()
+    (handwired_home / "progress.json").write_text(json.dumps({"format": "handwired-progress/1", "par": par,
+        "puzzles": {"aab": {"solved": True, "best": GOOD.to_json(), "hints": 2}}}))
+    warnings = []
+    progress = progressing.load(warn=warnings.append)
+    assert warnings == [] and progress.solved("aab") and progress.hints("aab") == 2  # par is only a cache
+    assert list(handwired_home.glob("progress.json.bad-*")) == []
+
+
 @pytest.mark.parametrize("content,reason", [
     ("{", "Expecting property name"),
     ('{"format": "handwired-progress/2", "puzzles": {}}', "expected {\"format\": \"handwired-progress/1\""),
