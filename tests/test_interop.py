@@ -21,7 +21,7 @@ from handwired.forward import forward  # noqa: E402
 from handwired.interop import FILES, export_folder, import_folder  # noqa: E402
 from handwired.interop.convert import to_config, to_state_dict  # noqa: E402
 from handwired.interop.loader import LOAD_V3, LOAD_V4, TESTED  # noqa: E402
-from handwired.weightfile import bundled_models, load, parse  # noqa: E402
+from handwired.weightfile import bundled_models, load, locate, parse  # noqa: E402
 
 
 def random_model(seed, n_head=2, layer_norm=True, mlp=True, n_layer=2):
@@ -377,3 +377,18 @@ def test_import_refuses_to_write_inside_the_folder_it_reads(tmp_path):
     line = user_error("import", str(folder), "-o", str(folder / "config.json"), "--force")
     assert "inside the folder being read" in line
     assert (folder / "config.json").read_bytes() == before
+
+
+def test_mlp_hidden_labels_and_width_come_back(tmp_path):
+    from handwired.puzzles import puzzles_dir
+
+    doc = json.loads((puzzles_dir() / "solutions" / "xor.json").read_text())
+    doc["blocks"][0]["mlp"]["hidden"] = doc["blocks"][0]["mlp"]["hidden"] + ["spare"]  # an all-zero unit at the end
+    model, problems = parse(doc, "xor.json")
+    assert problems == []
+    export_folder(model, tmp_path / "xor-tl")
+    back = import_folder(tmp_path / "xor-tl", tmp_path / "xor.json")
+    assert back.axes["blocks[0].mlp.c_fc.w"][1].labels == ("ab", "ba", "spare")
+    assert back.written.keys() == model.written.keys()
+    for path in model.written:  # every matrix the same shape and numbers, the spare unit's zeros included
+        assert np.array_equal(locate(back.params, path), locate(model.params, path)), path

@@ -308,7 +308,7 @@ def to_document(state: dict[str, np.ndarray], sizes: dict[str, Any], vocab: list
         if norm is not None:
             block["ln_1"] = layer_norm(prefix + "ln1")
         if not sizes["attn_only"]:
-            mlp = _mlp(state, prefix)
+            mlp = _mlp(state, prefix, (about.get("hidden") or {}).get(str(i)))
             if mlp is not None:
                 if norm is not None:
                     block["ln_2"] = layer_norm(prefix + "ln2")
@@ -330,17 +330,25 @@ def to_document(state: dict[str, np.ndarray], sizes: dict[str, Any], vocab: list
     return doc
 
 
-def _mlp(state: dict[str, np.ndarray], prefix: str) -> dict[str, Any] | None:
-    """A block's MLP without trailing all-zero hidden units; None if nothing is left (it adds zero)."""
+def _mlp(state: dict[str, np.ndarray], prefix: str, hidden: list[str] | None = None) -> dict[str, Any] | None:
+    """A block's MLP without trailing all-zero hidden units; None if nothing is left (it adds zero).
+
+    ``hidden``, the labels an export saved, gives the width back exactly (all-zero units included) and the names.
+    """
     w_in, b_in = state[prefix + "mlp.W_in"], state[prefix + "mlp.b_in"]
     w_out, b_out = state[prefix + "mlp.W_out"], state[prefix + "mlp.b_out"]
     live = np.any(w_in != 0, axis=0) | (b_in != 0) | np.any(w_out != 0, axis=1)  # [d_mlp]
     width = int(np.flatnonzero(live)[-1]) + 1 if live.any() else 0
-    if width == 0 and not b_out.any():
+    if width == 0 and not b_out.any() and not hidden:
         return None
+    if hidden and width <= len(hidden) <= len(b_in):
+        width = len(hidden)
+    else:
+        hidden = None  # labels that do not fit these tensors: the units are numbered instead
     width = max(width, 1)  # a weight file's MLP has at least one hidden unit
-    return {"c_fc": {"w": _numbers(w_in[:, :width]), "b": _numbers(b_in[:width])},
-            "c_proj": {"w": _numbers(w_out[:width]), "b": _numbers(b_out)}}
+    mlp = {"c_fc": {"w": _numbers(w_in[:, :width]), "b": _numbers(b_in[:width])},
+           "c_proj": {"w": _numbers(w_out[:width]), "b": _numbers(b_out)}}
+    return {"hidden": list(hidden), **mlp} if hidden else mlp
 
 
 def _numbers(array: np.ndarray) -> list:

@@ -48,7 +48,10 @@ def export_files(model) -> dict[str, bytes]:
     config = convert.to_config(model)
     state = convert.to_state_dict(model)
     labels = {"name": model.name, "description": model.description,
-              "dims": list(model.dims), "example": model.example, "target": model.target}
+              "dims": list(model.dims), "example": model.example, "target": model.target,
+              # each MLP's hidden units by name and number: TransformerLens pads them to one width, unnamed
+              "hidden": {str(i): list(model.axes[f"blocks[{i}].mlp.c_fc.w"][1].labels)
+                         for i, block in enumerate(model.params["blocks"]) if "mlp" in block}}
     return {
         CONFIG: _json(config),
         WEIGHTS: save(state),
@@ -197,7 +200,7 @@ def _vocab(folder: Path, d_vocab: int, given: str | None) -> list[str]:
 
 
 def _labels(path: Path, d_model: int) -> dict[str, Any]:
-    """What an export saved beside the weights: dims, name, example, target. Optional; checked by parse later."""
+    """What an export saved beside the weights: dims, name, example, target, MLP hidden labels. Optional; checked by parse later."""
     if not path.exists():
         return {}
     labels = _read_json(path)
@@ -207,4 +210,8 @@ def _labels(path: Path, d_model: int) -> dict[str, Any]:
     if dims is not None and (not isinstance(dims, list) or len(dims) != d_model):
         raise HandwiredError(f"{path}: dims: expected {d_model} labels (d_model); found "
                              f"{len(dims) if isinstance(dims, list) else type(dims).__name__}")
-    return {key: labels.get(key) for key in ("name", "description", "dims", "example", "target")}
+    hidden = labels.get("hidden", {})
+    if not isinstance(hidden, dict) or not all(isinstance(units, list) and all(isinstance(u, str) for u in units)
+                                               for units in hidden.values()):
+        raise HandwiredError(f"{path}: hidden: expected an object of block number: [hidden unit labels]")
+    return {key: labels.get(key) for key in ("name", "description", "dims", "example", "target", "hidden")}
