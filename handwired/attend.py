@@ -26,6 +26,7 @@ import numpy as np
 from handwired.errors import HandwiredError
 from handwired.explain import Matrix, Step
 from handwired.forward import causal_mask, softmax
+from handwired.weightfile import read_json
 
 SCORES = ("scaled-dot", "dot", "gaussian")
 # When the best key's score leads the next by this much, the others' weights are below e^-30 ≈ 1e-13:
@@ -170,16 +171,7 @@ def to_matrix(value: Any, what: str) -> np.ndarray:
 
 def read_file(path: Path) -> dict[str, np.ndarray]:
     """A JSON object with q, k and v (or x) -> the matrices it gives."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise HandwiredError(f"{path}: cannot read: {error.strerror}") from None
-    except UnicodeDecodeError as error:
-        raise HandwiredError(f"{path}: not UTF-8 text (byte {error.start})") from None
-    except json.JSONDecodeError as error:
-        raise HandwiredError(f"{path}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
-    except RecursionError:
-        raise HandwiredError(f"{path}: not valid JSON for handwired: nested too deeply") from None
+    document = read_json(path)
     if not isinstance(document, dict):
         raise HandwiredError(f"{path}: expected an object with q, k and v (or x), found {type(document).__name__}")
     unknown = [key for key in document if key not in INPUT_KEYS]

@@ -392,3 +392,10 @@ def test_mlp_hidden_labels_and_width_come_back(tmp_path):
     assert back.written.keys() == model.written.keys()
     for path in model.written:  # every matrix the same shape and numbers, the spare unit's zeros included
         assert np.array_equal(locate(back.params, path), locate(model.params, path)), path
+
+
+def test_a_deeply_nested_config_is_one_line(tmp_path):
+    folder = exported(load("aab"), tmp_path)
+    (folder / "config.json").write_text("[" * 5000)
+    assert "config.json: not valid JSON for handwired: nested too deeply" in user_error(
+        "import", str(folder), "-o", str(tmp_path / "x.json"))

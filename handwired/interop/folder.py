@@ -22,7 +22,7 @@ from handwired.errors import HandwiredError
 from handwired.interop import convert
 from handwired.interop.loader import readme
 from handwired import convert as forms
-from handwired.weightfile import MAX_FILE_BYTES, dumps, parse
+from handwired.weightfile import MAX_FILE_BYTES, dumps, parse, read_json
 
 CONFIG, WEIGHTS, VOCAB, LABELS, README = "config.json", "model.safetensors", "vocab.json", "handwired.json", "README.md"
 FILES = (CONFIG, WEIGHTS, VOCAB, LABELS, README)
@@ -148,12 +148,7 @@ def read_folder(folder: Path, vocab: str | None = None) -> tuple[str, Any]:
 def _read_json(path: Path) -> Any:
     if not path.is_file():
         raise HandwiredError(f"{path}: missing (a TransformerLens folder has {CONFIG}, {WEIGHTS} and {VOCAB})")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise HandwiredError(f"{path}: cannot read: {getattr(error, 'strerror', None) or error}") from None
-    except json.JSONDecodeError as error:
-        raise HandwiredError(f"{path}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
+    return read_json(path)
 
 
 def _read_tensors(path: Path) -> dict[str, np.ndarray]:
