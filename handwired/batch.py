@@ -14,6 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 from handwired.forward import forward, qkv_table
+from handwired.run import require_finite
 from handwired.weightfile import Model
 
 # Positions per forward pass (contexts x their length). Big enough that numpy's
@@ -42,9 +43,8 @@ def next_logits(model: Model, contexts: np.ndarray, chunk: int | None = None) ->
     def run(start: int) -> np.ndarray:
         return forward(model.params, contexts[start : start + chunk], model.n_head, last_only=True, table=table)
 
-    if len(starts) == 1:
-        return run(0)
-    return np.concatenate(list(_pool().map(run, starts)))
+    logits = run(0) if len(starts) == 1 else np.concatenate(list(_pool().map(run, starts)))
+    return require_finite(model, contexts, logits)
 
 
 def next_logits_distinct(model: Model, contexts: np.ndarray, chunk: int | None = None) -> np.ndarray:

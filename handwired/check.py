@@ -328,8 +328,10 @@ def _order(model: Model, context: str) -> tuple[int, list[int]]:
 
 def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failure], show: int) -> None:
     contexts, status, acceptable = batch.contexts, batch.judgement.status, batch.judgement.acceptable
-    logits = next_logits_distinct(model, contexts) if batch.logits is None else batch.logits
-    require_finite(model, contexts, logits)  # a NaN would count as neither passing nor failing
+    if batch.logits is None:
+        logits = next_logits_distinct(model, contexts)  # checked finite there
+    else:  # the tree's: a NaN would count as neither passing nor failing
+        logits = require_finite(model, contexts, batch.logits)
     best_right = np.where(acceptable, logits, -np.inf).max(axis=1)
     best_wrong = np.where(acceptable, -np.inf, logits).max(axis=1)
     margins = best_right - best_wrong  # +inf when every token is acceptable

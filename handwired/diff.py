@@ -17,7 +17,6 @@ import numpy as np
 
 from handwired import check as checking
 from handwired.batch import next_logits_distinct
-from handwired.run import require_finite
 from handwired.errors import HandwiredError
 from handwired.rules import DECIDED
 from handwired.weightfile import Model, locate
@@ -169,8 +168,8 @@ def compare(
         judgement = rule.judge(contexts) if rule is not None else None
         acceptable = judgement.acceptable if judgement is not None else None
         judged = judgement.status == DECIDED if judgement is not None else np.zeros(len(contexts), dtype=bool)
-        before = _answers(old, require_finite(old, contexts, next_logits_distinct(old, contexts)), acceptable)
-        after = _answers(new, require_finite(new, contexts, next_logits_distinct(new, contexts)), acceptable)
+        before = _answers(old, next_logits_distinct(old, contexts), acceptable)
+        after = _answers(new, next_logits_distinct(new, contexts), acceptable)
         moved = (before["best"] != after["best"]) | (before["tied"] != after["tied"])
         changed = moved | ~_same(before["margin"], after["margin"])
         result.contexts += len(contexts)

@@ -83,5 +83,5 @@ def complete(model: Model, text: str, n: int) -> str:
     ids = list(model.encode(text))
     for _ in range(n):
         window = np.array(ids[-model.n_ctx :])[None, :]
-        ids.append(int(np.argmax(require_finite(model, window, next_logits(model, window))[0])))
+        ids.append(int(np.argmax(next_logits(model, window)[0])))
     return model.decode(ids)
