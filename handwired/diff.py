@@ -52,10 +52,6 @@ class ContextChange:
     old: Answer
     new: Answer
 
-    @property
-    def prediction_changed(self) -> bool:
-        return self.old.prediction != self.new.prediction or self.old.tied != self.new.tied
-
 
 @dataclass
 class Diff:
