@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from reference import params_to_document, random_params  # noqa: E402
 
-from handwired import puzzles  # noqa: E402
+from handwired.judge.catalogue import bundled_puzzles, solution_path  # noqa: E402
 
 STATEMENT = {
     "format": "handwired-puzzle/1", "name": "induction", "level": 5, "title": "Induction", "summary": "Induction.",
@@ -56,7 +56,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         env = {**os.environ, "HANDWIRED_HOME": str(folder / "home")}
-        bundled = "induction" in puzzles.bundled_puzzles()
+        bundled = "induction" in bundled_puzzles()
         if not bundled:
             (folder / "puzzles").mkdir()
             (folder / "puzzles" / "induction.json").write_text(json.dumps(STATEMENT))
@@ -71,7 +71,7 @@ def main() -> None:
         print(f"{'what':58} {'median of 5':>12} {'beyond the baseline':>20}")
         print(f"{'baseline: handwired puzzles list (start-up, no check)':58} {baseline:>10.2f} s")
         files = {"starter": folder / "starter.json", "random": folder / "random.json"}
-        reference = puzzles.solution_path("induction") if bundled else None
+        reference = solution_path("induction") if bundled else None
         if reference is not None:
             files["reference (solved)"] = reference
         for name, path in files.items():

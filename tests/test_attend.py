@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from test_cli import invoke, user_error
 
-from handwired import attend
+from handwired.engine.attend import attend as attention_step
+from handwired.views import attend
 from handwired.errors import HandwiredError
 
 Q2 = "64,85;61,80"
@@ -17,7 +18,7 @@ V2 = "126,180;110,172;115,170"
 
 def test_gaussian_kernel_regression_one_dimension():
     # by hand: scores -(62-60)²/2 = -2, -(62-64)²/2 = -2, -(62-68)²/2 = -18
-    result = attend.attend(np.array([[62.0]]), np.array([[60.0], [64.0], [68.0]]), np.array([[110.0], [115.0], [126.0]]),
+    result = attention_step(np.array([[62.0]]), np.array([[60.0], [64.0], [68.0]]), np.array([[110.0], [115.0], [126.0]]),
                            "gaussian")
     np.testing.assert_array_equal(result.scores, [[-2, -2, -18]])
     total = 2 * math.exp(-2) + math.exp(-18)
@@ -37,7 +38,7 @@ def test_gaussian_example_through_the_cli_prints_the_tiny_weight():
 
 def test_two_dimensional_dot_products_and_scaled_output():
     q, k, v = (attend.parse_inline(text, name) for text, name in ((Q2, "--q"), (K2, "--k"), (V2, "--v")))
-    result = attend.attend(q, k, v)
+    result = attention_step(q, k, v)
     # the note's numbers, by hand: 64·68 + 85·91 = 12087 …
     assert result.dot.tolist() == [[12087, 11235, 11576], [11428, 10620, 10944]]
     np.testing.assert_allclose(result.scores, result.dot / math.sqrt(2))
@@ -140,7 +141,7 @@ def test_bad_files(tmp_path):
 
 def test_core_rejects_unknown_score():
     with pytest.raises(HandwiredError):
-        attend.attend(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1)), "cosine")
+        attention_step(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1)), "cosine")
 
 
 def test_saves_svg_and_html_and_never_overwrites(tmp_path):

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from handwired import diff as diffing
+from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE
+from handwired.judge import compare as diffing
 from handwired.weightfile import load, parse
 from reference import params_to_document, random_params, reference_forward
 from test_cli import invoke, user_error
@@ -126,7 +127,7 @@ def test_too_many_contexts_are_sampled_and_the_report_says_so(small_doc):
     edited = copy.deepcopy(small_doc)
     edited["wte"][0][0] += 1
     result = diffing.compare(model_of(small_doc), model_of(edited), limit=50)
-    assert result.checked.startswith(f"{diffing.DEFAULT_SAMPLE:,} random contexts") and result.contexts == diffing.DEFAULT_SAMPLE
+    assert result.checked.startswith(f"{DIFF_SAMPLE:,} random contexts") and result.contexts == DIFF_SAMPLE
     result = diffing.compare(model_of(small_doc), model_of(edited), sample=500, seed=1)
     assert result.contexts == 500 and "(seed 1) of 120" in result.checked
 
@@ -144,17 +145,11 @@ def test_diff_command_lists_weights_and_contexts(aab_doc, write_json):
     data = json.loads(invoke("diff", "aab", str(edited), "--json").stdout)
     assert data["weights"] == [{"label": "blocks[0].attn.c_proj.b.a", "old": 1024.0, "new": 1000.0}]
     assert data["changed"] == 62 and data["predictions_changed"] == 0  # every lead moved by 24 logits (the a-bias), no answer did
-    assert data["shown"][0]["context"] == "a" and len(data["shown"]) == diffing.SHOW
+    assert data["shown"][0]["context"] == "a" and len(data["shown"]) == CHANGES_SHOWN
     assert [c["context"] for c in data["shown"][:3]] == ["a", "b", "aa"]
     assert data["shown"][2] == {"context": "aa", "expected": ["b"],
                                 "old": {"prediction": "b", "tied": False, "margin": 1023.0, "right": True},
                                 "new": {"prediction": "b", "tied": False, "margin": 1047.0, "right": True}}
-
-
-def test_the_command_default_matches_the_core():
-    from handwired.cli.diff import SHOW
-
-    assert SHOW == diffing.SHOW  # written again in the CLI module to keep handwired.diff out of every command's imports
 
 
 def test_diff_of_identical_files_says_so():
@@ -200,6 +195,8 @@ def test_ctrl_c_during_a_long_diff_exits_130_without_a_traceback(monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(diffing, "compare", interrupted)
+    from handwired.cli import diff as diff_command
+
+    monkeypatch.setattr(diff_command, "compare", interrupted)
     result = invoke("diff", "aab", "aab")
     assert result.exit_code == 130 and "interrupted" in result.stderr

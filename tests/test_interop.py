@@ -17,10 +17,10 @@ from test_cli import invoke, user_error
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
 from handwired.errors import HandwiredError  # noqa: E402
-from handwired.forward import forward  # noqa: E402
+from handwired.engine.forward import forward  # noqa: E402
 from handwired.interop import FILES, export_folder, import_folder  # noqa: E402
-from handwired.interop.convert import to_config, to_state_dict  # noqa: E402
-from handwired.interop.loader import LOAD_V3, LOAD_V4, TESTED  # noqa: E402
+from handwired.interop.mapping import to_config, to_state_dict  # noqa: E402
+from handwired.interop.readme import LOAD_V3, LOAD_V4, TESTED  # noqa: E402
 from handwired.weightfile import bundled_models, load, locate, parse  # noqa: E402
 
 
@@ -380,7 +380,7 @@ def test_import_refuses_to_write_inside_the_folder_it_reads(tmp_path):
 
 
 def test_mlp_hidden_labels_and_width_come_back(tmp_path):
-    from handwired.puzzles import puzzles_dir
+    from handwired.judge.catalogue import puzzles_dir
 
     doc = json.loads((puzzles_dir() / "solutions" / "xor.json").read_text())
     doc["blocks"][0]["mlp"]["hidden"] = doc["blocks"][0]["mlp"]["hidden"] + ["spare"]  # an all-zero unit at the end
@@ -388,9 +388,9 @@ def test_mlp_hidden_labels_and_width_come_back(tmp_path):
     assert problems == []
     export_folder(model, tmp_path / "xor-tl")
     back = import_folder(tmp_path / "xor-tl", tmp_path / "xor.json")
-    assert back.axes["blocks[0].mlp.c_fc.w"][1].labels == ("ab", "ba", "spare")
-    assert back.written.keys() == model.written.keys()
-    for path in model.written:  # every matrix the same shape and numbers, the spare unit's zeros included
+    assert back.axes("blocks[0].mlp.c_fc.w")[1].labels == ("ab", "ba", "spare")
+    assert back.written.entries.keys() == model.written.entries.keys()
+    for path in model.written.entries:  # every matrix the same shape and numbers, the spare unit's zeros included
         assert np.array_equal(locate(back.params, path), locate(model.params, path)), path
 
 

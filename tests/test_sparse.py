@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from reference import params_to_document, random_params
 
-from handwired import convert
+from handwired.weightfile import forms as convert
 from handwired.weightfile import dumps, load, parse, starter_document
 
 
@@ -41,12 +41,12 @@ def test_bundled_sparse_aab_is_the_dense_model_number_for_number(aab_doc):
     dense = parsed(aab_doc)
     assert params_equal(bundled.params, dense.params)
     # and written the same way: the same expressions in the same cells
-    for path, written in dense.written.items():
-        assert written.tolist() == bundled.written[path].tolist(), path
+    for path, written in dense.written.entries.items():
+        assert written.tolist() == bundled.written.entries[path].tolist(), path
 
 
 def test_bundled_aab_is_written_by_label(aab_doc):
-    doc = json.loads(dumps(load("aab").document))
+    doc = json.loads(dumps(load("aab").written.document))
     c_attn = doc["blocks"][0]["attn"]["c_attn"]["w"]
     assert c_attn["p1"] == {"q0": "Lg", "q1": "Lg", "k1": 1}  # the query at p1 looks for keys p0 and p1
     assert c_attn["a"] == {"v7": 1} and c_attn["b"] == {"v7": -1}
@@ -69,10 +69,10 @@ def test_dense_sparse_dense_keeps_numbers_and_expressions(aab_doc):
     again = parsed(convert.document(sparse, "dense"))
     for model in (sparse, again):
         assert params_equal(model.params, dense.params)
-        assert model.constants == dense.constants
-        for path, written in dense.written.items():
-            assert written.tolist() == model.written[path].tolist(), path
-    assert sparse.written["wpe"][2, 7] == "half - 1"
+        assert model.written.constants == dense.written.constants
+        for path, written in dense.written.entries.items():
+            assert written.tolist() == model.written.entries[path].tolist(), path
+    assert sparse.written.entries["wpe"][2, 7] == "half - 1"
     assert convert.document(sparse, "sparse")["wpe"]["2"] == {"p2": 1, "out": "half - 1"}
 
 
@@ -231,7 +231,7 @@ def test_cli_weights_new_writes_a_sparse_starter(tmp_path):
     from test_cli import invoke
 
     out = tmp_path / "starter.json"
-    assert invoke("weights", "new", "-o", str(out), "--vocab", "abc", "--embd", "12", "--ctx", "6").exit_code == 0
+    assert invoke("weights", "new", "-o", str(out), "--vocab", "abc", "--n-embd", "12", "--n-ctx", "6").exit_code == 0
     doc = json.loads(out.read_text())
     assert doc["wte"] == {} and doc["blocks"][0]["attn"]["c_attn"] == {"w": {}}
     assert not load(str(out)).params["wpe"].any()

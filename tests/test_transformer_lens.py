@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from test_interop import random_model
 
-from handwired.forward import forward
+from handwired.engine.forward import forward
 from handwired.interop import export_folder, import_folder
-from handwired.interop.loader import LOAD_V3, LOAD_V4, TESTED
+from handwired.interop.readme import LOAD_V3, LOAD_V4, TESTED
 from handwired.weightfile import bundled_models, load
 
 try:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from handwired.errors import HandwiredError
-from handwired.expr import ExpressionError, evaluate
+from handwired.weightfile.expr import ExpressionError, evaluate
 from handwired.weightfile import bundled_models, dumps, load, parse, starter_document, write_new
 
 
@@ -45,7 +45,7 @@ def test_bundled_aab_is_found_and_valid(aab_doc):
     assert "aab" in bundled_models()
     assert problems_of(aab_doc) == []
     model = load("aab")
-    assert model.constants == {"Lg": 1024.0}
+    assert model.written.constants == {"Lg": 1024.0}
     assert model.dims == ("p0", "p1", "p2", "p3", "p4", "a", "b", "out")
     assert model.params["blocks"][0]["attn"]["c_proj"]["w"][7, 5] == -1024
 
@@ -129,9 +129,9 @@ def test_load_errors_are_one_line_with_the_file(tmp_path, write_json, aab_doc):
 
 
 def test_far_too_large_file_is_refused_without_reading(tmp_path, monkeypatch):
-    import handwired.weightfile as weightfile
+    from handwired.weightfile import jsonfile
 
-    monkeypatch.setattr(weightfile, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(jsonfile, "MAX_FILE_BYTES", 100)
     path = tmp_path / "big.json"
     path.write_text("[" + "0," * 100 + "0]")
     with pytest.raises(HandwiredError, match="far too large"):
@@ -164,7 +164,7 @@ def test_dumps_round_trips_and_keeps_each_row_on_one_line(aab_doc):
 def test_write_new_refuses_to_overwrite_and_is_atomic(tmp_path):
     path = tmp_path / "mine.json"
     path.write_text("my precious weights")
-    with pytest.raises(HandwiredError, match="already exists; use --force"):
+    with pytest.raises(HandwiredError, match="already exists; use force to replace it"):
         write_new(path, "new")
     assert path.read_text() == "my precious weights"
     write_new(path, "new", force=True)
@@ -187,7 +187,7 @@ def test_random_damage_is_always_reported_never_raised(aab_doc):
     import copy
     import random
 
-    from handwired.forward import forward
+    from handwired.engine.forward import forward
 
     rng = random.Random(0)
     junk = [None, True, 0, -1, 2.5, 1e400, "Lg", "-(", "x", "", [], [1], [[1]], {}, {"w": 1}, "a", ["a", "b", "c"]]
