@@ -324,7 +324,7 @@ BAD_FOLDERS = {
     "vocab not characters": (lambda f: (f / "vocab.json").write_text('{"0": "a", "1": "bb", "2": "c"}'),
                              "token 1 is 'bb'"),
     "vocab not by id": (lambda f: (f / "vocab.json").write_text('["a", "b", "c"]'), "expected an object from token id"),
-    "labels wrong length": (lambda f: (f / "handwired.json").write_text('{"dims": ["x"]}'), "dims: expected 8 labels"),
+    "labels wrong length": (lambda f: (f / "handwired.json").write_text('{"dims": ["x"]}'), "dims: expected a list of 8 labels"),
     "labels invalid": (lambda f: (f / "handwired.json").write_text('{"example": "abz"}'),
                        "would not make a valid weight file: example: 'z'"),
 }

@@ -20,6 +20,7 @@ from handwired.errors import HandwiredError
 from handwired.interop import mapping
 from handwired.interop.readme import readme
 from handwired.weightfile import Model, parse, read_json
+from handwired.weightfile.checker import Checker
 from handwired.weightfile.forms import document
 from handwired.weightfile.jsonfile import MAX_FILE_BYTES
 from handwired.weightfile.writing import dumps
@@ -194,19 +195,26 @@ def _vocab(folder: Path, d_vocab: int, given: str | None) -> list[str]:
     return tokens
 
 
+LABEL_KEYS = {"name": False, "description": False, "dims": False, "example": False, "target": False, "hidden": False}
+
+
 def _labels(path: Path, d_model: int) -> dict[str, Any]:
-    """What an export saved beside the weights: dims, name, example, target, MLP hidden labels. Optional; checked by parse later."""
+    """What an export saved beside the weights: dims, name, example, target, MLP hidden labels.
+
+    Optional. Read with the public checker; the texts are checked again as a weight file (parse) once assembled.
+    """
     if not path.exists():
         return {}
-    labels = _read_json(path)
-    if not isinstance(labels, dict):
-        raise HandwiredError(f"{path}: expected an object with dims, name, description, example, target")
-    dims = labels.get("dims")
-    if dims is not None and (not isinstance(dims, list) or len(dims) != d_model):
-        raise HandwiredError(f"{path}: dims: expected {d_model} labels (d_model); found "
-                             f"{len(dims) if isinstance(dims, list) else type(dims).__name__}")
-    hidden = labels.get("hidden", {})
-    if not isinstance(hidden, dict) or not all(isinstance(units, list) and all(isinstance(u, str) for u in units)
-                                               for units in hidden.values()):
-        raise HandwiredError(f"{path}: hidden: expected an object of block number: [hidden unit labels]")
-    return {key: labels.get(key) for key in ("name", "description", "dims", "example", "target", "hidden")}
+    check = Checker()
+    labels = check.obj(_read_json(path), "", LABEL_KEYS)
+    if labels is not None and labels.get("dims") is not None:
+        check.labels(labels["dims"], "dims", d_model, "labels (d_model)")
+    hidden = check.mapping(labels.get("hidden", {}), "hidden", "block number: [hidden unit labels]") if labels else {}
+    for block, units in (hidden or {}).items():
+        if block.isdigit():
+            check.labels(units, f"hidden.{block}", what="hidden unit labels")
+        else:
+            check.problem(f"hidden.{block}", "expected a block number")
+    if check.problems:
+        raise HandwiredError(f"{path}: {check.problems[0]}")
+    return {key: labels.get(key) for key in LABEL_KEYS}

@@ -128,7 +128,7 @@ def parse(doc: Any) -> dict[str, Entry]:
     if top is not None and "format" in top and top["format"] != FORMAT:
         check.problem("format", f"expected {FORMAT!r}")
     if top is not None and "puzzles" in top:
-        puzzles = check.obj(top["puzzles"], "puzzles", {}) if not isinstance(top["puzzles"], dict) else top["puzzles"]
+        puzzles = check.mapping(top["puzzles"], "puzzles", "puzzle name: progress")
         for name, value in (puzzles or {}).items():
             entry = _entry(check, value, f"puzzles.{name}")
             if entry is not None:

@@ -141,67 +141,92 @@ def saturation_note(attention: Attention) -> str | None:
 
 def view(attention: Attention, self_attention: bool = False) -> list[Step]:
     """The attention step as explain-style panels: inputs, scores, (mask), weights, output."""
-    a = attention
-    n_q, n_k, d_k, d_v = len(a.q), len(a.k), a.q.shape[1], a.v.shape[1]
-    queries = tuple(f"q{i}" for i in range(n_q))
-    keys = tuple(f"k{i}" for i in range(n_k))
-    future = np.isinf(a.masked) if a.causal else None
+    drawn = _Drawn(attention)
+    steps = [drawn.inputs(self_attention), drawn.scores()]
+    if attention.causal:
+        steps.append(drawn.mask())
+    return [*steps, drawn.weights(), drawn.output()]
 
+
+class _Drawn:
+    """The labels every panel of one attention step shares: queries q0…, keys k0…, dims d0…."""
+
+    def __init__(self, attention: Attention) -> None:
+        a = self.a = attention
+        self.n_q, self.n_k, self.d_k, self.d_v = len(a.q), len(a.k), a.q.shape[1], a.v.shape[1]
+        self.queries = tuple(f"q{i}" for i in range(self.n_q))
+        self.keys = tuple(f"k{i}" for i in range(self.n_k))
+        self.future = np.isinf(a.masked) if a.causal else None
+
+    @staticmethod
     def dims(n: int) -> tuple[str, ...]:
         return tuple(f"d{i}" for i in range(n))
 
-    def grid(title: str, values: np.ndarray, hook: str, **extra) -> Matrix:
-        return Matrix(title, hook, values, queries, keys, "query", "key", "query ╲ key", **extra)
+    def grid(self, title: str, values: np.ndarray, hook: str, **extra) -> Matrix:  # [n_q, n_k], query × key
+        return Matrix(title, hook, values, self.queries, self.keys, "query", "key", "query ╲ key", future=self.future,
+                      **extra)
 
-    inputs = (Matrix("X" if self_attention else "Q", "x" if self_attention else "q", a.q, queries if not self_attention
-                     else tuple(f"x{i}" for i in range(n_q)), dims(d_k), "query" if not self_attention else "row of X",
-                     "dim", "╲"),)
-    if not self_attention:
-        inputs += (Matrix("K", "k", a.k, keys, dims(d_k), "key", "dim", "╲"),
-                   Matrix("V", "v", a.v, keys, dims(d_v), "key's value", "dim", "╲"))
-    result = [Step(
-        "inputs", "Self-attention: Q = K = V = X" if self_attention else "Queries, keys and values",
-        "Q = K = V = X" if self_attention else "Q, K, V as given",
-        f"Q [{n_q}, {d_k}], K [{n_k}, {d_k}], V [{n_k}, {d_v}]",
-        "Each row of X asks (as a query), answers (as a key) and is read (as a value)." if self_attention
-        else "A query is compared with every key; the value of a key is what the query reads from it.",
-        inputs)]
+    def inputs(self, self_attention: bool) -> Step:
+        a, dims = self.a, self.dims
+        if self_attention:
+            rows = tuple(f"x{i}" for i in range(self.n_q))
+            matrices = (Matrix("X", "x", a.q, rows, dims(self.d_k), "row of X", "dim", "╲"),)
+        else:
+            matrices = (Matrix("Q", "q", a.q, self.queries, dims(self.d_k), "query", "dim", "╲"),
+                        Matrix("K", "k", a.k, self.keys, dims(self.d_k), "key", "dim", "╲"),
+                        Matrix("V", "v", a.v, self.keys, dims(self.d_v), "key's value", "dim", "╲"))
+        return Step(
+            "inputs", "Self-attention: Q = K = V = X" if self_attention else "Queries, keys and values",
+            "Q = K = V = X" if self_attention else "Q, K, V as given",
+            f"Q [{self.n_q}, {self.d_k}], K [{self.n_k}, {self.d_k}], V [{self.n_k}, {self.d_v}]",
+            "Each row of X asks (as a query), answers (as a key) and is read (as a value)." if self_attention
+            else "A query is compared with every key; the value of a key is what the query reads from it.",
+            matrices)
 
-    if a.score == "gaussian":
-        score_matrices = (grid("−(q − k)²/2", a.scores, "scores", future=future),)
-        formula, note = "scores[i, j] = −Σ_d (Q[i, d] − K[j, d])² / 2", "Near keys score close to 0, far keys very negative."
-    else:
-        score_matrices = (grid("Q·Kᵀ", a.dot, "dot", future=future),)
-        formula, note = "scores = Q · Kᵀ", "How well each query matches each key: the dot product."
-        if a.score == "scaled-dot":
-            score_matrices += (grid("Q·Kᵀ/√d_k", a.scores, "scores", future=future),)
-            formula = f"scores = Q · Kᵀ / √d_k,  √d_k = √{d_k}"
-            note += " Dividing by √d_k keeps the scores' spread from growing with the width."
-    if a.causal:
-        note += " Grey cells: keys after the query, masked next."
-    result.append(Step("scores", f"Scores ({a.score})", formula, f"Q [{n_q}, {d_k}] × K [{n_k}, {d_k}] → [{n_q}, {n_k}]",
-                       note, score_matrices))
-    if a.causal:
-        result.append(Step("mask", "Causal mask", "scores + M,  M[i, j] = −∞ if key j comes after query i",
-                           f"[{n_q}, {n_k}] + [{n_q}, {n_k}] → [{n_q}, {n_k}]",
-                           "Query i sits at position i + n_k − n_q and may read keys at or before it; −∞ becomes exactly 0.",
-                           (grid("scores + M", a.masked, "masked", future=future, future_text="−∞"),)))
+    def scores(self) -> Step:
+        a = self.a
+        if a.score == "gaussian":
+            matrices = (self.grid("−(q − k)²/2", a.scores, "scores"),)
+            formula, note = "scores[i, j] = −Σ_d (Q[i, d] − K[j, d])² / 2", "Near keys score close to 0, far keys very negative."
+        else:
+            matrices = (self.grid("Q·Kᵀ", a.dot, "dot"),)
+            formula, note = "scores = Q · Kᵀ", "How well each query matches each key: the dot product."
+            if a.score == "scaled-dot":
+                matrices += (self.grid("Q·Kᵀ/√d_k", a.scores, "scores"),)
+                formula = f"scores = Q · Kᵀ / √d_k,  √d_k = √{self.d_k}"
+                note += " Dividing by √d_k keeps the scores' spread from growing with the width."
+        if a.causal:
+            note += " Grey cells: keys after the query, masked next."
+        return Step("scores", f"Scores ({a.score})", formula,
+                    f"Q [{self.n_q}, {self.d_k}] × K [{self.n_k}, {self.d_k}] → [{self.n_q}, {self.n_k}]", note, matrices)
 
-    weights = (grid("weights", a.weights, "weights", future=future, future_text="·" if a.causal else None, show_tiny=True),)
-    if a.score == "gaussian":
-        weights = (grid("e^score, the Gaussian kernel", np.exp(a.masked), "kernel", future=future,
-                        future_text="·" if a.causal else None, show_tiny=True),) + weights
-    note = "Each row sums to 1: how the query splits its attention over the keys."
-    saturated = saturation_note(a)
-    if saturated:
-        note += " " + saturated
-    result.append(Step("weights", "Attention weights", "weights = softmax(scores" + (" + M" if a.causal else "") + ")",
-                       f"[{n_q}, {n_k}] → [{n_q}, {n_k}], softmax along each row", note, weights))
-    result.append(Step("output", "Output", "output = weights · V",
-                       f"weights [{n_q}, {n_k}] · V [{n_k}, {d_v}] → [{n_q}, {d_v}]",
-                       "Each query's output is the average of the values, weighted by its attention.",
-                       (Matrix("output", "output", a.output, queries, dims(d_v), "query", "dim", "╲"),)))
-    return result
+    def mask(self) -> Step:
+        n_q, n_k = self.n_q, self.n_k
+        return Step("mask", "Causal mask", "scores + M,  M[i, j] = −∞ if key j comes after query i",
+                    f"[{n_q}, {n_k}] + [{n_q}, {n_k}] → [{n_q}, {n_k}]",
+                    "Query i sits at position i + n_k − n_q and may read keys at or before it; −∞ becomes exactly 0.",
+                    (self.grid("scores + M", self.a.masked, "masked", future_text="−∞"),))
+
+    def weights(self) -> Step:
+        a = self.a
+        masked_text = "·" if a.causal else None
+        matrices = (self.grid("weights", a.weights, "weights", future_text=masked_text, show_tiny=True),)
+        if a.score == "gaussian":
+            kernel = self.grid("e^score, the Gaussian kernel", np.exp(a.masked), "kernel", future_text=masked_text,
+                               show_tiny=True)
+            matrices = (kernel, *matrices)
+        note = "Each row sums to 1: how the query splits its attention over the keys."
+        saturated = saturation_note(a)
+        if saturated:
+            note += " " + saturated
+        return Step("weights", "Attention weights", "weights = softmax(scores" + (" + M" if a.causal else "") + ")",
+                    f"[{self.n_q}, {self.n_k}] → [{self.n_q}, {self.n_k}], softmax along each row", note, matrices)
+
+    def output(self) -> Step:
+        return Step("output", "Output", "output = weights · V",
+                    f"weights [{self.n_q}, {self.n_k}] · V [{self.n_k}, {self.d_v}] → [{self.n_q}, {self.d_v}]",
+                    "Each query's output is the average of the values, weighted by its attention.",
+                    (Matrix("output", "output", self.a.output, self.queries, self.dims(self.d_v), "query", "dim", "╲"),))
 
 
 def to_json(attention: Attention) -> dict:

@@ -11,7 +11,7 @@ from rich.text import Text
 from handwired.engine.logits import top_token
 from handwired.engine.trace import Trace
 from handwired.views.matrices import matrix_table
-from handwired.views.numbers import number, probability
+from handwired.views.numbers import exact, number, probability
 from handwired.views.steps import Matrix
 from handwired.weightfile import Model, bundled_dir
 from handwired.weightfile.axes import shown
@@ -136,7 +136,7 @@ def weights_view(model: Model, show_all: bool = False) -> Group:
     if model.description:
         parts.append(Text(model.description, style="italic"))
     if model.written.constants:
-        parts.append(Text.assemble(("constants: ", "dim"), ", ".join(f"{k} = {v:g}" for k, v in model.written.constants.items())))
+        parts.append(Text.assemble(("constants: ", "dim"), ", ".join(f"{k} = {exact(v)}" for k, v in model.written.constants.items())))
     return Group(*parts, *[matrix_table(matrix, show_all) for matrix in weight_matrices(model)])
 
 

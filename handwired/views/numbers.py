@@ -35,6 +35,12 @@ def number(value: float, show_tiny: bool = False) -> str:
     return f"{value:.3f}"
 
 
+def exact(value: float) -> str:
+    """A number a person wrote (a constant), in full: ``1024``, ``0.1``, ``1e-10`` — never rounded."""
+    value = float(value)
+    return str(int(value)) if value == round(value) and abs(value) < WHOLE else repr(value)
+
+
 def numbers(values: np.ndarray, show_tiny: bool = False) -> list[list[str]]:
     """A matrix's cell texts, each as :func:`number` prints it."""
     return [[number(value, show_tiny) for value in row] for row in np.asarray(values, dtype=float)]

@@ -88,6 +88,13 @@ class Checker:
                 self.problem(path or "(top level)", f"missing {key!r}")
         return value
 
+    def mapping(self, value: Any, path: str, what: str) -> dict[str, Any] | None:
+        """An object whose keys are names the document chooses (``what`` says what they map to)."""
+        if not isinstance(value, dict):
+            self.problem(path, f"expected an object of {what}; found {describe(value)}")
+            return None
+        return value
+
     def whole(self, value: Any, path: str, minimum: int = 1, maximum: int = MAX_SIZE) -> int | None:
         """A whole number from ``minimum`` to ``maximum`` (1.0 counts as 1)."""
         is_whole = (isinstance(value, int) and not isinstance(value, bool)) or (

@@ -57,13 +57,17 @@ class ExpressionError(ValueError):
     """The expression is malformed or names an unknown constant."""
 
 
+MAX_DEPTH = 100  # brackets, functions and signs nested inside each other: far beyond anything written by hand
+MAX_LENGTH = 1000  # characters in one expression
+
+
 def _tokenize(text: str) -> list[tuple[str, str]]:
+    if len(text) > MAX_LENGTH:
+        raise ExpressionError(f"{len(text):,} characters long; an expression may have at most {MAX_LENGTH:,}")
     tokens = []
     pos = 0
-    text = text.translate(_TYPOGRAPHIC)
+    text = text.translate(_TYPOGRAPHIC).rstrip()
     while pos < len(text):
-        if text[pos:].strip() == "":
-            break
         match = _TOKEN.match(text, pos)
         if match is None or match.end() == pos:
             raise ExpressionError(f"unexpected character {text[pos:].lstrip()[0]!r}")
@@ -78,29 +82,48 @@ def evaluate(text: str, constants: dict[str, float]) -> float:
     tokens = _tokenize(text)
     if not tokens:
         raise ExpressionError("empty expression")
-    pos = 0
+    parser = _Parser(tokens, constants)
+    value = parser.expr()
+    if parser.pos != len(tokens):
+        raise ExpressionError(f"unexpected {tokens[parser.pos][1]!r}")
+    if not math.isfinite(value):
+        raise ExpressionError(f"result is {value}, expected a finite number")
+    return value
 
-    def peek() -> tuple[str, str] | None:
-        return tokens[pos] if pos < len(tokens) else None
 
-    def take() -> tuple[str, str]:
-        nonlocal pos
-        token = tokens[pos]
-        pos += 1
+class _Parser:
+    """Recursive descent over the tokens, one method per rule of the grammar, nesting bounded by MAX_DEPTH."""
+
+    def __init__(self, tokens: list[tuple[str, str]], constants: dict[str, float]) -> None:
+        self.tokens, self.constants = tokens, constants
+        self.pos = 0
+        self.depth = 0
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> tuple[str, str]:
+        token = self.tokens[self.pos]
+        self.pos += 1
         return token
 
-    def expr() -> float:
-        value = term()
-        while (token := peek()) is not None and token[1] in "+-" and token[0] == "op":
-            take()
-            value = value + term() if token[1] == "+" else value - term()
+    def deeper(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ExpressionError(f"nested more than {MAX_DEPTH} deep (brackets, functions and signs)")
+
+    def expr(self) -> float:
+        value = self.term()
+        while (token := self.peek()) is not None and token[0] == "op" and token[1] in "+-":
+            self.take()
+            value = value + self.term() if token[1] == "+" else value - self.term()
         return value
 
-    def term() -> float:
-        value = unary()
-        while (token := peek()) is not None and token[1] in "*/" and token[0] == "op":
-            take()
-            right = unary()
+    def term(self) -> float:
+        value = self.unary()
+        while (token := self.peek()) is not None and token[0] == "op" and token[1] in "*/":
+            self.take()
+            right = self.unary()
             if token[1] == "*":
                 value = value * right
             elif right == 0:
@@ -109,42 +132,44 @@ def evaluate(text: str, constants: dict[str, float]) -> float:
                 value = value / right
         return value
 
-    def unary() -> float:
-        token = peek()
-        if token is not None and token[0] == "op" and token[1] in "+-":
-            take()
-            value = unary()
-            return -value if token[1] == "-" else value
-        return atom()
+    def unary(self) -> float:
+        token = self.peek()
+        if token is None or token[0] != "op" or token[1] not in "+-":
+            return self.atom()
+        self.take()
+        self.deeper()
+        value = self.unary()
+        self.depth -= 1
+        return -value if token[1] == "-" else value
 
-    def atom() -> float:
-        token = peek()
-        if token is None:
+    def atom(self) -> float:
+        if self.peek() is None:
             raise ExpressionError("expression ends too early")
-        kind, text_ = take()
+        kind, text = self.take()
         if kind == "number":
-            return float(text_)
-        if kind == "name" and text_ in FUNCTIONS and peek() == ("op", "("):
-            return FUNCTIONS[text_](atom())  # the parenthesised argument is an atom
-        if kind == "name" and text_ in FUNCTIONS and text_ not in constants:
-            raise ExpressionError(f"{text_} is a function: write {text_}(…)")
+            return float(text)
         if kind == "name":
-            if text_ not in constants:
-                known = ", ".join(constants) if constants else "none defined"
-                raise ExpressionError(f"unknown constant {text_!r} (constants: {known})")
-            return constants[text_]
-        if text_ == "(":
-            value = expr()
-            closing = peek()
-            if closing != ("op", ")"):
+            return self.name(text)
+        if text == "(":
+            self.deeper()
+            value = self.expr()
+            if self.peek() != ("op", ")"):
                 raise ExpressionError("missing ')'")
-            take()
+            self.take()
+            self.depth -= 1
             return value
-        raise ExpressionError(f"unexpected {text_!r}")
+        raise ExpressionError(f"unexpected {text!r}")
 
-    value = expr()
-    if pos != len(tokens):
-        raise ExpressionError(f"unexpected {tokens[pos][1]!r}")
-    if not math.isfinite(value):
-        raise ExpressionError(f"result is {value}, expected a finite number")
-    return value
+    def name(self, text: str) -> float:
+        """A function applied to the parenthesised atom after it, or a constant."""
+        if text in FUNCTIONS and self.peek() == ("op", "("):
+            self.deeper()
+            value = FUNCTIONS[text](self.atom())
+            self.depth -= 1
+            return value
+        if text in FUNCTIONS and text not in self.constants:
+            raise ExpressionError(f"{text} is a function: write {text}(…)")
+        if text not in self.constants:
+            known = ", ".join(self.constants) if self.constants else "none defined"
+            raise ExpressionError(f"unknown constant {text!r} (constants: {known})")
+        return self.constants[text]
