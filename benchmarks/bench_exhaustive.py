@@ -24,7 +24,6 @@ import math
 import os
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,14 +31,13 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")  # as the handwired command does
 
 import numpy as np  # noqa: E402
-
 from bench_check import run_child_usage, verdict  # noqa: E402
-from handwired.engine.forward import LN_EPS, attention, gelu, layer_norm, linear, matmul, softmax  # noqa: E402
+
+from handwired.engine.batch import next_logits  # noqa: E402
+from handwired.engine.forward import LN_EPS, matmul, softmax  # noqa: E402
+from handwired.engine.tree import evaluate_tree  # noqa: E402
 from handwired.judge.contexts import MAX_EXHAUSTIVE, contexts_of, count_contexts, exhaustive_contexts  # noqa: E402
 from handwired.judge.plans import Batch, Plan, exhaustive_plan  # noqa: E402
-from handwired.judge.report import run as run_plan  # noqa: E402
-from handwired.engine.batch import next_logits  # noqa: E402
-from handwired.engine.tree import evaluate_tree  # noqa: E402
 from handwired.weightfile import dumps, load  # noqa: E402
 
 HERE = Path(__file__).resolve()

@@ -11,7 +11,7 @@ at least 1``), and the command line spells it as the flag it maps to
 (``--min-length 0: …``) through :meth:`HandwiredError.render`.
 """
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 
 class HandwiredError(Exception):

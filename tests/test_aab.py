@@ -6,11 +6,11 @@ weights on ``aabaa``; nothing here is computed by handwired first.
 
 import numpy as np
 
+from handwired.engine.batch import next_logits
 from handwired.engine.generate import complete
 from handwired.engine.trace import trace as run_trace
 from handwired.judge.plans import stream_plan
 from handwired.judge.report import run as run_plan
-from handwired.engine.batch import next_logits
 from handwired.weightfile import load
 
 LG = 1024.0

@@ -8,8 +8,8 @@ import pytest
 from test_cli import invoke, user_error
 
 from handwired.engine.attend import attend as attention_step
-from handwired.views import attend
 from handwired.errors import HandwiredError
+from handwired.views import attend
 
 Q2 = "64,85;61,80"
 K2 = "68,91;60,87;64,88"

@@ -8,11 +8,11 @@ import pytest
 from reference import params_to_document, random_params, reference_forward
 from test_cli import invoke, user_error
 
-from handwired.views import steps as explain
 from handwired.engine.attribution import attribute, movers
 from handwired.engine.trace import trace as run_trace
-from handwired.views.matrices import step_panel
 from handwired.errors import HandwiredError
+from handwired.views import steps as explain
+from handwired.views.matrices import step_panel
 from handwired.weightfile import load, parse
 
 
@@ -135,9 +135,6 @@ def test_concat_shares_add_up_to_attn_out():
 def test_heads_are_drawn_side_by_side_when_the_terminal_is_wide_enough():
     from rich.console import Console
 
-    from handwired.engine.attribution import attribute, movers
-    from handwired.engine.trace import trace
-    from handwired.views.matrices import step_panel
 
     model = load("multihead")
     step = explain.steps(model, run_trace(model, "aaab"), ["heads"])[0]

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from reference import params_to_document, random_params, reference_forward
 
-from handwired.views import steps as explain
 from handwired.engine.trace import trace as run_trace
 from handwired.errors import HandwiredError
+from handwired.views import steps as explain
 from handwired.weightfile import load, parse
 
 

@@ -5,11 +5,10 @@ import re
 from pathlib import Path
 
 import pytest
-
-from handwired.cli.common import EXPORT_MAX_WIDTH, EXPORT_WIDTH
 from test_cli import invoke, runner, user_error
-from handwired.cli import app
 
+from handwired.cli import app
+from handwired.cli.common import EXPORT_MAX_WIDTH, EXPORT_WIDTH
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "puzzles" / "solutions"
 

@@ -16,8 +16,8 @@ from test_cli import invoke, user_error
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
-from handwired.errors import HandwiredError  # noqa: E402
 from handwired.engine.forward import forward  # noqa: E402
+from handwired.errors import HandwiredError  # noqa: E402
 from handwired.interop import FILES, export_folder, import_folder  # noqa: E402
 from handwired.interop.mapping import to_config, to_state_dict  # noqa: E402
 from handwired.interop.readme import LOAD_V3, LOAD_V4, TESTED  # noqa: E402

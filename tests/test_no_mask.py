@@ -4,11 +4,11 @@ import json
 
 import numpy as np
 from reference import params_to_document, random_params, reference_forward
-from test_cli import invoke, user_error
+from test_cli import invoke
 
-from handwired.views import steps as explain
-from handwired.engine.trace import trace as run_trace
 from handwired.engine.forward import forward
+from handwired.engine.trace import trace as run_trace
+from handwired.views import steps as explain
 from handwired.weightfile import load, parse
 
 

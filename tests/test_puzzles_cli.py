@@ -12,8 +12,8 @@ from handwired.judge import catalogue
 from handwired.judge import progress as progressing
 from handwired.judge.catalogue import bundled_puzzles, load_puzzle, puzzles_dir, reference_solution
 from handwired.judge.puzzle import answer
-from handwired.judge.scores import nonzero_parameters
 from handwired.judge.report import Report
+from handwired.judge.scores import nonzero_parameters
 from handwired.judge.verdict import Submission
 
 pytestmark = pytest.mark.usefixtures("fixture_puzzles")

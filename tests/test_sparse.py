@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from reference import params_to_document, random_params
 
-from handwired.weightfile import forms as convert
 from handwired.weightfile import dumps, load, parse, starter_document
+from handwired.weightfile import forms as convert
 
 
 def params_equal(a, b):

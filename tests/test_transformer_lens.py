@@ -24,9 +24,10 @@ from handwired.interop.readme import LOAD_V3, LOAD_V4, TESTED
 from handwired.weightfile import bundled_models, load
 
 try:
+    from importlib.metadata import version
+
     import torch
     import transformer_lens
-    from importlib.metadata import version
 
     TL_VERSION = version("transformer-lens")
 except ImportError as error:  # pragma: no cover - depends on the environment

@@ -10,11 +10,11 @@ from conftest import AAB_FILE
 from reference import params_to_document, random_params, reference_forward
 
 from handwired.engine import tree
+from handwired.engine.batch import next_logits
 from handwired.engine.tree import batch_size, evaluate_tree, new_position
 from handwired.judge.contexts import contexts_of, exhaustive_contexts
 from handwired.judge.plans import Batch, Plan, exhaustive_plan, pattern_rule
 from handwired.judge.report import run as run_plan
-from handwired.engine.batch import next_logits
 from handwired.weightfile import load, parse
 
 # (n_vocab, n_ctx, n_layer, n_head, layer_norm, mlp, n_embd, chunk)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from handwired.errors import HandwiredError
-from handwired.weightfile.expr import ExpressionError, evaluate
 from handwired.weightfile import bundled_models, dumps, load, parse, starter_document, write_new
+from handwired.weightfile.expr import ExpressionError, evaluate
 
 
 @pytest.mark.parametrize(

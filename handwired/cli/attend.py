@@ -2,7 +2,7 @@
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.text import Text
@@ -21,11 +21,11 @@ MATRIX_HELP = "',' between numbers in a row, ';' between rows; without ';' each 
 
 @app.command()
 def attend(
-    file: Annotated[Optional[Path], typer.Argument(help="A JSON file with q, k and v (or x); or give them inline.")] = None,
-    q: Annotated[Optional[str], typer.Option("--q", help=f"Queries, e.g. 62 or '64,85;61,80'. {MATRIX_HELP}")] = None,
-    k: Annotated[Optional[str], typer.Option("--k", help="Keys, e.g. 60,64,68 or '68,91;60,87;64,88'.")] = None,
-    v: Annotated[Optional[str], typer.Option("--v", help="Values, one row per key.")] = None,
-    x: Annotated[Optional[str], typer.Option("--x", help="Self-attention: Q = K = V = X.")] = None,
+    file: Annotated[Path | None, typer.Argument(help="A JSON file with q, k and v (or x); or give them inline.")] = None,
+    q: Annotated[str | None, typer.Option("--q", help=f"Queries, e.g. 62 or '64,85;61,80'. {MATRIX_HELP}")] = None,
+    k: Annotated[str | None, typer.Option("--k", help="Keys, e.g. 60,64,68 or '68,91;60,87;64,88'.")] = None,
+    v: Annotated[str | None, typer.Option("--v", help="Values, one row per key.")] = None,
+    x: Annotated[str | None, typer.Option("--x", help="Self-attention: Q = K = V = X.")] = None,
     score: Annotated[str, typer.Option(help=f"Score function: {', '.join(SCORES)}.")] = ATTENTION_SCORE,
     causal: Annotated[bool, typer.Option("--causal", help="Mask keys after the query (a decoder's mask).")] = False,
     as_json: JsonOption = False,

@@ -2,13 +2,24 @@
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from handwired.cli.checking import explain_command, progress_and_stop, puzzle_verdict
-from handwired.cli.common import (EXIT_CHECK_FAILED, EXIT_INTERRUPTED, ForceOption, HtmlOption, JsonOption, Output,
-                                  ShowAllOption, SvgOption, WeightsArgument, WeightsOption, weight_spec)
+from handwired.cli.common import (
+    EXIT_CHECK_FAILED,
+    EXIT_INTERRUPTED,
+    ForceOption,
+    HtmlOption,
+    JsonOption,
+    Output,
+    ShowAllOption,
+    SvgOption,
+    WeightsArgument,
+    WeightsOption,
+    weight_spec,
+)
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STREAM_MIN_LENGTH, stream_length
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.plans import Plan, exhaustive_plan, pattern_rule, sample_plan, stream_plan
@@ -23,23 +34,23 @@ app = typer.Typer()
 def check(
     file: WeightsArgument = None,
     weights: WeightsOption = None,
-    target: Annotated[Optional[str], typer.Option(help="The repeating pattern; default: the file's target.")] = None,
+    target: Annotated[str | None, typer.Option(help="The repeating pattern; default: the file's target.")] = None,
     length: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(help="Stream length in tokens; default: ten repeats of the target less one, as the published test."),
     ] = None,
     exhaustive: Annotated[bool, typer.Option("--exhaustive", help="Check every context of length --min-length…n_ctx.")] = False,
-    sample: Annotated[Optional[int], typer.Option(help="Check this many random contexts instead.")] = None,
+    sample: Annotated[int | None, typer.Option(help="Check this many random contexts instead.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed for --sample.")] = SEED,
     min_length: Annotated[
-        Optional[int],
+        int | None,
         typer.Option(help=f"Shortest context to check; default {STREAM_MIN_LENGTH} for a stream, {MIN_LENGTH} otherwise."),
     ] = None,
     show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = FAILURES_SHOWN,
     near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = NEAR_MISS,
     as_json: JsonOption = False,
     puzzle: Annotated[
-        Optional[str], typer.Option(help="Judge the model as an answer to this puzzle, on every context by its rule.")
+        str | None, typer.Option(help="Judge the model as an answer to this puzzle, on every context by its rule.")
     ] = None,
     show_all: ShowAllOption = False,
     svg: SvgOption = None,

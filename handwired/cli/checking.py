@@ -9,9 +9,9 @@ import json
 import shlex
 import signal
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 import typer
 from rich.console import Console

@@ -6,8 +6,9 @@ prints them with the flag the running command maps each one to
 """
 
 import io
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -27,30 +28,30 @@ EXPORT_WIDTH = 120
 EXPORT_MAX_WIDTH = 400
 
 WeightsOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--weights", "-w", metavar="NAME|PATH",
                  help=f"A weight file, or the name of a bundled model (default: {DEFAULT_MODEL}).", show_default=False),
 ]
 WeightsArgument = Annotated[
-    Optional[str],
+    str | None,
     typer.Argument(metavar="[NAME|PATH]", help="A weight file or bundled model (or give it with -w).", show_default=False),
 ]
 StepOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--step", "-s", help=f"Steps to show, repeatable: {', '.join(CHOICES)}. Default: all."),
 ]
-BlockOption = Annotated[Optional[int], typer.Option(help="Show only this block.")]
-HeadOption = Annotated[Optional[int], typer.Option(help="Show only this head.")]
+BlockOption = Annotated[int | None, typer.Option(help="Show only this block.")]
+HeadOption = Annotated[int | None, typer.Option(help="Show only this head.")]
 ShowAllOption = Annotated[
     bool, typer.Option("--all", help="Also show the rows and columns that are all zero (folded away by default).")
 ]
-PositionOption = Annotated[Optional[int], typer.Option(help="The position the why step explains; default: the last.")]
+PositionOption = Annotated[int | None, typer.Option(help="The position the why step explains; default: the last.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a machine-readable result on stdout.")]
 SvgOption = Annotated[
-    Optional[Path], typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns wide.")
+    Path | None, typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns wide.")
 ]
 HtmlOption = Annotated[
-    Optional[Path], typer.Option("--html", help=f"Also save the view as HTML, nothing folded, {EXPORT_WIDTH}+ columns wide.")
+    Path | None, typer.Option("--html", help=f"Also save the view as HTML, nothing folded, {EXPORT_WIDTH}+ columns wide.")
 ]
 ForceOption = Annotated[bool, typer.Option("--force", help="Replace an existing output file.")]
 NoMaskOption = Annotated[
@@ -58,7 +59,7 @@ NoMaskOption = Annotated[
 ]
 
 
-def weight_spec(positional: Optional[str], option: Optional[str], default: Optional[str] = DEFAULT_MODEL) -> str:
+def weight_spec(positional: str | None, option: str | None, default: str | None = DEFAULT_MODEL) -> str:
     """The weight file, given either as the positional argument or with -w (not both), else ``default``."""
     if positional is not None and option is not None:
         raise HandwiredError(f"{positional} and --weights {option}: give the weight file once")
@@ -112,7 +113,7 @@ def guard(command):
     return command
 
 
-def save_view(build: Callable[[bool], list], svg: Optional[Path], html: Optional[Path], force: bool) -> None:
+def save_view(build: Callable[[bool], list], svg: Path | None, html: Path | None, force: bool) -> None:
     """Save a view as SVG and/or HTML with nothing folded: ``build(True)`` gives its parts, all rows and columns shown.
 
     The page is EXPORT_WIDTH columns wide, or as wide as its widest part up to EXPORT_MAX_WIDTH, so it
@@ -134,7 +135,7 @@ def save_view(build: Callable[[bool], list], svg: Optional[Path], html: Optional
             stderr().print(f"saved {escape(str(path))}")
 
 
-def check_outputs(weights_path: Optional[Path], force: bool, *paths: Optional[Path], what: str = "weight file") -> None:
+def check_outputs(weights_path: Path | None, force: bool, *paths: Path | None, what: str = "weight file") -> None:
     """Refuse bad output paths before doing any work."""
     for path in paths:
         if path is None:
@@ -151,7 +152,7 @@ class Output:
     builds the parts of the view, folded for the terminal unless ``everything``.
     """
 
-    def __init__(self, svg: Optional[Path], html: Optional[Path], force: bool, reading: tuple[Path, ...] = (),
+    def __init__(self, svg: Path | None, html: Path | None, force: bool, reading: tuple[Path, ...] = (),
                  as_json: bool = False, what: str = "weight file") -> None:
         if as_json and (svg is not None or html is not None):
             raise HandwiredError("--json prints data for programs and --svg/--html save the view: choose one")

@@ -2,7 +2,7 @@
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -21,7 +21,7 @@ def diff(
     new: Annotated[str, typer.Argument(metavar="NEW", help="The weight file after the edit.")],
     show: Annotated[int, typer.Option(help="How many changed contexts to list, shortest first.")] = CHANGES_SHOWN,
     sample: Annotated[
-        Optional[int], typer.Option(help="Compare this many random contexts instead of every one.")
+        int | None, typer.Option(help="Compare this many random contexts instead of every one.")
     ] = None,
     seed: Annotated[int, typer.Option(help="Random seed for --sample.")] = SEED,
     as_json: JsonOption = False,

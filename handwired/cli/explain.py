@@ -1,13 +1,25 @@
 """explain: every intermediate of the forward pass on one context, step by step."""
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.text import Text
 
-from handwired.cli.common import (BlockOption, ForceOption, HeadOption, HtmlOption, NoMaskOption, Output,
-                                  PositionOption, ShowAllOption, StepOption, SvgOption, WeightsOption, weight_spec)
+from handwired.cli.common import (
+    BlockOption,
+    ForceOption,
+    HeadOption,
+    HtmlOption,
+    NoMaskOption,
+    Output,
+    PositionOption,
+    ShowAllOption,
+    StepOption,
+    SvgOption,
+    WeightsOption,
+    weight_spec,
+)
 from handwired.engine.trace import trace
 from handwired.errors import HandwiredError
 from handwired.views import steps as explaining
@@ -20,7 +32,7 @@ app = typer.Typer()
 
 @app.command()
 def explain(
-    text: Annotated[Optional[str], typer.Argument(help="The context; default: the weight file's example.")] = None,
+    text: Annotated[str | None, typer.Argument(help="The context; default: the weight file's example.")] = None,
     weights: WeightsOption = None,
     step: StepOption = None,
     block: BlockOption = None,

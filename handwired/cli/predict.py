@@ -6,8 +6,16 @@ from typing import Annotated
 
 import typer
 
-from handwired.cli.common import (ForceOption, HtmlOption, JsonOption, NoMaskOption, Output, SvgOption, WeightsOption,
-                                  weight_spec)
+from handwired.cli.common import (
+    ForceOption,
+    HtmlOption,
+    JsonOption,
+    NoMaskOption,
+    Output,
+    SvgOption,
+    WeightsOption,
+    weight_spec,
+)
 from handwired.engine.trace import trace
 from handwired.views.model import prediction_json, prediction_view
 from handwired.weightfile import load

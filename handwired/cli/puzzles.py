@@ -1,7 +1,7 @@
 """puzzles: the game. List, show, start, check, hint and the reference solution."""
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -9,8 +9,17 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from handwired.cli.checking import puzzle_verdict
-from handwired.cli.common import (ForceOption, HtmlOption, JsonOption, ShowAllOption, SvgOption, WeightsOption, stdout,
-                                  warn, weight_spec)
+from handwired.cli.common import (
+    ForceOption,
+    HtmlOption,
+    JsonOption,
+    ShowAllOption,
+    SvgOption,
+    WeightsOption,
+    stdout,
+    warn,
+    weight_spec,
+)
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
@@ -59,7 +68,7 @@ def puzzles_show(name: NameArgument) -> None:
 @app.command("start")
 def puzzles_start(
     name: NameArgument,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="The file to create; default NAME.json.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="The file to create; default NAME.json.")] = None,
     force: ForceOption = False,
 ) -> None:
     """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""
@@ -74,7 +83,7 @@ def puzzles_start(
 @app.command("check")
 def puzzles_check(
     name: NameArgument,
-    file: Annotated[Optional[str], typer.Argument(metavar="[PATH]", help="Your weight file; default NAME.json, "
+    file: Annotated[str | None, typer.Argument(metavar="[PATH]", help="Your weight file; default NAME.json, "
                                                   "as start writes it (or give it with -w).")] = None,
     weights: WeightsOption = None,
     show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = FAILURES_SHOWN,

@@ -2,14 +2,22 @@
 
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.live import Live
 
-from handwired.cli.common import (BlockOption, HeadOption, PositionOption, ShowAllOption, StepOption, WeightsOption,
-                                  spelling, weight_spec)
+from handwired.cli.common import (
+    BlockOption,
+    HeadOption,
+    PositionOption,
+    ShowAllOption,
+    StepOption,
+    WeightsOption,
+    spelling,
+    weight_spec,
+)
 from handwired.errors import HandwiredError
 from handwired.judge.catalogue import load_puzzle
 from handwired.views import steps as explaining
@@ -23,8 +31,8 @@ POLL_SECONDS = 0.1  # how often the file's modification time and size are looked
 @app.command()
 def watch(
     ctx: typer.Context,
-    file: Annotated[Optional[str], typer.Argument(metavar="[PATH]", help="The weight file you are editing (or -w PATH).")] = None,
-    text: Annotated[Optional[str], typer.Argument(help="The context; default: the weight file's example.")] = None,
+    file: Annotated[str | None, typer.Argument(metavar="[PATH]", help="The weight file you are editing (or -w PATH).")] = None,
+    text: Annotated[str | None, typer.Argument(help="The context; default: the weight file's example.")] = None,
     weights: WeightsOption = None,
     step: StepOption = None,
     block: BlockOption = None,
@@ -32,7 +40,7 @@ def watch(
     position: PositionOption = None,
     show_all: ShowAllOption = False,
     puzzle: Annotated[
-        Optional[str], typer.Option(help="Judge by this puzzle's rule (handwired puzzles) instead of the file's target.")
+        str | None, typer.Option(help="Judge by this puzzle's rule (handwired puzzles) instead of the file's target.")
     ] = None,
 ) -> None:
     """Show the explain view and the check verdict of PATH, and redraw them each time it is saved (Ctrl-C quits)."""

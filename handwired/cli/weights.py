@@ -7,8 +7,20 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from handwired.cli.common import (EXIT_USER_ERROR, ForceOption, HtmlOption, Output, ShowAllOption, SvgOption,
-                                  WeightsArgument, WeightsOption, check_outputs, stderr, stdout, weight_spec)
+from handwired.cli.common import (
+    EXIT_USER_ERROR,
+    ForceOption,
+    HtmlOption,
+    Output,
+    ShowAllOption,
+    SvgOption,
+    WeightsArgument,
+    WeightsOption,
+    check_outputs,
+    stderr,
+    stdout,
+    weight_spec,
+)
 from handwired.errors import HandwiredError
 from handwired.views.model import model_line, weights_view
 from handwired.views.numbers import count

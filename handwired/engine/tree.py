@@ -25,9 +25,9 @@ contexts), plus room for their children's own.
 import os
 import queue
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Iterator
+from functools import cache
 
 import numpy as np
 
@@ -50,7 +50,7 @@ class TreeBatch:
     logits: np.ndarray  # [n, n_vocab]
 
 
-@lru_cache(maxsize=None)
+@cache
 def sibling_mask(n_past, n_sibling):  # -> [n_sibling, n_past + n_sibling]
     # Every sibling sees the keys of its ancestors and its own key, never another sibling's.
     own = np.where(np.eye(n_sibling, dtype=bool), 0.0, -np.inf)  # [n_sibling, n_sibling]

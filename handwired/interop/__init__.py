@@ -11,9 +11,9 @@ Both need only numpy and the ``safetensors`` package (``handwired[export]``).
 from pathlib import Path
 
 from handwired.errors import HandwiredError
-from handwired.weightfile import Model
 from handwired.interop.folder import FILES, check_output_folder, export_files, read_folder, write_folder
 from handwired.interop.readme import TESTED
+from handwired.weightfile import Model
 from handwired.weightfile.writing import check_writable, write_new
 
 TARGETS = ("transformer-lens",)

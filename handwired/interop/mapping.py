@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from handwired.errors import HandwiredError
 from handwired.engine.forward import LN_EPS
+from handwired.errors import HandwiredError
 from handwired.weightfile import FORMAT, Model
 from handwired.weightfile.checker import MAX_SIZE
 

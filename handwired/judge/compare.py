@@ -10,8 +10,8 @@ sample of them, each run through both models with check's batch evaluation.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 

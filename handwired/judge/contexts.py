@@ -6,7 +6,7 @@ significant, so context ``i`` of a length is its digits; the tree evaluation
 contexts shortest first, ties in vocab order (:func:`shortest_first`).
 """
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 

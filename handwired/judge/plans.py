@@ -12,16 +12,25 @@
 :func:`handwired.judge.report.run` evaluates a plan and reports on it.
 """
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import numpy as np
 
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH
 from handwired.engine.tree import TreeBatch, evaluate_tree
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.contexts import (BATCH, MAX_EXHAUSTIVE, MAX_EXHAUSTIVE_SECONDS, check_min_length, contexts_of,
-                                      count_contexts, duration, estimated_seconds, random_contexts)
+from handwired.judge.contexts import (
+    BATCH,
+    MAX_EXHAUSTIVE,
+    MAX_EXHAUSTIVE_SECONDS,
+    check_min_length,
+    contexts_of,
+    count_contexts,
+    duration,
+    estimated_seconds,
+    random_contexts,
+)
 from handwired.judge.rules import DECIDED, Judgement, PatternRule, Rule
 from handwired.weightfile import Model
 

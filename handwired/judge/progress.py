@@ -10,9 +10,10 @@ file that cannot be written is reported and the command goes on.
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import typer
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from handwired.errors import HandwiredError
 from handwired.judge.rules import DECIDED, OUT_OF_DOMAIN, Rule, rule_from_spec
 from handwired.judge.scores import Score, read_score
-from handwired.errors import HandwiredError
 from handwired.weightfile import read_json
 from handwired.weightfile.checker import Checker, describe
 from handwired.weightfile.parse import MAX_PARAMETERS, parameter_count

@@ -5,8 +5,8 @@ other token's: a tie is not a proof.
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 

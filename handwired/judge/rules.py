@@ -18,8 +18,9 @@ method fits as a rule, and :class:`FunctionRule` wraps a plain Python function.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 

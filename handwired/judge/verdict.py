@@ -6,8 +6,8 @@ par from the statement. ``puzzles check``, ``check --puzzle`` and ``watch
 --puzzle`` all show what it returns; none of them assembles a verdict itself.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from handwired.defaults import FAILURES_SHOWN, stream_length
 from handwired.errors import HandwiredError

@@ -14,7 +14,6 @@ from handwired.views.matrices import matrix_table
 from handwired.views.numbers import exact, number, probability
 from handwired.views.steps import Matrix
 from handwired.weightfile import Model, bundled_dir
-from handwired.weightfile.axes import shown
 from handwired.weightfile.checker import locate
 
 

@@ -1,6 +1,5 @@
 """Drawing a check's report: what was checked, the counts, the margin, the shortest failures."""
 
-import math
 
 from rich.console import Group
 from rich.table import Table

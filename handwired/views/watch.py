@@ -12,9 +12,9 @@ mid-edit.
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from rich.console import Console, ConsoleOptions, Group, RenderResult
