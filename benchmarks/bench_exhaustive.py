@@ -33,6 +33,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 from bench_check import run_child_usage, verdict  # noqa: E402
 
+from handwired.engine import forward  # noqa: E402
 from handwired.engine.batch import next_logits  # noqa: E402
 from handwired.engine.forward import LN_EPS, matmul, softmax  # noqa: E402
 from handwired.engine.tree import evaluate_tree  # noqa: E402
@@ -146,10 +147,12 @@ def per_context_plan(model, rule, min_length: int = 1, limit: int = MAX_EXHAUSTI
 
 def run_before(argv: list[str]) -> None:
     """``handwired ARGS…`` as it ran before the tree: the per-context plan and the old elementwise functions."""
-    gelu, softmax, layer_norm = gelu_before, softmax_before, layer_norm_before
-    linear, attention = linear_before, attention_before
-    exhaustive_plan = per_context_plan
+    forward.gelu, forward.softmax, forward.layer_norm = gelu_before, softmax_before, layer_norm_before
+    forward.linear, forward.attention = linear_before, attention_before
     from handwired.cli import app
+    from handwired.cli import check as check_command
+
+    check_command.exhaustive_plan = per_context_plan  # the plan the check command builds
 
     app(argv, prog_name="handwired")
 

@@ -27,7 +27,7 @@ try:
     from importlib.metadata import version
 
     import torch
-    import transformer_lens
+    import transformer_lens  # noqa: F401  (only whether it is there)
 
     TL_VERSION = version("transformer-lens")
 except ImportError as error:  # pragma: no cover - depends on the environment

@@ -277,16 +277,16 @@ class Cropped:
         height = options.height or console.height
         lines: list[list[Segment]] = []
         below: list[str] = []
-        for number, part in enumerate(self.parts):
+        for index, part in enumerate(self.parts):
             lines += console.render_lines(part, options.update(height=None), pad=False)
             if len(lines) > height:
-                below = [_name(p) for p in self.parts[number:]]  # this one is cut, the rest not drawn
+                below = [_name(p) for p in self.parts[index:]]  # this one is cut, the rest not drawn
                 break
         if below:
             lines = lines[: height - 1] + [[Segment(self._note(below, options.max_width), Style(reverse=True))]]
-        for number, line in enumerate(lines):
+        for index, line in enumerate(lines):
             yield from line
-            if number < len(lines) - 1:
+            if index < len(lines) - 1:
                 yield Segment.line()
 
     def _note(self, below: list[str], width: int) -> str:
