@@ -53,7 +53,10 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="runs of each command (default 10)")
+    parser.add_argument("--quick", action="store_true", help="three runs of each, for a smoke test")
     options = parser.parse_args()
+    if options.quick:
+        options.runs = 3
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[variable] = "1"

@@ -192,8 +192,8 @@ def test_cli_export_and_import(tmp_path):
         invoke("predict", "aabaa", "--json").stdout.replace(str(load("aab").source), str(tmp_path / "aab.json"))
 
 
-def test_the_readme_gives_the_loading_code_the_comparison_test_runs():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+def test_the_docs_give_the_loading_code_the_comparison_test_runs():
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "transformer-lens.md").read_text(encoding="utf-8")
     assert LOAD_V4 in readme and LOAD_V3 in readme
     assert f"tested with {TESTED['4']}" in readme and f"tested with {TESTED['3']}" in readme
 
