@@ -40,9 +40,15 @@ def _lengths(model: Model, min_length: int) -> range:
     return range(min_length, model.n_ctx + 1)
 
 
+def every_length(n_vocab: int, n_ctx: int, min_length: int = MIN_LENGTH) -> int:
+    """How many strings of length min_length…n_ctx there are over a vocab of n_vocab tokens."""
+    return sum(n_vocab**length for length in range(min_length, n_ctx + 1))
+
+
 def count_contexts(model: Model, min_length: int = MIN_LENGTH) -> int:
-    """How many contexts of length min_length…n_ctx there are over the vocab."""
-    return sum(model.n_vocab**length for length in _lengths(model, min_length))
+    """How many contexts of length min_length…n_ctx there are over the model's vocab."""
+    check_min_length(min_length, model.n_ctx, "the model's context, n_ctx")
+    return every_length(model.n_vocab, model.n_ctx, min_length)
 
 
 def contexts_of(length: int, first: int, n: int, n_vocab: int) -> np.ndarray:

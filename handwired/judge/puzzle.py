@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from handwired.errors import HandwiredError
+from handwired.judge.contexts import every_length
 from handwired.judge.rules import DECIDED, OUT_OF_DOMAIN, Rule, rule_from_spec
 from handwired.judge.scores import Score, read_score
 from handwired.weightfile import read_json
@@ -61,7 +62,7 @@ class Puzzle:
 
     @property
     def n_contexts(self) -> int:
-        return sum(len(self.vocab) ** length for length in range(1, self.n_ctx + 1))
+        return every_length(len(self.vocab), self.n_ctx)
 
 
 def read_statement(path: Path) -> Puzzle:
@@ -97,7 +98,7 @@ def parse_statement(doc: Any, path: Path) -> tuple[Puzzle | None, list[str]]:
         hints = check.strings(top["hints"], "hints")
     par = read_score(check, top["par"], "par") if "par" in top else None
     if vocab is not None and n_ctx is not None:
-        total = sum(len(vocab) ** length for length in range(1, n_ctx + 1))
+        total = every_length(len(vocab), n_ctx)
         if total > MAX_CONTEXTS:
             check.problem("n_ctx", f"{total:,} contexts, more than the {MAX_CONTEXTS:,} a check enumerates")
     if check.problems:

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from handwired.defaults import NEAR_MISS
 from handwired.engine.trace import trace
-from handwired.judge.report import Report
+from handwired.judge.report import Margin, Report
 from handwired.views import steps as explaining
 from handwired.views.matrices import step_panel
 from handwired.views.model import model_line
@@ -38,19 +38,25 @@ def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> G
     else:
         parts.append(Text("No context was judged: nothing to score.", style="yellow"))
     if report.margin is not None:
-        m = report.margin
         near = report.near_miss(near_miss)
-        parts.append(Text.assemble(
-            ("margin ", "dim"), (logits(m.value), "bold yellow" if near else "bold"),
-            ": the smallest lead of a right token over the best wrong one among passing contexts, at "
-            f"{m.context!r} ({m.right} over {m.wrong})",
-        ))
+        parts.append(margin_line(report.margin, near, explained=True))
         if near:
             parts.append(Text(f"Near miss: a margin under {logits(near_miss)} means a small change to the weights could "
                               "flip that answer.", style="yellow"))
     if report.failures:
         parts.append(failures_table(model, report))
     return Group(*parts)
+
+
+def margin_line(margin: Margin, near: bool, explained: bool = False) -> Text:
+    """``margin 1023 logits at 'aa' (b over a)``, yellow when it is a near miss; ``explained`` says what a margin is."""
+    line = Text.assemble(("margin ", "dim"), (logits(margin.value), "bold yellow" if near else "bold"),
+                         f" at {margin.context!r} ({margin.right} over {margin.wrong})")
+    if explained:
+        line.append(": the smallest lead of a right token over the best wrong one among passing contexts")
+    elif near:
+        line.append("  near miss", "yellow")
+    return line
 
 
 def failure_view(model: Model, report: Report, near_miss: float = NEAR_MISS, everything: bool = False,

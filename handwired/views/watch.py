@@ -32,7 +32,8 @@ from handwired.judge.verdict import QUICK_EXHAUSTIVE, submit, target_check
 from handwired.views import steps as explaining
 from handwired.views.matrices import CHANGED, step_panel
 from handwired.views.model import model_line, window_note
-from handwired.views.numbers import logits, number
+from handwired.views.numbers import number
+from handwired.views.report import margin_line
 from handwired.weightfile import Model, parse, read_json
 
 FAILURES_SHOWN = 5
@@ -193,11 +194,7 @@ def verdict_view(verdict: Verdict, earlier: Verdict | None = None) -> Group:
         line.append(f"  (previous version: {earlier.report.passed:,} passed, {earlier.report.failed:,} failed)", "dim")
     parts: list = [line]
     if report.margin is not None:
-        m = report.margin
-        near = report.near_miss()
-        parts.append(Text.assemble(
-            ("margin ", "dim"), (logits(m.value), "bold yellow" if near else "bold"),
-            f" at {m.context!r} ({m.right} over {m.wrong})", ("  near miss" if near else "", "yellow")))
+        parts.append(margin_line(report.margin, report.near_miss()))
     if report.failures:
         shown = ", ".join(f"{f.context!r} → {f.predicted}{' (tie)' if f.tied else ''} (expected {' or '.join(f.acceptable)})"
                           for f in report.failures)
