@@ -140,7 +140,8 @@ def main() -> None:
         sample = np.random.default_rng(0).integers(0, 2, (loop_n // 4, 16))
         _, big_loop_seconds = timed(per_context_loop, big, sample)
         big_loop_rate = len(sample) / big_loop_seconds
-        print(f"  per-context loop ({len(sample):,} of them)   {rate(big_loop_seconds, len(sample))}   1.0x  (baseline; "
+        print(f"  per-context loop ({len(sample):,} of them)   "
+              f"{rate(big_loop_seconds, len(sample))}   1.0x  (baseline; "
               f"all {total:,} would take {total / big_loop_rate:.1f} s)")
         report, inner_seconds = timed(run_plan, big, exhaustive_plan(big, pattern_rule(big, "aab")))
         assert report.checked == total and report.failed == 0
@@ -154,7 +155,8 @@ def main() -> None:
             times.append(seconds)
         median = sorted(times)[len(times) // 2]
         print(f"  handwired check --exhaustive, whole command: median {median:.3f} s of 5 runs "
-              f"(fastest {min(times):.3f} s)  ({verdict(median < 1.0)}: < 1 s end to end, start-up and imports included)")
+              f"(fastest {min(times):.3f} s)  ({verdict(median < 1.0)}: "
+              "< 1 s end to end, start-up and imports included)")
 
     length = stream_n + 2
     command = [sys.executable, "-m", "handwired", "check", "--length", str(length), "--json"]

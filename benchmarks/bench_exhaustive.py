@@ -77,7 +77,8 @@ def document(shape: Shape, n_ctx: int, seed: int) -> dict:
     n_embd = shape.n_embd
 
     def linear(n_in: int, n_out: int) -> dict:
-        return {"w": rng.normal(0, 1 / math.sqrt(n_in), (n_in, n_out)).tolist(), "b": rng.normal(0, 0.1, n_out).tolist()}
+        return {"w": rng.normal(0, 1 / math.sqrt(n_in), (n_in, n_out)).tolist(),
+                "b": rng.normal(0, 0.1, n_out).tolist()}
 
     def norm() -> dict:
         return {"g": rng.normal(1, 0.1, n_embd).tolist(), "b": rng.normal(0, 0.1, n_embd).tolist()}
@@ -237,7 +238,8 @@ def main() -> None:
             same_report(json.loads(now.stdout), json.loads(before.stdout))
             print(f"  now     {now.seconds:7.2f} s (CPU {now.cpu:6.2f} s)  {total / now.seconds:>10,.0f} contexts/s  "
                   f"peak {now.peak:4.0f} MB")
-            print(f"  before  {before.seconds:7.2f} s (CPU {before.cpu:6.2f} s)  {total / before.seconds:>10,.0f} contexts/s  "
+            print(f"  before  {before.seconds:7.2f} s (CPU {before.cpu:6.2f} s)  "
+                  f"{total / before.seconds:>10,.0f} contexts/s  "
                   f"peak {before.peak:4.0f} MB   -> {before.seconds / now.seconds:4.1f}x faster "
                   f"(CPU time {before.cpu / now.cpu:4.1f}x), same report", flush=True)
             if i == 1:

@@ -67,9 +67,10 @@ def main() -> None:
             (folder / "puzzles" / "induction.json").write_text(json.dumps(STATEMENT))
             env["HANDWIRED_PUZZLES"] = str(folder / "puzzles")
         command = [sys.executable, "-m", "handwired"]
-        subprocess.run([*command, "puzzles", "start", "induction", "-o", str(folder / "starter.json")], env=env, check=True,
-                       capture_output=True)
-        params = random_params(np.random.default_rng(0), n_vocab=4, n_ctx=8, n_embd=24, n_layer=2, layer_norm=False, mlp=False)
+        subprocess.run([*command, "puzzles", "start", "induction", "-o", str(folder / "starter.json")], env=env,
+                       check=True, capture_output=True)
+        params = random_params(np.random.default_rng(0), n_vocab=4, n_ctx=8, n_embd=24, n_layer=2, layer_norm=False,
+                               mlp=False)
         (folder / "random.json").write_text(json.dumps(params_to_document(params, 2, "abcd", 8)))
 
         baseline = median_seconds([*command, "puzzles", "list"], env, ok_codes=(0,), runs=runs)

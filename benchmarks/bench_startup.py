@@ -61,7 +61,8 @@ def main() -> None:
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[variable] = "1"
     commands = {
-        "baseline: python -c 'import numpy, typer, rich.table'": [sys.executable, "-c", "import numpy, typer, rich.table"],
+        "baseline: python -c 'import numpy, typer, rich.table'": [sys.executable, "-c",
+                                                                   "import numpy, typer, rich.table"],
         "handwired predict aabaa": [*handwired_command(), "predict", "aabaa"],
     }
     for command in commands.values():  # unmeasured: writes bytecode if missing, warms the file cache

@@ -18,8 +18,8 @@ V2 = "126,180;110,172;115,170"
 
 def test_gaussian_kernel_regression_one_dimension():
     # by hand: scores -(62-60)²/2 = -2, -(62-64)²/2 = -2, -(62-68)²/2 = -18
-    result = attention_step(np.array([[62.0]]), np.array([[60.0], [64.0], [68.0]]), np.array([[110.0], [115.0], [126.0]]),
-                           "gaussian")
+    result = attention_step(np.array([[62.0]]), np.array([[60.0], [64.0], [68.0]]),
+                            np.array([[110.0], [115.0], [126.0]]), "gaussian")
     np.testing.assert_array_equal(result.scores, [[-2, -2, -18]])
     total = 2 * math.exp(-2) + math.exp(-18)
     np.testing.assert_allclose(result.weights, [[math.exp(-2) / total, math.exp(-2) / total, math.exp(-18) / total]],
@@ -77,7 +77,8 @@ def test_self_attention_shorthand_equals_q_k_v_given_separately():
 
 def test_a_wide_spread_is_not_saturation_while_two_keys_share_the_best_score():
     # scores 0, 0, -40.5: the third weight is e^-40.5 / 2, but the first two still split the weight evenly
-    data = json.loads(invoke("attend", "--q", "0", "--k", "0,0,9", "--v", "1,2,3", "--score", "gaussian", "--json").stdout)
+    data = json.loads(invoke("attend", "--q", "0", "--k", "0,0,9", "--v", "1,2,3", "--score", "gaussian",
+                             "--json").stdout)
     assert data["saturated_rows"] == [] and data["note"] is None
     assert data["weights"][0][0] == pytest.approx(0.5)
 

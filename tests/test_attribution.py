@@ -43,7 +43,8 @@ def test_shares_add_up_to_the_logits_of_the_forward_pass_and_of_the_reference(la
 def test_last_block_head_share_equals_the_change_when_it_is_removed():
     # Without ln_f, the last block's heads reach the logits through c_proj and wte only: zeroing a head's
     # rows of c_proj.w changes the logits by exactly its share (an independent check by ablation).
-    params = random_params(np.random.default_rng(5), n_vocab=3, n_ctx=6, n_embd=8, n_layer=2, layer_norm=False, mlp=False)
+    params = random_params(np.random.default_rng(5), n_vocab=3, n_ctx=6, n_embd=8, n_layer=2, layer_norm=False,
+                           mlp=False)
     tokens, text, d_head = [0, 1, 2, 2, 1], "abccb", 4
     base, _ = reference_forward(params, tokens, 2)
     split = attribute(model_of(params), run_trace(model_of(params), text))
@@ -73,7 +74,8 @@ def test_aab_head_moves_the_prediction_from_a_to_b():
     assert rows == {"token embedding wte": [1, 0], "position embedding wpe": [0, 0], "block 0 head 0": [-1024, 1024],
                     "block 0 attn bias c_proj.b": [1024, 0]}
     assert movers(split) == [("block 0 head 0", 0, 1)]
-    out = " ".join(line.strip("│ ") for line in invoke("explain", "--step", "why").stdout.splitlines())  # unwrap the panel
+    # unwrap the panel
+    out = " ".join(line.strip("│ ") for line in invoke("explain", "--step", "why").stdout.splitlines())
     assert "Without block 0 head 0 the top token would be a: it moves the prediction from a to b." in out
     assert "total = logit" in out and "[why]" in out
 
@@ -115,7 +117,8 @@ def test_aaab_heads_do_different_jobs():
 
 def test_explain_tells_the_multi_head_story_only_for_several_heads():
     out = invoke("explain", "-w", "multihead").stdout
-    for text in ("[heads] Every head's pattern", "head 0  blocks.0.attn.hook_pattern", "head 1  blocks.0.attn.hook_pattern",
+    for text in ("[heads] Every head's pattern", "head 0  blocks.0.attn.hook_pattern",
+                 "head 1  blocks.0.attn.hook_pattern",
                  "[concat]", "concat(z_0 … z_H)", "W_O = c_proj.w", "head 1's share", "[why]"):
         assert text in out, text
     single = invoke("explain").stdout

@@ -163,7 +163,8 @@ def test_distinct_evaluation_gives_every_row_its_own_logits():
     rng = np.random.default_rng(4)
     model, _ = parse(params_to_document(random_params(rng, n_vocab=3, n_ctx=5), 2, "abc", 5))
     contexts = rng.integers(0, 3, (3000, 5))
-    np.testing.assert_allclose(next_logits_distinct(model, contexts), next_logits(model, contexts), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(next_logits_distinct(model, contexts), next_logits(model, contexts),
+                               rtol=1e-13, atol=1e-13)
     single = [run_trace(model, model.decode(c)).logits[-1] for c in contexts[:20]]
     np.testing.assert_allclose(next_logits(model, contexts[:20]), single, rtol=1e-13, atol=1e-13)
 

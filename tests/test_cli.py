@@ -115,7 +115,8 @@ def test_explain_saves_svg_and_html_and_never_overwrites(tmp_path):
     weights = tmp_path / "w.json"
     invoke("weights", "new", "-o", str(weights))
     before = weights.read_text()
-    assert "that is the weight file being read" in user_error("explain", "-w", str(weights), "--html", str(weights), "--force")
+    assert "that is the weight file being read" in user_error("explain", "-w", str(weights), "--html", str(weights),
+                                                              "--force")
     assert weights.read_text() == before
 
 
@@ -148,13 +149,15 @@ def test_check_fails_a_blank_model_and_shows_why(tmp_path, monkeypatch):
     why = result.stdout[result.stdout.index("Why the shortest failing context 'aa' fails"):]
     assert re.findall(r"─ \[(\w+)\]", why) == ["qkv", "scores", "mask", "pattern", "z", "prediction"]
     # all-zero Q, K, V and z are one line each, naming the command that shows them
-    assert why.count(f"all 16 entries are 0 (2 × 8); handwired explain aa -w {path} --step attention --all to show it") == 4
+    assert why.count(f"all 16 entries are 0 (2 × 8); handwired explain aa -w {path} "
+                     "--step attention --all to show it") == 4
     assert re.search(r"│ 1:a\s+│ a \(tie\)\s+│\s+0.5000 │", why)
 
 
 def test_check_json_and_exhaustive():
     data = json.loads(invoke("check", "--exhaustive", "--json").stdout)
-    assert (data["contexts"], data["passed"], data["failed"], data["ambiguous"], data["out_of_domain"]) == (62, 13, 0, 1, 48)
+    assert (data["contexts"], data["passed"], data["failed"], data["ambiguous"],
+            data["out_of_domain"]) == (62, 13, 0, 1, 48)
     assert data["ok"] is True and data["margin"]["logits"] == 1023
     data = json.loads(invoke("check", "--exhaustive", "--min-length", "2", "--json").stdout)
     assert data["contexts"] == 60 and data["ambiguous"] == 0
@@ -196,7 +199,8 @@ def test_weights_validate_ok_and_every_problem(tmp_path, aab_doc, write_json):
 
 def test_weights_new_writes_a_valid_file_and_refuses_to_overwrite(tmp_path):
     path = tmp_path / "my.json"
-    result = invoke("weights", "new", "--vocab", "abc", "--n-ctx", "4", "--n-embd", "6", "--n-head", "2", "-o", str(path))
+    result = invoke("weights", "new", "--vocab", "abc", "--n-ctx", "4", "--n-embd", "6", "--n-head", "2", "-o",
+                    str(path))
     assert result.exit_code == 0
     assert "OK" in invoke("weights", "validate", str(path)).stdout
     path.write_text(path.read_text().replace('"d0"', '"mine"'))
@@ -216,11 +220,14 @@ def test_weights_new_writes_a_valid_file_and_refuses_to_overwrite(tmp_path):
 @pytest.mark.parametrize(
     "edit,message",
     [
-        (lambda d: d["blocks"][0]["attn"]["c_attn"]["w"][3].pop(), "model.json: blocks[0].attn.c_attn.w[3]: 23 numbers, expected 24"),
+        (lambda d: d["blocks"][0]["attn"]["c_attn"]["w"][3].pop(),
+         "model.json: blocks[0].attn.c_attn.w[3]: 23 numbers, expected 24"),
         (lambda d: d["wte"][1].append(0), "model.json: wte[1]: 9 numbers, expected 8"),
-        (lambda d: d["wpe"][0].__setitem__(1, "one"), "model.json: wpe[0][1]: 'one': unknown constant 'one' (constants: Lg)"),
+        (lambda d: d["wpe"][0].__setitem__(1, "one"),
+         "model.json: wpe[0][1]: 'one': unknown constant 'one' (constants: Lg)"),
         (lambda d: d["wpe"][0].__setitem__(1, [1]), "model.json: wpe[0][1]: expected a number or an expression"),
-        (lambda d: d["blocks"][0]["attn"].update(c_atn={}), "model.json: blocks[0].attn.c_atn: unknown key 'c_atn' (did you mean 'c_attn'?"),
+        (lambda d: d["blocks"][0]["attn"].update(c_atn={}),
+         "model.json: blocks[0].attn.c_atn: unknown key 'c_atn' (did you mean 'c_attn'?"),
         (lambda d: d.update(n_head=3), "model.json: n_head: n_embd 8 is not divisible by n_head 3"),
     ],
 )
@@ -246,8 +253,8 @@ def test_missing_file_not_json_and_too_large(tmp_path, monkeypatch):
         "predict", "a", "-w", str(tmp_path / "nope.json"))
     broken = tmp_path / "broken.json"
     broken.write_text('{"vocab": ["a", "b"],}')
-    assert "broken.json: not valid JSON: Expecting property name enclosed in double quotes (line 1, column 22)" in user_error(
-        "predict", "a", "-w", str(broken))
+    assert ("broken.json: not valid JSON: Expecting property name enclosed in double quotes (line 1, column 22)"
+            in user_error("predict", "a", "-w", str(broken)))
     from handwired.weightfile import jsonfile
 
     monkeypatch.setattr(jsonfile, "MAX_FILE_BYTES", 10)
@@ -336,7 +343,8 @@ def test_layernorm_and_mlp_models_show_their_steps_and_weights(tmp_path):
 
 
 def test_predict_loads_only_what_it_needs():
-    """The lazy command group: predict imports its own modules, nothing of checks, puzzles, exports or other commands."""
+    """The lazy command group: predict imports its own modules, nothing of checks, puzzles, exports
+    or other commands."""
     import subprocess
     import sys
 
@@ -371,7 +379,8 @@ def test_a_file_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path, mon
 def test_output_paths_are_vetted_before_any_work(tmp_path):
     folder = tmp_path / "pictures"
     folder.mkdir()
-    for args in (["--svg", str(folder)], ["--svg", str(folder), "--force"], ["--html", str(tmp_path / "no" / "x.html")]):
+    for args in (["--svg", str(folder)], ["--svg", str(folder), "--force"],
+                 ["--html", str(tmp_path / "no" / "x.html")]):
         result = invoke("explain", *args)
         assert result.exit_code == 2 and result.stdout == "", result.output  # refused before printing the view
     assert "is a folder" in user_error("explain", "--svg", str(folder))

@@ -35,7 +35,8 @@ def test_every_entry_has_a_label_and_labels_follow_the_views(small_doc):
     sizes = [np.size(v) for v in (model.params["wte"], model.params["wpe"])]
     for block in model.params["blocks"]:
         for part in block.values():
-            sizes += [np.size(leaf) for sub in part.values() for leaf in (sub.values() if isinstance(sub, dict) else [sub])]
+            sizes += [np.size(leaf) for sub in part.values()
+                      for leaf in (sub.values() if isinstance(sub, dict) else [sub])]
     sizes += [np.size(v) for v in model.params["ln_f"].values()]
     assert len(labels) == sum(sizes)
     assert labels["wte.b.u"] == pytest.approx(small_doc["wte"][1][2])
@@ -56,7 +57,8 @@ def test_weight_changes_name_exactly_the_edited_entries(small_doc):
     del edited["ln_f"]
     changes = diffing.weight_changes(model_of(small_doc), model_of(edited))
     by_label = {c.label: c for c in changes}
-    assert by_label["blocks[0].attn.c_attn.w.x.q1"].new == pytest.approx(by_label["blocks[0].attn.c_attn.w.x.q1"].old + 1)
+    assert by_label["blocks[0].attn.c_attn.w.x.q1"].new == pytest.approx(
+        by_label["blocks[0].attn.c_attn.w.x.q1"].old + 1)
     assert by_label["blocks[0].ln_1.b.v"].new == 0.0
     assert {label for label in by_label if label.startswith("ln_f")} == {f"ln_f.{p}.{d}" for p in "gb" for d in "xyuv"}
     assert all(c.new is None for c in changes if c.label.startswith("ln_f"))
@@ -144,7 +146,8 @@ def test_diff_command_lists_weights_and_contexts(aab_doc, write_json):
     assert "1 weight differs; 62 of 62 contexts changed" in result.stdout.replace("\n", " ")
     data = json.loads(invoke("diff", "aab", str(edited), "--json").stdout)
     assert data["weights"] == [{"label": "blocks[0].attn.c_proj.b.a", "old": 1024.0, "new": 1000.0}]
-    assert data["changed"] == 62 and data["predictions_changed"] == 0  # every lead moved by 24 logits (the a-bias), no answer did
+    # every lead moved by 24 logits (the a-bias), no answer did
+    assert data["changed"] == 62 and data["predictions_changed"] == 0
     assert data["shown"][0]["context"] == "a" and len(data["shown"]) == CHANGES_SHOWN
     assert [c["context"] for c in data["shown"][:3]] == ["a", "b", "aa"]
     assert data["shown"][2] == {"context": "aa", "expected": ["b"],

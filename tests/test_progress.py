@@ -32,7 +32,8 @@ def test_a_fresh_start_then_solved_best_and_hints_are_remembered(handwired_home)
 def test_entries_for_puzzles_not_installed_are_kept(handwired_home):
     handwired_home.mkdir()
     (handwired_home / "progress.json").write_text(json.dumps(
-        {"format": "handwired-progress/1", "puzzles": {"retired": {"solved": True, "best": GOOD.to_json(), "hints": 1}}}))
+        {"format": "handwired-progress/1",
+         "puzzles": {"retired": {"solved": True, "best": GOOD.to_json(), "hints": 1}}}))
     progress = progressing.load()
     progress.reveal("aab", 1)
     assert progressing.load().best("retired") == GOOD

@@ -109,7 +109,8 @@ def test_every_statement_has_a_solution_and_every_solution_a_statement(monkeypat
     in_folder(monkeypatch, folder_path)
     statements = set(bundled_puzzles())
     solutions = {path.stem for path in (folder_path / "solutions").glob("*.json")} if folder_path.is_dir() else set()
-    assert {name for name in statements if solution_path(name) is None} == set(), "a puzzle without a reference is not shipped"
+    assert {name for name in statements
+            if solution_path(name) is None} == set(), "a puzzle without a reference is not shipped"
     assert solutions <= statements, "a solution without its statement"
 
 
@@ -140,7 +141,8 @@ def test_a_good_statement_has_no_problems(statement):
 @pytest.mark.parametrize(
     "edit,message",
     [
-        (lambda d: d.update(format="handwired/1"), "format: expected 'handwired-puzzle/1'; found the string 'handwired/1'"),
+        (lambda d: d.update(format="handwired/1"),
+         "format: expected 'handwired-puzzle/1'; found the string 'handwired/1'"),
         (lambda d: d.update(name="aba"), "name: expected 'aab', the file's name; found the string 'aba'"),
         (lambda d: d.pop("story"), "(top level): missing 'story'"),
         (lambda d: d.update(colour="red"), "colour: unknown key 'colour'"),
@@ -150,7 +152,8 @@ def test_a_good_statement_has_no_problems(statement):
         (lambda d: d["caps"].update(n_head=3), "caps: n_embd 8 is not divisible by n_head 3"),
         (lambda d: d["caps"].pop("n_layer"), "caps: missing 'n_layer'"),
         (lambda d: d.update(rule={"kind": "magic"}), "rule.kind: expected one of pattern"),
-        (lambda d: d.update(rule={"kind": "pattern", "pattern": "abc"}), "rule.pattern: 'c' (position 2) is not in the vocabulary a, b"),
+        (lambda d: d.update(rule={"kind": "pattern", "pattern": "abc"}),
+         "rule.pattern: 'c' (position 2) is not in the vocabulary a, b"),
         (lambda d: d.update(examples=["abc"]), "examples[0]: 'c' (position 2) is not in the vocabulary a, b"),
         (lambda d: d.update(examples=["aabaab"]), "examples[0]: 6 tokens, longer than n_ctx 5"),
         (lambda d: d.update(examples=[]), "examples: expected a non-empty list of strings"),
@@ -199,7 +202,8 @@ def model_from(doc):
     "edit,message",
     [
         (lambda d: d.update(vocab=["b", "a"]), "expects vocab a, b (in this order), the file has b, a"),
-        (lambda d: (d.update(vocab=["a", "b", "c"]), d["wte"].append([0] * 8)), "expects vocab a, b, the file has a, b, c"),
+        (lambda d: (d.update(vocab=["a", "b", "c"]), d["wte"].append([0] * 8)),
+         "expects vocab a, b, the file has a, b, c"),
         (lambda d: (d.update(n_ctx=4), d["wpe"].pop()), "expects n_ctx 5, the file has 4"),
     ],
 )

@@ -63,7 +63,8 @@ def test_show_gives_story_rule_examples_caps_and_par():
     for text in ("Two and one", "level 2", "A test puzzle: the published model.",
                  "the repeating pattern 'aab', at every phase the context fits", "62 contexts",
                  "not by the stream test", "ambiguous: a or b (not judged)", "out of domain (not judged)",
-                 "n_embd ≤ 8, heads ≤ 1, blocks ≤ 1, no MLP", "par: 26 non-zero parameters, n_embd 8, 1 head, 1 block, margin 1023",
+                 "n_embd ≤ 8, heads ≤ 1, blocks ≤ 1, no MLP",
+                 "par: 26 non-zero parameters, n_embd 8, 1 head, 1 block, margin 1023",
                  "hints: 0 of 2 revealed"):
         assert text in flat(out), text
     assert re.search(r"│ aab\s+│ a\s+│", out) and re.search(r"│ aabaa\s+│ b\s+│", out)
@@ -125,7 +126,8 @@ def test_a_better_score_replaces_the_best_and_a_worse_one_does_not(solution, aab
 def test_check_json_has_counts_score_and_par(solution):
     data = json.loads(invoke("puzzles", "check", "aab", solution, "--json").stdout)
     assert data["puzzle"] == "aab" and data["ok"] and data["solved"]
-    assert (data["contexts"], data["passed"], data["failed"], data["ambiguous"], data["out_of_domain"]) == (62, 13, 0, 1, 48)
+    assert (data["contexts"], data["passed"], data["failed"], data["ambiguous"],
+            data["out_of_domain"]) == (62, 13, 0, 1, 48)
     assert data["score"] == data["par"] == {"parameters": 26, "n_embd": 8, "n_head": 1, "n_layer": 1, "margin": 1023.0}
 
 

@@ -86,7 +86,8 @@ def answer(judgement, row, vocab):
     return int(status)
 
 
-@pytest.mark.parametrize("spec,vocab,brute,longest", CASES, ids=lambda v: v.get("kind") if isinstance(v, dict) else None)
+@pytest.mark.parametrize("spec,vocab,brute,longest", CASES,
+                         ids=lambda v: v.get("kind") if isinstance(v, dict) else None)
 def test_every_kind_agrees_with_brute_force_on_every_context(spec, vocab, brute, longest):
     rule = rule_from_spec(spec, tuple(vocab))
     for length in range(1, longest + 1):
@@ -159,7 +160,9 @@ def test_descriptions_say_the_rule_in_words():
 @pytest.mark.parametrize(
     "spec,message",
     [
-        ({"kind": "nexttoken"}, "rule.kind: expected one of pattern, first, previous, max, majority, same_last_two, induction; found the string 'nexttoken'"),
+        ({"kind": "nexttoken"},
+         "rule.kind: expected one of pattern, first, previous, max, majority, same_last_two, induction; "
+         "found the string 'nexttoken'"),
         ({"kind": 3}, "rule.kind: expected one of pattern,"),
         ({"kind": []}, "rule.kind: expected one of pattern,"),  # unhashable: once a TypeError
         ("previous", "rule: expected an object such as {\"kind\": \"first\"}; found the string 'previous'"),
@@ -169,8 +172,10 @@ def test_descriptions_say_the_rule_in_words():
         ({"kind": "pattern", "pattern": ""}, "rule.pattern: expected a non-empty string of vocabulary tokens"),
         ({"kind": "first", "pattern": "ab"}, "rule.pattern: not a parameter of kind 'first' (its parameters: none)"),
         ({"kind": "same_last_two", "same": "a"}, "rule: kind 'same_last_two' needs 'different'"),
-        ({"kind": "same_last_two", "same": "ab", "different": "b"}, "rule.same: expected one token of the vocabulary a, b; found the string 'ab'"),
-        ({"kind": "same_last_two", "same": "a", "different": "b", "sam": "a"}, "rule.sam: not a parameter of kind 'same_last_two' (its parameters: same, different)"),
+        ({"kind": "same_last_two", "same": "ab", "different": "b"},
+         "rule.same: expected one token of the vocabulary a, b; found the string 'ab'"),
+        ({"kind": "same_last_two", "same": "a", "different": "b", "sam": "a"},
+         "rule.sam: not a parameter of kind 'same_last_two' (its parameters: same, different)"),
     ],
 )
 def test_bad_specs_give_one_line(spec, message):

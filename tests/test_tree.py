@@ -140,7 +140,8 @@ def report_of(model, plan):
     report = run_plan(model, plan, show=1000)
     margin = report.margin
     return (report.checked, report.passed, report.failed, report.ambiguous, report.out_of_domain,
-            [f.context for f in report.failures], None if margin is None else (margin.context, margin.right, margin.wrong),
+            [f.context for f in report.failures],
+            None if margin is None else (margin.context, margin.right, margin.wrong),
             None if margin is None else margin.value)
 
 

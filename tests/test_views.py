@@ -185,8 +185,8 @@ def test_weights_show_of_a_wide_model_at_80_columns_prints_every_number_in_full(
     paged, folded = check_every_number_in_full(out, weight_matrices(load(str(wide_file))))
     assert paged >= 10 and folded >= 6
     assert "-123456.789" in out
-    assert "4 all-zero rows hidden: scratch11…scratch14; 4 all-zero columns hidden: q5…q8; --all to show them" in " ".join(
-        out.split())
+    assert ("4 all-zero rows hidden: scratch11…scratch14; 4 all-zero columns hidden: q5…q8; --all to show them"
+            in " ".join(out.split()))
 
 
 def test_all_shows_every_row_and_column(wide_file, monkeypatch):
@@ -197,7 +197,8 @@ def test_all_shows_every_row_and_column(wide_file, monkeypatch):
     for matrix, pages in zip(weight_matrices(model), printed_cells(out, weight_matrices(model))):
         merged = {key: text for page in pages for key, text in page.items()}
         texts = matrix.texts  # weights show prints each entry as the file wrote it
-        assert merged == {(row, col): texts[r][c] for r, row in enumerate(matrix.rows) for c, col in enumerate(matrix.cols)}
+        assert merged == {(row, col): texts[r][c] for r, row in enumerate(matrix.rows)
+                          for c, col in enumerate(matrix.cols)}
 
 
 # ---------------------------------------------------------------- folding
@@ -205,7 +206,8 @@ def test_all_shows_every_row_and_column(wide_file, monkeypatch):
 
 def test_weights_show_folds_the_all_zero_rows_and_columns_of_aab():
     out = invoke("weights", "show").stdout
-    assert "3 all-zero rows hidden: a, b, out; 3 all-zero columns hidden: q5…q7; --all to show them" in " ".join(out.split())
+    assert ("3 all-zero rows hidden: a, b, out; 3 all-zero columns hidden: q5…q7; --all to show them"
+            in " ".join(out.split()))
     model = load("aab")
     matrices = weight_matrices(model)
     w_q = printed_cells(out, matrices)[2]
@@ -243,7 +245,8 @@ def test_attention_squares_are_never_folded(tmp_path):
 
 def test_fold_labels_folds_runs_of_three_or_more():
     assert fold_labels(["p5", "p6", "p7", "p8", "q6", "q7", "q8", "q9", "q10", "q11"]) == "p5…p8, q6…q11"
-    assert fold_labels(["q1", "q2", "a", "b", "out", "h3", "h5", "h6", "h7", "0:a"]) == "q1, q2, a, b, out, h3, h5…h7, 0:a"
+    assert (fold_labels(["q1", "q2", "a", "b", "out", "h3", "h5", "h6", "h7", "0:a"])
+            == "q1, q2, a, b, out, h3, h5…h7, 0:a")
 
 
 def fewest_pages(label_width: int, widths: list[int], max_width: int) -> int:
@@ -283,7 +286,8 @@ def test_svg_and_html_carry_everything_unfolded(tmp_path, wide_file, monkeypatch
     assert text.count("┃ pos ╲ dim ┃ p0 ┃ p1 ┃ p2 ┃ p3 ┃ p4 ┃ a ┃ b ┃ out ┃") == 3
     svg = page_svg.read_text()
     assert svg.startswith("<svg") and "all-zero" not in svg
-    assert svg.count("&#160;┃&#160;p0&#160;┃&#160;p1&#160;┃&#160;p2&#160;┃&#160;p3&#160;┃&#160;p4&#160;┃&#160;a&#160;┃&#160;b&#160;┃&#160;out&#160;┃") == 3
+    assert svg.count("&#160;┃&#160;p0&#160;┃&#160;p1&#160;┃&#160;p2&#160;┃&#160;p3&#160;┃&#160;p4&#160;┃"
+                     "&#160;a&#160;┃&#160;b&#160;┃&#160;out&#160;┃") == 3
     # a wide model's export is as wide as its widest table: no page needed, nothing folded
     invoke("explain", "abcab", "-w", str(wide_file), "--step", "qkv", "--block", "0", "--head", "0",
            "--html", str(page_html), "--force")
@@ -295,7 +299,8 @@ def test_svg_and_html_carry_everything_unfolded(tmp_path, wide_file, monkeypatch
 def test_no_color_is_respected(monkeypatch):
     def colours(output: str) -> set[int]:
         """The colour codes among the terminal's style sequences (30–49: foreground/background, 90–107: bright)."""
-        codes = {int(code) for sequence in re.findall(r"\x1b\[([0-9;]*)m", output) for code in sequence.split(";") if code}
+        codes = {int(code) for sequence in re.findall(r"\x1b\[([0-9;]*)m", output)
+                 for code in sequence.split(";") if code}
         return {code for code in codes if 30 <= code <= 49 or 90 <= code <= 107}
 
     monkeypatch.setenv("FORCE_COLOR", "1")
@@ -327,10 +332,12 @@ def test_head_columns_are_numbered_across_heads_and_match_c_attn_and_c_proj():
     for head in (0, 1):
         q, k, v = explain.steps(model, trace, ["qkv"], head=head)[0].matrices
         assert q.cols == tuple(f"q{4 * head + i}" for i in range(4))
-        assert k.cols == tuple(f"k{4 * head + i}" for i in range(4)) and v.cols == tuple(f"v{4 * head + i}" for i in range(4))
+        assert (k.cols == tuple(f"k{4 * head + i}" for i in range(4))
+                and v.cols == tuple(f"v{4 * head + i}" for i in range(4)))
         for matrix in (q, k, v):  # a column labelled q5 is c_attn's column q5
             for c, label in enumerate(matrix.cols):
-                np.testing.assert_allclose(matrix.values[:, c], [row[c_attn_columns.index(label)] for row in qkv], atol=1e-9)
+                np.testing.assert_allclose(matrix.values[:, c], [row[c_attn_columns.index(label)] for row in qkv],
+                                           atol=1e-9)
         z = explain.steps(model, trace, ["z"], head=head)[0].matrices[0]
         assert z.cols == tuple(f"z{4 * head + i}" for i in range(4))
         z_columns.update({label: z.values[:, c] for c, label in enumerate(z.cols)})

@@ -74,7 +74,8 @@ def test_missing_file_and_bad_context_are_errors(tmp_path, aab_doc):
 def test_verdict_without_target_and_for_large_models(tmp_path, aab_doc):
     path = write(tmp_path / "m.json", aab_doc)
     stream = watching.check_verdict(watching.load_snapshot(path).model, limit=10)
-    assert stream.how.startswith("check, the stream test (every context would be 62") and stream.report.checked == 27  # the published test
+    # the published test
+    assert stream.how.startswith("check, the stream test (every context would be 62") and stream.report.checked == 27
     del aab_doc["target"]
     verdict = watching.load_snapshot(write(path, aab_doc)).verdict
     assert verdict.report is None and "no \"target\"" in verdict.note
@@ -151,7 +152,8 @@ def test_cropped_fits_the_height_and_names_what_is_below(tmp_path, aab_doc):
     assert len(cropped) == 20 and cropped[:19] == full[:19]
     # 19 lines hold the verdict, the model and context lines and most of the embed panel
     # (the panels below, as many as fit before the hint)
-    assert cropped[19] == "… below: [embed] [qkv] [scores] [mask] [pattern] … · narrow the view with --step, --block or --head"
+    assert cropped[19] == ("… below: [embed] [qkv] [scores] [mask] [pattern] … · narrow the view with --step, "
+                           "--block or --head")
     wide = text_of(watching.Cropped(watching.screen(state)), width=160, height=20).splitlines()
     every_step = " ".join(f"[{step.key}]" for step in state.good.steps)
     assert wide[19] == f"… below: {every_step} · narrow the view with --step, --block or --head"
@@ -178,7 +180,8 @@ def test_watch_refuses_a_missing_file_and_a_stdout_that_is_not_a_terminal(tmp_pa
     path = tmp_path / "my.json"
     path.write_text(json.dumps(aab_doc), encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "handwired", "watch", str(path)], capture_output=True, text=True,
-                            timeout=30, env={k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")})
+                            timeout=30,
+                            env={k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")})
     assert result.returncode == 2 and "stdout is not a terminal" in result.stderr and "Traceback" not in result.stderr
 
 

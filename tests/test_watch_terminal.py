@@ -74,7 +74,8 @@ def test_watch_redraws_on_save_shows_errors_in_place_and_exits_cleanly(tmp_path,
     path.write_text(good, encoding="utf-8")
     # COLUMNS and LINES, if the test runner set them, would override the terminal's own size;
     # NO_COLOR: the marks must show without colour.
-    command = (f"cd {ROOT} && env -u COLUMNS -u LINES NO_COLOR=1 {sys.executable} -m handwired watch {path} --step proj --step probs "
+    command = (f"cd {ROOT} && env -u COLUMNS -u LINES NO_COLOR=1 {sys.executable} -m handwired watch {path} "
+               "--step proj --step probs "
                f"2> {err_file}; echo $? > {exit_file}")
     term = terminal(command)
 

@@ -60,7 +60,8 @@ def test_missing_bias_means_zeros(aab_doc):
 @pytest.mark.parametrize(
     "edit,expected",
     [
-        (lambda d: d["blocks"][0]["attn"]["c_attn"]["w"][3].pop(), "blocks[0].attn.c_attn.w[3]: 23 numbers, expected 24"),
+        (lambda d: d["blocks"][0]["attn"]["c_attn"]["w"][3].pop(),
+         "blocks[0].attn.c_attn.w[3]: 23 numbers, expected 24"),
         (lambda d: d["wte"].pop(), "wte: 1 rows, expected 2 (one per vocab token)"),
         (lambda d: d["blocks"][0]["attn"].update(c_atn=d["blocks"][0]["attn"].pop("c_attn")),
          "blocks[0].attn.c_atn: unknown key 'c_atn' (did you mean 'c_attn'?"),
@@ -69,7 +70,8 @@ def test_missing_bias_means_zeros(aab_doc):
         (lambda d: d["wpe"][1].__setitem__(2, None), "found null"),
         (lambda d: d["wpe"][0].__setitem__(0, float("nan")), "wpe[0][0]: expected a finite number; found nan"),
         (lambda d: d["wpe"][0].__setitem__(0, float("inf")), "wpe[0][0]: expected a finite number; found inf"),
-        (lambda d: d["wpe"][0].__setitem__(0, 10**400), "wpe[0][0]: expected a finite number; found a number too large"),
+        (lambda d: d["wpe"][0].__setitem__(0, 10**400),
+         "wpe[0][0]: expected a finite number; found a number too large"),
         (lambda d: d.update(n_head=3), "n_head: n_embd 8 is not divisible by n_head 3"),
         (lambda d: d.update(n_ctx=0), "n_ctx: expected a whole number ≥ 1; found 0"),
         (lambda d: d.update(n_ctx=4.5), "n_ctx: expected a whole number ≥ 1; found the number 4.5"),
@@ -113,7 +115,8 @@ def test_constants_may_use_earlier_constants(aab_doc):
 def test_load_errors_are_one_line_with_the_file(tmp_path, write_json, aab_doc):
     path = tmp_path / "broken.json"
     path.write_text('{"format": "handwired/1",\n  "vocab": ["a" "b"]}')
-    with pytest.raises(HandwiredError, match=r"broken.json: not valid JSON: Expecting ',' delimiter \(line 2, column 17\)"):
+    with pytest.raises(HandwiredError,
+                       match=r"broken.json: not valid JSON: Expecting ',' delimiter \(line 2, column 17\)"):
         load(str(path))
     with pytest.raises(HandwiredError, match="no such file, and no bundled model of that name"):
         load(str(tmp_path / "missing.json"))
@@ -121,7 +124,8 @@ def test_load_errors_are_one_line_with_the_file(tmp_path, write_json, aab_doc):
     aab_doc["wte"][1].pop()
     with pytest.raises(HandwiredError) as error:
         load(str(write_json(aab_doc)))
-    assert "model.json: wte[0]: 7 numbers, expected 8 (one per residual dim) (and 1 more: handwired weights validate" in str(error.value)
+    assert ("model.json: wte[0]: 7 numbers, expected 8 (one per residual dim) (and 1 more: handwired weights validate"
+            in str(error.value))
     assert "\n" not in str(error.value)
     path.write_text('{"a": 1, "a": 2}')
     with pytest.raises(HandwiredError, match="key 'a' appears twice"):

@@ -21,7 +21,10 @@ MATRIX_HELP = "',' between numbers in a row, ';' between rows; without ';' each 
 
 @app.command()
 def attend(
-    file: Annotated[Path | None, typer.Argument(help="A JSON file with q, k and v (or x); or give them inline.")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Argument(help="A JSON file with q, k and v (or x); or give them inline."),
+    ] = None,
     q: Annotated[str | None, typer.Option("--q", help=f"Queries, e.g. 62 or '64,85;61,80'. {MATRIX_HELP}")] = None,
     k: Annotated[str | None, typer.Option("--k", help="Keys, e.g. 60,64,68 or '68,91;60,87;64,88'.")] = None,
     v: Annotated[str | None, typer.Option("--v", help="Values, one row per key.")] = None,
@@ -51,7 +54,8 @@ def attend(
     note = attending.saturation_note(result)
 
     def view(_everything: bool) -> list:  # matrices given by hand are shown whole: nothing folded
-        return [Text.assemble(("attention ", "dim"), (score, "bold"), ("  causal mask" if causal else "  no mask", "dim")),
+        return [Text.assemble(("attention ", "dim"), (score, "bold"),
+                              ("  causal mask" if causal else "  no mask", "dim")),
                 *[step_panel(step, show_all=True) for step in attending.view(result, self_attention="x" in given)],
                 *([Text(note, style="yellow")] if note else [])]
 

@@ -37,14 +37,19 @@ def check(
     target: Annotated[str | None, typer.Option(help="The repeating pattern; default: the file's target.")] = None,
     length: Annotated[
         int | None,
-        typer.Option(help="Stream length in tokens; default: ten repeats of the target less one, as the published test."),
+        typer.Option(help="Stream length in tokens; default: ten repeats of the target less one, "
+                          "as the published test."),
     ] = None,
-    exhaustive: Annotated[bool, typer.Option("--exhaustive", help="Check every context of length --min-length…n_ctx.")] = False,
+    exhaustive: Annotated[
+        bool,
+        typer.Option("--exhaustive", help="Check every context of length --min-length…n_ctx."),
+    ] = False,
     sample: Annotated[int | None, typer.Option(help="Check this many random contexts instead.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed for --sample.")] = SEED,
     min_length: Annotated[
         int | None,
-        typer.Option(help=f"Shortest context to check; default {STREAM_MIN_LENGTH} for a stream, {MIN_LENGTH} otherwise."),
+        typer.Option(help=f"Shortest context to check; default {STREAM_MIN_LENGTH} for a stream, "
+                          f"{MIN_LENGTH} otherwise."),
     ] = None,
     show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = FAILURES_SHOWN,
     near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = NEAR_MISS,
@@ -63,7 +68,8 @@ def check(
         raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
     if puzzle is not None:
         given = [option for option, value in (("--target", target), ("--length", length), ("--exhaustive", exhaustive),
-                                              ("--sample", sample), ("--min-length", min_length)) if value not in (None, False)]
+                                              ("--sample", sample), ("--min-length", min_length))
+                 if value not in (None, False)]
         if given:
             raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
         puzzle_verdict(puzzle, spec, show, near_miss, as_json, svg, html, force, show_all)
@@ -89,7 +95,8 @@ def _plan(model: Model, target: str | None, length: int | None, exhaustive: bool
     """The plan the options ask for: a stream of the target (the default), every context, or a sample."""
     pattern = target if target is not None else model.target  # --target '' is a mistake, not "the file's"
     if pattern is None:
-        raise HandwiredError(f"{model.source}: has no 'target'; give one with --target, e.g. --target {model.vocab[0] * 2}")
+        raise HandwiredError(f"{model.source}: has no 'target'; give one with --target, "
+                             f"e.g. --target {model.vocab[0] * 2}")
     if exhaustive and sample is not None:
         raise HandwiredError("--exhaustive and --sample: choose one")
     if (exhaustive or sample is not None) and length is not None:
@@ -97,6 +104,7 @@ def _plan(model: Model, target: str | None, length: int | None, exhaustive: bool
     if exhaustive:
         return exhaustive_plan(model, pattern_rule(model, pattern), MIN_LENGTH if min_length is None else min_length)
     if sample is not None:
-        return sample_plan(model, pattern_rule(model, pattern), sample, seed, MIN_LENGTH if min_length is None else min_length)
+        return sample_plan(model, pattern_rule(model, pattern), sample, seed,
+                           MIN_LENGTH if min_length is None else min_length)
     return stream_plan(model, pattern, stream_length(pattern) if length is None else length,
                        STREAM_MIN_LENGTH if min_length is None else min_length)

@@ -34,7 +34,8 @@ WeightsOption = Annotated[
 ]
 WeightsArgument = Annotated[
     str | None,
-    typer.Argument(metavar="[NAME|PATH]", help="A weight file or bundled model (or give it with -w).", show_default=False),
+    typer.Argument(metavar="[NAME|PATH]", help="A weight file or bundled model (or give it with -w).",
+                   show_default=False),
 ]
 StepOption = Annotated[
     list[str] | None,
@@ -51,7 +52,8 @@ SvgOption = Annotated[
     Path | None, typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns wide.")
 ]
 HtmlOption = Annotated[
-    Path | None, typer.Option("--html", help=f"Also save the view as HTML, nothing folded, {EXPORT_WIDTH}+ columns wide.")
+    Path | None,
+    typer.Option("--html", help=f"Also save the view as HTML, nothing folded, {EXPORT_WIDTH}+ columns wide."),
 ]
 ForceOption = Annotated[bool, typer.Option("--force", help="Replace an existing output file.")]
 NoMaskOption = Annotated[
@@ -70,7 +72,8 @@ def weight_spec(positional: str | None, option: str | None, default: str | None 
 
 
 def stdout() -> Console:
-    return Console(highlight=False, emoji=False)  # no :name: codes in handwired's output; skips loading rich's emoji table
+    # no :name: codes in handwired's output; skips loading rich's emoji table
+    return Console(highlight=False, emoji=False)
 
 
 def stderr() -> Console:

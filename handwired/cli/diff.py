@@ -17,7 +17,10 @@ app = typer.Typer()
 
 @app.command()
 def diff(
-    old: Annotated[str, typer.Argument(metavar="OLD", help="The weight file before the edit (or a bundled model's name).")],
+    old: Annotated[
+        str,
+        typer.Argument(metavar="OLD", help="The weight file before the edit (or a bundled model's name)."),
+    ],
     new: Annotated[str, typer.Argument(metavar="NEW", help="The weight file after the edit.")],
     show: Annotated[int, typer.Option(help="How many changed contexts to list, shortest first.")] = CHANGES_SHOWN,
     sample: Annotated[

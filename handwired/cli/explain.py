@@ -49,7 +49,8 @@ def explain(
     out = Output(svg, html, force, reading=(Path(model.source),))
     if text is None:
         if model.example is None:
-            raise HandwiredError(f"{model.source}: has no 'example'; give the context, e.g. handwired explain {model.vocab[0] * 3}")
+            raise HandwiredError(f"{model.source}: has no 'example'; give the context, "
+                                 f"e.g. handwired explain {model.vocab[0] * 3}")
         text = model.example
     wanted = explaining.expand(step or [])
     run = trace(model, text, causal=not no_mask)

@@ -38,7 +38,10 @@ def import_model(
     folder: Annotated[Path, typer.Argument(metavar="DIR", help="A folder written by export, or a TransformerLens "
                                            "state dict saved the same way (config.json, model.safetensors).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The weight file to create.")],
-    vocab: Annotated[str | None, typer.Option(help="The tokens in id order, when the folder has no vocab.json.")] = None,
+    vocab: Annotated[
+        str | None,
+        typer.Option(help="The tokens in id order, when the folder has no vocab.json."),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
 ) -> None:
     """Read a TransformerLens folder back into a handwired/1 weight file."""

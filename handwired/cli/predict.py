@@ -27,7 +27,10 @@ app = typer.Typer()
 def predict(
     text: Annotated[str, typer.Argument(help="The context, one character per token, e.g. aabaa.")],
     weights: WeightsOption = None,
-    every_position: Annotated[bool, typer.Option("--every-position", help="Show the prediction at every position.")] = False,
+    every_position: Annotated[
+        bool,
+        typer.Option("--every-position", help="Show the prediction at every position."),
+    ] = False,
     as_json: JsonOption = False,
     no_mask: NoMaskOption = False,
     svg: SvgOption = None,

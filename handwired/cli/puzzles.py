@@ -68,7 +68,10 @@ def puzzles_show(name: NameArgument) -> None:
 @app.command("start")
 def puzzles_start(
     name: NameArgument,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="The file to create; default NAME.json.")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="The file to create; default NAME.json."),
+    ] = None,
     force: ForceOption = False,
 ) -> None:
     """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""

@@ -31,7 +31,10 @@ POLL_SECONDS = 0.1  # how often the file's modification time and size are looked
 @app.command()
 def watch(
     ctx: typer.Context,
-    file: Annotated[str | None, typer.Argument(metavar="[PATH]", help="The weight file you are editing (or -w PATH).")] = None,
+    file: Annotated[
+        str | None,
+        typer.Argument(metavar="[PATH]", help="The weight file you are editing (or -w PATH)."),
+    ] = None,
     text: Annotated[str | None, typer.Argument(help="The context; default: the weight file's example.")] = None,
     weights: WeightsOption = None,
     step: StepOption = None,

@@ -70,7 +70,8 @@ def weights_convert(
     check_outputs(Path(model.source), force, output)
     write_new(output, dumps(document(model, to)), force=force)
     written, total = entry_counts(model)
-    stdout().print(f"wrote {escape(str(output))} ({to}): {count(total, 'entry', 'entries')}, {written:,} of them non-zero")
+    stdout().print(f"wrote {escape(str(output))} ({to}): {count(total, 'entry', 'entries')}, "
+                   f"{written:,} of them non-zero")
 
 
 @app.command("validate")

@@ -58,7 +58,8 @@ def scores(q: np.ndarray, k: np.ndarray, kind: str) -> np.ndarray:  # [n_q, d], 
     return dot / np.sqrt(q.shape[-1]) if kind == "scaled-dot" else dot
 
 
-def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, score: str = ATTENTION_SCORE, causal: bool = False) -> Attention:
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, score: str = ATTENTION_SCORE,
+           causal: bool = False) -> Attention:
     """softmax(scores(Q, K) + M) · V, keeping every intermediate."""
     if score not in SCORES:
         raise bad_value("score", repr(score), f"expected one of {', '.join(SCORES)}")

@@ -80,7 +80,8 @@ def attribute(model: Model, trace: Trace, position: int | None = None) -> Attrib
         residual = np.vstack([centre_and_scale(residual, ln_f["g"], scale), ln_f["b"]])  # [n_parts + 1, n_embd]
         labels, hooks = (*labels, "final LayerNorm bias ln_f.b"), (*hooks, "ln_f.b")
     contributions = matmul(residual, model.params["wte"].T)  # [n_parts, n_embd] -> [n_parts, n_vocab]
-    return Attribution(position, tuple(labels), tuple(hooks), residual, contributions, record["logits"][position], scale)
+    return Attribution(position, tuple(labels), tuple(hooks), residual, contributions, record["logits"][position],
+                       scale)
 
 
 def movers(attribution: Attribution) -> list[tuple[str, int, int]]:

@@ -21,5 +21,6 @@ def require_finite(model: Model, contexts: np.ndarray, logits: np.ndarray) -> np
     """The logits, if every one is a number; else one line naming the first context where float64 overflowed."""
     finite = np.isfinite(logits).all(axis=-1)
     if not finite.all():
-        raise_not_finite(model, f"on {model.decode(contexts[int(np.argmin(finite))])!r}, the logits are not finite numbers")
+        raise_not_finite(model, f"on {model.decode(contexts[int(np.argmin(finite))])!r}, "
+                                "the logits are not finite numbers")
     return logits

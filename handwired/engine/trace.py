@@ -46,6 +46,7 @@ def trace(model: Model, text: str, causal: bool = True) -> Trace:
     if not np.isfinite(record["logits"]).all():
         # Masked scores are −∞ by design; anything else that is not finite is where float64 ran out.
         broken = next(name for name, value in record.items()
-                      if np.isnan(value).any() or (np.isinf(value).any() and not name.endswith(".attn.hook_attn_scores")))
+                      if np.isnan(value).any()
+                      or (np.isinf(value).any() and not name.endswith(".attn.hook_attn_scores")))
         raise_not_finite(model, f"on {model.decode(window)!r}, {broken} is not a finite number")
     return Trace(text, model.decode(window), window, {name: value[0] for name, value in record.items()}, causal)

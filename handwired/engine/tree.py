@@ -144,7 +144,8 @@ def _walk(model: Model, table, size: int, min_length: int, deepest: int, path: d
 
 
 def batch_size(model: Model, chunk: int, memory: int = PATH_MEMORY) -> int:
-    """Contexts per batch: a power of n_vocab (whole families of siblings), at most ``chunk``, path within ``memory``."""
+    """Contexts per batch: a power of n_vocab (whole families of siblings), at most ``chunk``,
+    path within ``memory``."""
     n_vocab = model.n_vocab
     kept = sum(length + n_vocab for length in range(1, model.n_ctx))  # key rows per context on a full path
     per_context = 8 * 2 * max(1, model.n_layer) * model.n_embd * kept  # bytes: float64 keys and values

@@ -142,7 +142,8 @@ def read_folder(folder: Path, vocab: str | None = None) -> tuple[str, Any]:
         raise HandwiredError(f"{folder}: would not make a valid weight file: {problems[0]}")
     text = dumps(document(model, "sparse"))  # as a person would write it: non-zero entries by label
     if len(text.encode("utf-8")) > MAX_FILE_BYTES:
-        raise HandwiredError(f"{folder}: the weight file would be larger than handwired reads ({MAX_FILE_BYTES:,} bytes)")
+        raise HandwiredError(f"{folder}: the weight file would be larger than handwired reads "
+                             f"({MAX_FILE_BYTES:,} bytes)")
     return text, model
 
 
@@ -158,7 +159,8 @@ def _read_tensors(path: Path) -> dict[str, np.ndarray]:
         raise HandwiredError(f"{path}: missing (a TransformerLens folder has {CONFIG}, {WEIGHTS} and {VOCAB})")
     try:
         if path.stat().st_size > MAX_WEIGHTS_BYTES:
-            raise HandwiredError(f"{path}: far too large for a model handwired can hold (at most {MAX_WEIGHTS_BYTES:,} bytes)")
+            raise HandwiredError(f"{path}: far too large for a model handwired can hold "
+                                 f"(at most {MAX_WEIGHTS_BYTES:,} bytes)")
         state = load(path.read_bytes())
     except HandwiredError:
         raise
@@ -189,7 +191,8 @@ def _vocab(folder: Path, d_vocab: int, given: str | None) -> list[str]:
         raise HandwiredError(f"{where}: {len(tokens)} tokens, the config has d_vocab {d_vocab}", ("vocab",))
     for i, token in enumerate(tokens):
         if not isinstance(token, str) or len(token) != 1:
-            raise HandwiredError(f"{where}: token {i} is {token!r}; handwired's tokens are single characters", ("vocab",))
+            raise HandwiredError(f"{where}: token {i} is {token!r}; handwired's tokens are single characters",
+                                 ("vocab",))
         if token in tokens[:i]:
             raise HandwiredError(f"{where}: token {token!r} appears twice", ("vocab",))
     return tokens

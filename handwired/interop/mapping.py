@@ -94,7 +94,8 @@ def to_state_dict(model: Model) -> dict[str, np.ndarray]:
         for j, name in enumerate("QKV"):
             w = c_attn["w"][:, j * n_embd:(j + 1) * n_embd]  # [d_model, n_heads·d_head]
             b = c_attn["b"][j * n_embd:(j + 1) * n_embd]  # [n_heads·d_head]
-            state[prefix + f"attn.W_{name}"] = w.reshape(n_embd, n_head, d_head).transpose(1, 0, 2)  # [n_heads, d_model, d_head]
+            per_head = w.reshape(n_embd, n_head, d_head).transpose(1, 0, 2)  # [n_heads, d_model, d_head]
+            state[prefix + f"attn.W_{name}"] = per_head
             state[prefix + f"attn.b_{name}"] = b.reshape(n_head, d_head)  # [n_heads, d_head]
         state[prefix + "attn.W_O"] = c_proj["w"].reshape(n_head, d_head, n_embd)  # [n_heads, d_head, d_model]
         state[prefix + "attn.b_O"] = c_proj["b"]  # [d_model]

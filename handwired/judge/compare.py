@@ -96,7 +96,8 @@ def weight_changes(old: Model, new: Model) -> list[WeightChange]:
     before, after = labelled_weights(old), labelled_weights(new)
     changes = [WeightChange(label, value, after.get(label)) for label, value in before.items()
                if (label in after and after[label] != value) or (label not in after and value != 0)]
-    changes += [WeightChange(label, None, value) for label, value in after.items() if label not in before and value != 0]
+    changes += [WeightChange(label, None, value) for label, value in after.items()
+                if label not in before and value != 0]
     return changes
 
 

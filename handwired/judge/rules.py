@@ -232,4 +232,5 @@ def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker
         return SameLastTwoRule(vocab, vocab.index(same), vocab.index(different))
     if kind == "max":
         return MaxRule(vocab)
-    return {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule, "induction": InductionRule}[kind](n_vocab)
+    return {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule,
+            "induction": InductionRule}[kind](n_vocab)

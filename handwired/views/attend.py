@@ -105,7 +105,8 @@ def gather(given: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.nda
     if "x" in given:
         others = [key for key in ("q", "k", "v") if key in given]
         if others:
-            raise HandwiredError(f"x means Q = K = V = X; give x alone, or q, k and v without x (found x and {others[0]})")
+            raise HandwiredError(f"x means Q = K = V = X; give x alone, or q, k and v without x "
+                                 f"(found x and {others[0]})")
         return given["x"], given["x"], given["x"]
     missing = [key for key in ("q", "k", "v") if key not in given]
     if missing:
@@ -187,7 +188,8 @@ class _Drawn:
         a = self.a
         if a.score == "gaussian":
             matrices = (self.grid("−(q − k)²/2", a.scores, "scores"),)
-            formula, note = "scores[i, j] = −Σ_d (Q[i, d] − K[j, d])² / 2", "Near keys score close to 0, far keys very negative."
+            formula, note = ("scores[i, j] = −Σ_d (Q[i, d] − K[j, d])² / 2",
+                             "Near keys score close to 0, far keys very negative.")
         else:
             matrices = (self.grid("Q·Kᵀ", a.dot, "dot"),)
             formula, note = "scores = Q · Kᵀ", "How well each query matches each key: the dot product."
@@ -198,7 +200,8 @@ class _Drawn:
         if a.causal:
             note += " Grey cells: keys after the query, masked next."
         return Step("scores", f"Scores ({a.score})", formula,
-                    f"Q [{self.n_q}, {self.d_k}] × K [{self.n_k}, {self.d_k}] → [{self.n_q}, {self.n_k}]", note, matrices)
+                    f"Q [{self.n_q}, {self.d_k}] × K [{self.n_k}, {self.d_k}] → [{self.n_q}, {self.n_k}]", note,
+                    matrices)
 
     def mask(self) -> Step:
         n_q, n_k = self.n_q, self.n_k
@@ -226,7 +229,8 @@ class _Drawn:
         return Step("output", "Output", "output = weights · V",
                     f"weights [{self.n_q}, {self.n_k}] · V [{self.n_k}, {self.d_v}] → [{self.n_q}, {self.d_v}]",
                     "Each query's output is the average of the values, weighted by its attention.",
-                    (Matrix("output", "output", self.a.output, self.queries, self.dims(self.d_v), "query", "dim", "╲"),))
+                    (Matrix("output", "output", self.a.output, self.queries, self.dims(self.d_v), "query", "dim",
+                            "╲"),))
 
 
 def to_json(attention: Attention) -> dict:

@@ -68,7 +68,8 @@ class MatrixView:
         self.cols = [] if self.everything_zero else [int(c) for c in np.flatnonzero(~zero_cols)]
         self.corner = matrix.corner or f"{matrix.row_axis} ╲ {matrix.col_axis}"
         self.label_width = max([cell_len(self.corner)] + [cell_len(matrix.rows[r]) for r in self.rows])
-        self.widths = [max([cell_len(matrix.cols[c])] + [cell_len(self.texts[r][c]) for r in self.rows]) for c in self.cols]
+        self.widths = [max([cell_len(matrix.cols[c])] + [cell_len(self.texts[r][c]) for r in self.rows])
+                       for c in self.cols]
         # The hook name (where the values live in the trace) follows the title, unless it only repeats it.
         hook = f"  {matrix.hook}" if matrix.hook and matrix.hook != matrix.title else ""
         self.head = Text.assemble((matrix.title, "bold"), (hook, "dim"), "\n", ("rows: ", "dim"),
@@ -85,7 +86,8 @@ class MatrixView:
         for mask, labels, kind in ((zero_rows, m.rows, "row"), (zero_cols, m.cols, "column")):
             hidden = [labels[i] for i in np.flatnonzero(mask)]
             if hidden:
-                parts.append(f"{len(hidden)} all-zero {kind}{'s' if len(hidden) > 1 else ''} hidden: {fold_labels(hidden)}")
+                parts.append(f"{len(hidden)} all-zero {kind}{'s' if len(hidden) > 1 else ''} hidden: "
+                             f"{fold_labels(hidden)}")
         return Text("; ".join([*parts, f"{reveal} to show them"]), style="dim") if parts else None
 
     def _caption(self, formatted: list[list[str]]) -> Text | None:
@@ -141,7 +143,8 @@ class MatrixView:
             return Text(left + middle.join(line * (width + 2) for width in widths) + right)
 
         def row(edge: str, label: tuple[str, str], cells: list[tuple[str, str]]) -> Text:
-            line = Text(edge, no_wrap=True, overflow="fold")  # fold, not ellipsis: only if one column outgrows the screen
+            # fold, not ellipsis: only if one column outgrows the screen
+            line = Text(edge, no_wrap=True, overflow="fold")
             for i, ((text, style), width) in enumerate(zip([label, *cells], widths)):
                 pad = " " * (width - cell_len(text))
                 line.append(" ")
@@ -153,7 +156,8 @@ class MatrixView:
         header.stylize("bold")
         lines = [rule("┏", "━", "┳", "┓"), header, rule("┡", "━", "╇", "┩")]
         for r in self.rows:
-            cells = [(self.texts[r][c], ("grey50" if self.future[r, c] else _cell_style(float(m.values[r, c]), self.scale))
+            cells = [(self.texts[r][c],
+                      ("grey50" if self.future[r, c] else _cell_style(float(m.values[r, c]), self.scale))
                       + (" underline" if self.changed[r, c] else "")) for c in columns]
             lines.append(row("│", (m.rows[r], "bold"), cells))
         lines.append(rule("└", "─", "┴", "┘"))
@@ -201,7 +205,8 @@ class SideBySide:
 def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL,
                changed: dict[str, np.ndarray] | None = None) -> Panel:
     """One explain step; ``changed`` maps a matrix's title to its changed cells (handwired watch)."""
-    header = Text.assemble((step.formula, "bold cyan"), "\n", ("shape: ", "dim"), step.shape, "\n", (step.note, "italic"))
+    header = Text.assemble((step.formula, "bold cyan"), "\n", ("shape: ", "dim"), step.shape, "\n",
+                           (step.note, "italic"))
     changed = changed or {}
     views = [matrix_table(m, show_all, reveal, changed.get(m.title)) for m in step.matrices]
     parts: list = [header, *([SideBySide(views)] if step.side_by_side else views)]

@@ -21,9 +21,11 @@ def model_line(model: Model) -> Text:
     plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")  # noqa: E731
     bundled = Path(model.source).parent == bundled_dir()
     return Text.assemble(
-        ("model ", "dim"), (model.name or "(unnamed)", "bold"), (" (bundled)" if bundled else f" ({model.source})", "dim"),
+        ("model ", "dim"), (model.name or "(unnamed)", "bold"),
+        (" (bundled)" if bundled else f" ({model.source})", "dim"),
         ("  vocab ", "dim"), " ".join(model.vocab), ("  n_ctx ", "dim"), str(model.n_ctx),
-        ("  n_embd ", "dim"), str(model.n_embd), "  ", plural(model.n_head, "head"), ", ", plural(model.n_layer, "block"),
+        ("  n_embd ", "dim"), str(model.n_embd), "  ", plural(model.n_head, "head"), ", ",
+        plural(model.n_layer, "block"),
     )
 
 
@@ -75,7 +77,8 @@ def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best:
     for i, token in enumerate(model.vocab):
         bar = "█" * int(round(probs[i] * 20))
         style = "bold green" if i == best else ""
-        table.add_row(Text(token, style=style), number(logits[i]), probability(probs[i]), Text(bar, style="green" if i == best else "blue"))
+        table.add_row(Text(token, style=style), number(logits[i]), probability(probs[i]),
+                      Text(bar, style="green" if i == best else "blue"))
     return table
 
 
@@ -135,7 +138,8 @@ def weights_view(model: Model, show_all: bool = False) -> Group:
     if model.description:
         parts.append(Text(model.description, style="italic"))
     if model.written.constants:
-        parts.append(Text.assemble(("constants: ", "dim"), ", ".join(f"{k} = {exact(v)}" for k, v in model.written.constants.items())))
+        parts.append(Text.assemble(("constants: ", "dim"),
+                                   ", ".join(f"{k} = {exact(v)}" for k, v in model.written.constants.items())))
     return Group(*parts, *[matrix_table(matrix, show_all) for matrix in weight_matrices(model)])
 
 

@@ -27,7 +27,8 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress) -> Group:
     table = Table(title="puzzles: each judged on every context", title_justify="left")
     for column, justify in (("level", "right"), ("name", "left"), ("to build", "left"), ("vocab", "left"),
                             ("n_ctx", "right"), ("caps", "left"), ("par", "right"), ("solved", "left")):
-        table.add_column(column, justify=justify, no_wrap=column != "to build", ratio=1 if column == "to build" else None)
+        table.add_column(column, justify=justify, no_wrap=column != "to build",
+                         ratio=1 if column == "to build" else None)
     table.caption = ("caps: at most n_embd, heads, blocks; MLP where allowed · par and solved: non-zero parameters "
                      "of the reference and of your best")
     for puzzle in catalogue:
@@ -45,7 +46,8 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress) -> Group:
     if not unsolved:
         footer = f"{solved} Every puzzle is solved: now beat par (fewer non-zero parameters)."
     else:
-        footer = f"{solved} {'Start with' if len(unsolved) == len(catalogue) else 'Next'}: handwired puzzles show {unsolved[0]}"
+        footer = (f"{solved} {'Start with' if len(unsolved) == len(catalogue) else 'Next'}: "
+                  f"handwired puzzles show {unsolved[0]}")
     return Group(table, Text(footer, style="dim"))
 
 

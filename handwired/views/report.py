@@ -19,7 +19,8 @@ def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> G
     parts: list = [model_line(model), Text.assemble(("checked: ", "dim"), report.description),
                    Text.assemble(("judged by: ", "dim"), report.rule)]
     if report.interrupted:
-        parts.append(Text(f"Interrupted: {report.checked:,} of {report.total:,} contexts were checked.", style="yellow"))
+        parts.append(Text(f"Interrupted: {report.checked:,} of {report.total:,} contexts were checked.",
+                          style="yellow"))
     counts = Table.grid(padding=(0, 2))
     counts.add_column(justify="right")
     counts.add_column()
@@ -41,8 +42,8 @@ def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> G
         near = report.near_miss(near_miss)
         parts.append(margin_line(report.margin, near, explained=True))
         if near:
-            parts.append(Text(f"Near miss: a margin under {logits(near_miss)} means a small change to the weights could "
-                              "flip that answer.", style="yellow"))
+            parts.append(Text(f"Near miss: a margin under {logits(near_miss)} means a small change to the weights "
+                              "could flip that answer.", style="yellow"))
     if report.failures:
         parts.append(failures_table(model, report))
     return Group(*parts)

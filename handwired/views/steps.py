@@ -38,7 +38,8 @@ class Matrix:
     future: np.ndarray | None = None  # [rows, cols] bool: the key comes after the query
     future_text: str | None = None  # what a future cell shows; None: its value, greyed
     show_tiny: bool = False  # print values below 0.0005 as 5.6e-8 rather than ≈0 (when their size is the lesson)
-    texts: tuple[tuple[str, ...], ...] | None = None  # [rows][cols] cell texts, e.g. as written; None: the values formatted
+    # [rows][cols] cell texts, e.g. as written; None: the values formatted
+    texts: tuple[tuple[str, ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,8 @@ class _View:
     def scores(self, block: int, head: int) -> Step:
         return Step(
             "scores", f"Attention scores · {self._where(block, head)}", "scores = Q · Kᵀ / √d_head",
-            f"Q [{self.n}, {self.model.d_head}] · Kᵀ [{self.model.d_head}, {self.n}] / √{self.model.d_head} → [{self.n}, {self.n}]",
+            f"Q [{self.n}, {self.model.d_head}] · Kᵀ [{self.model.d_head}, {self.n}] / √{self.model.d_head} "
+            f"→ [{self.n}, {self.n}]",
             "How well each query matches each key. "
             + ("Grey cells: keys after the query, masked next." if self.trace.causal else "No mask: every key counts."),
             (self._attention_matrix("Q·Kᵀ/√d_head", "scores_before_mask", block, head, None),),
@@ -231,12 +233,14 @@ class _View:
         )
 
     def proj(self, block: int) -> Step:
-        after = f"blocks.{block}.hook_resid_mid" if f"blocks.{block}.hook_resid_mid" in self.record else f"blocks.{block}.hook_resid_post"
+        after = (f"blocks.{block}.hook_resid_mid" if f"blocks.{block}.hook_resid_mid" in self.record
+                 else f"blocks.{block}.hook_resid_post")
         heads = "concat(z₀ … z_H)" if self.model.n_head > 1 else "z"
         return Step(
             "proj", f"Output projection and residual · block {block}",
             f"attn_out = {heads} · W_proj + b_proj;  x ← x + attn_out",
-            f"z [{self.n}, {self.model.n_embd}] · c_proj.w [{self.model.n_embd}, {self.model.n_embd}] → [{self.n}, {self.model.n_embd}]",
+            f"z [{self.n}, {self.model.n_embd}] · c_proj.w [{self.model.n_embd}, {self.model.n_embd}] "
+            f"→ [{self.n}, {self.model.n_embd}]",
             "The projection writes the attention result back into residual dims, and the block adds it to x.",
             (self._residual("attn_out", f"blocks.{block}.hook_attn_out"),
              self._residual("x + attn_out", after)),
@@ -264,7 +268,8 @@ class _View:
                                "position:token", "next token", "pos ╲ next"))
         return Step(
             "logits", "Logits", "logits = LN_f(x) · wteᵀ" if final else "logits = x · wteᵀ",
-            f"[{self.n}, {self.model.n_embd}] · wteᵀ [{self.model.n_embd}, {self.model.n_vocab}] → [{self.n}, {self.model.n_vocab}]",
+            f"[{self.n}, {self.model.n_embd}] · wteᵀ [{self.model.n_embd}, {self.model.n_vocab}] "
+            f"→ [{self.n}, {self.model.n_vocab}]",
             "The unembedding is tied: a token's logit is the dot product of the residual stream with its embedding.",
             tuple(matrices),
         )
@@ -301,7 +306,8 @@ class _View:
         return Step(
             "heads", f"Every head's pattern · block {block}",
             "pattern_h = softmax(Q_h · K_hᵀ / √d_head + M),  h = 0 … " + str(n_head - 1),
-            f"{n_head} head{'s' if n_head > 1 else ''} × [{self.n}, {self.n}]; head h reads columns h·{self.model.d_head} … of Q, K and V",
+            f"{n_head} head{'s' if n_head > 1 else ''} × [{self.n}, {self.n}]; "
+            f"head h reads columns h·{self.model.d_head} … of Q, K and V",
             "The residual width is split across the heads: each one attends on its own, so each can do its own job.",
             tuple(self._attention_matrix(f"head {h}", "hook_pattern", block, h, "·") for h in range(n_head)),
             side_by_side=True,
@@ -316,7 +322,8 @@ class _View:
         matrices = [
             Matrix("concat(z_0 … z_H): the heads' outputs side by side", f"blocks.{block}.attn.hook_z",
                    z.reshape(self.n, n_embd), self.positions, z_labels, "position:token",
-                   "z dim (" + ", ".join(f"head {h}: z{h * d_head}…z{(h + 1) * d_head - 1}" for h in range(n_head)) + ")",
+                   "z dim (" + ", ".join(f"head {h}: z{h * d_head}…z{(h + 1) * d_head - 1}" for h in range(n_head))
+                   + ")",
                    "pos ╲ z"),
             Matrix("W_O = c_proj.w", f"blocks[{block}].attn.c_proj.w", c_proj["w"], z_labels, self.dims,
                    "z dim", "residual dim", "z ╲ dim"),
@@ -328,7 +335,8 @@ class _View:
         return Step(
             "concat", f"Concatenate the heads and project · block {block}",
             "attn_out = concat(z_0 … z_H) · W_O + b_O = Σ_h z_h · W_O[rows of head h] + b_O",
-            f"{n_head} × z_h [{self.n}, {d_head}] → concat [{self.n}, {n_embd}] · W_O [{n_embd}, {n_embd}] → [{self.n}, {n_embd}]",
+            f"{n_head} × z_h [{self.n}, {d_head}] → concat [{self.n}, {n_embd}] · W_O [{n_embd}, {n_embd}] "
+            f"→ [{self.n}, {n_embd}]",
             "c_proj mixes the heads: each head's rows of W_O say where in the residual stream its result is written.",
             tuple(matrices),
         )
@@ -350,7 +358,8 @@ class _View:
         if split.scale is not None:
             formula = "logit[t] = Σ_part (g ⊙ (part − mean(part)) / σ) · wte[t] + ln_f.b · wte[t]"
             note.append(f"With ln_f the split is exact only for this context's scale σ = √(var(x) + 1e-5) = "
-                        f"{split.scale:.6g}: each part is centred and divided by that σ; ln_f's bias is a row of its own.")
+                        f"{split.scale:.6g}: each part is centred and divided by that σ; "
+                        "ln_f's bias is a row of its own.")
         return Step(
             "why", f"Why this token: direct logit attribution · position {split.position}", formula,
             f"{len(split.parts)} parts × [{self.model.n_embd}] · wteᵀ [{self.model.n_embd}, {self.model.n_vocab}] "

@@ -181,8 +181,8 @@ def _clock(seconds: float) -> str:
 def verdict_view(verdict: Verdict, earlier: Verdict | None = None) -> Group:
     report = verdict.report
     if report is None:
-        return Group(Text.assemble((f"{verdict.how}: ", "bold"), (verdict.note, "yellow" if verdict.how.startswith("puzzle")
-                                                                    else "dim")))
+        return Group(Text.assemble((f"{verdict.how}: ", "bold"),
+                                   (verdict.note, "yellow" if verdict.how.startswith("puzzle") else "dim")))
     ok = report.ok
     line = Text.assemble(
         ("PASS " if ok else "FAIL ", "bold green" if ok else "bold red"), (verdict.how, "bold"), ": ",
@@ -196,7 +196,8 @@ def verdict_view(verdict: Verdict, earlier: Verdict | None = None) -> Group:
     if report.margin is not None:
         parts.append(margin_line(report.margin, report.near_miss()))
     if report.failures:
-        shown = ", ".join(f"{f.context!r} → {f.predicted}{' (tie)' if f.tied else ''} (expected {' or '.join(f.acceptable)})"
+        shown = ", ".join(f"{f.context!r} → {f.predicted}{' (tie)' if f.tied else ''} "
+                          f"(expected {' or '.join(f.acceptable)})"
                           for f in report.failures)
         more = f" and {report.failed - len(report.failures):,} more" if report.failed > len(report.failures) else ""
         parts.append(Text.assemble(("shortest failures: ", "dim"), shown, more, style="red"))
@@ -242,7 +243,8 @@ def screen(state: State, header: str = "", show_all: bool = False) -> Group:
         parts.append(edits_view(edits))
     marks = changed_cells(state.before, good)
     parts.append(Text.assemble(model_line(good.model), ("  saved ", "dim"), _clock(good.saved)))
-    parts.append(Text.assemble(("context ", "dim"), (good.trace.window, "bold"), f"  ({len(good.trace.window)} tokens)"))
+    parts.append(Text.assemble(("context ", "dim"), (good.trace.window, "bold"),
+                               f"  ({len(good.trace.window)} tokens)"))
     note = window_note(good.model, good.trace)
     if note:
         parts.append(note)

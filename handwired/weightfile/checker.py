@@ -169,7 +169,8 @@ class Checker:
     def vocab(self, value: Any, path: str = "vocab") -> list[str] | None:
         """A non-empty list of distinct single-character tokens."""
         if not isinstance(value, list) or not value:
-            self.problem(path, f"expected a list of single-character tokens such as [\"a\", \"b\"]; found {describe(value)}")
+            self.problem(path, "expected a list of single-character tokens such as [\"a\", \"b\"]; "
+                               f"found {describe(value)}")
             return None
         for i, token in enumerate(value):
             if not isinstance(token, str) or len(token) != 1:

@@ -45,7 +45,8 @@ class EntryChecker(Checker):
         except OverflowError:  # a JSON integer beyond float range
             number = math.inf
         if not math.isfinite(number):
-            self.problem(path, f"expected a finite number; found {value if len(str(value)) < 20 else 'a number too large'}")
+            self.problem(path, "expected a finite number; "
+                               f"found {value if len(str(value)) < 20 else 'a number too large'}")
             return None
         return number
 

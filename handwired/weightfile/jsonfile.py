@@ -41,7 +41,9 @@ def parse_json(text: str, source: str) -> Any:
             f"{source}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
         ) from None
     except _DuplicateKey as error:
-        raise HandwiredError(f"{source}: not valid JSON for handwired: key {error.args[0]!r} appears twice in one object") from None
+        raise HandwiredError(
+            f"{source}: not valid JSON for handwired: key {error.args[0]!r} appears twice in one object"
+        ) from None
     except RecursionError:
         raise HandwiredError(f"{source}: not valid JSON for handwired: nested too deeply") from None
 

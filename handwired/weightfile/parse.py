@@ -127,7 +127,8 @@ def _axes(vocab, n_ctx, n_embd, dims) -> dict[str, Axis]:
 
 def _param_axes(written: dict[str, np.ndarray], axes: dict[str, Axis]) -> dict[str, tuple[Axis, ...]]:
     """Each parameter's path -> the axes of its rows and columns (a vector: its one axis)."""
-    result: dict[str, tuple[Axis, ...]] = {"wte": (axes["vocab"], axes["dims"]), "wpe": (axes["positions"], axes["dims"])}
+    result: dict[str, tuple[Axis, ...]] = {"wte": (axes["vocab"], axes["dims"]),
+                                           "wpe": (axes["positions"], axes["dims"])}
     for path in written:
         if path in result:
             continue
@@ -154,8 +155,10 @@ def _block(check: EntryChecker, value: Any, path: str, axes: dict[str, Axis]) ->
     attn = check.obj(spec.get("attn"), f"{path}.attn", ATTN_KEYS) if "attn" in spec else None
     if attn is not None:
         block["attn"] = {
-            "c_attn": check.linear(attn["c_attn"], f"{path}.attn.c_attn", dims, axes.get("qkv")) if "c_attn" in attn else None,
-            "c_proj": check.linear(attn["c_proj"], f"{path}.attn.c_proj", axes.get("z"), dims) if "c_proj" in attn else None,
+            "c_attn": (check.linear(attn["c_attn"], f"{path}.attn.c_attn", dims, axes.get("qkv"))
+                       if "c_attn" in attn else None),
+            "c_proj": (check.linear(attn["c_proj"], f"{path}.attn.c_proj", axes.get("z"), dims)
+                       if "c_proj" in attn else None),
         }
     for norm in ("ln_1", "ln_2"):
         if norm in spec:

@@ -11,7 +11,8 @@ def starter_document(vocab: str, n_ctx: int, n_embd: int, n_head: int = 1, n_lay
     """An all-zero weight document in the sparse form, with ``dims`` labels d0… and an example."""
     if not vocab or len(set(vocab)) != len(vocab):
         raise bad_value("vocab", repr(vocab), "expected distinct characters, e.g. ab")
-    for name, value, lowest in (("n_ctx", n_ctx, 1), ("n_embd", n_embd, 1), ("n_head", n_head, 1), ("n_layer", n_layer, 0)):
+    for name, value, lowest in (("n_ctx", n_ctx, 1), ("n_embd", n_embd, 1), ("n_head", n_head, 1),
+                                ("n_layer", n_layer, 0)):
         if not lowest <= value <= MAX_SIZE:
             raise bad_value(name, value, f"expected {lowest} to {MAX_SIZE}")
     if n_embd % n_head:

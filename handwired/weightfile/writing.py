@@ -21,7 +21,8 @@ def dumps(doc: Any) -> str:
             if all(inline(item) for item in value.values()):  # a sparse row, or {} for all zeros
                 return "{" + ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(item, ensure_ascii=False)}"
                                        for key, item in value.items()) + "}"
-            items = [f"{pad}{json.dumps(key, ensure_ascii=False)}: {render(item, indent + 1)}" for key, item in value.items()]
+            items = [f"{pad}{json.dumps(key, ensure_ascii=False)}: {render(item, indent + 1)}"
+                     for key, item in value.items()]
             return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
         if isinstance(value, list):
             if all(inline(item) for item in value):
@@ -47,7 +48,8 @@ def write_new(path: Path, text: str, force: bool = False) -> None:
     """Write a file atomically; refuse to replace an existing one unless ``force``."""
     check_writable(path, force)
     try:
-        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
+                                        dir=path.parent if str(path.parent) else ".")
     except OSError as error:  # a read-only folder
         raise HandwiredError(f"{path}: cannot write: {error.strerror or error}") from None
     try:
