@@ -351,7 +351,7 @@ def test_head_columns_are_numbered_across_heads_and_match_c_attn_and_c_proj():
 def test_cell_texts_given_with_the_matrix_are_printed_and_folding_follows_the_values():
     from rich.console import Console
 
-    from handwired.views.steps import Matrix
+    from handwired.views.figures import Matrix
 
     values = np.array([[1024.0, 0.0, 0.0], [0.0, 0.0, 2048.0]])
     texts = (("Lg", "0", "0"), ("0", "0*Lg", "2*Lg"))  # e.g. as written in the weight file

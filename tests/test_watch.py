@@ -186,8 +186,8 @@ def test_watch_refuses_a_missing_file_and_a_stdout_that_is_not_a_terminal(tmp_pa
 
 
 def test_a_value_that_changed_to_zero_is_marked_not_folded_away():
+    from handwired.views.figures import Matrix
     from handwired.views.matrices import matrix_table
-    from handwired.views.steps import Matrix
 
     values = np.array([[0.0, 2.0], [0.0, 0.0]])  # column x and row 1 are all zero: folded without marks
     matrix = Matrix("m", "", values, ("r0", "r1"), ("x", "y"), "row", "column")

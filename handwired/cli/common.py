@@ -16,7 +16,6 @@ from rich.markup import escape
 
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
-from handwired.views.steps import CHOICES
 from handwired.weightfile.writing import check_writable, write_new
 
 EXIT_CHECK_FAILED = 1
@@ -36,10 +35,6 @@ WeightsArgument = Annotated[
     str | None,
     typer.Argument(metavar="[NAME|PATH]", help="A weight file or bundled model (or give it with -w).",
                    show_default=False),
-]
-StepOption = Annotated[
-    list[str] | None,
-    typer.Option("--step", "-s", help=f"Steps to show, repeatable: {', '.join(CHOICES)}. Default: all."),
 ]
 BlockOption = Annotated[int | None, typer.Option(help="Show only this block.")]
 HeadOption = Annotated[int | None, typer.Option(help="Show only this head.")]

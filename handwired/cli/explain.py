@@ -15,7 +15,6 @@ from handwired.cli.common import (
     Output,
     PositionOption,
     ShowAllOption,
-    StepOption,
     SvgOption,
     WeightsOption,
     weight_spec,
@@ -28,6 +27,11 @@ from handwired.views.model import mask_note, model_line, window_note
 from handwired.weightfile import load
 
 app = typer.Typer()
+
+StepOption = Annotated[
+    list[str] | None,
+    typer.Option("--step", "-s", help=f"Steps to show, repeatable: {', '.join(explaining.CHOICES)}. Default: all."),
+]
 
 
 @app.command()

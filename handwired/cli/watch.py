@@ -13,11 +13,11 @@ from handwired.cli.common import (
     HeadOption,
     PositionOption,
     ShowAllOption,
-    StepOption,
     WeightsOption,
     spelling,
     weight_spec,
 )
+from handwired.cli.explain import StepOption
 from handwired.errors import HandwiredError
 from handwired.judge.catalogue import load_puzzle
 from handwired.views import steps as explaining

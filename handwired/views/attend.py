@@ -14,7 +14,7 @@ import numpy as np
 
 from handwired.engine.attend import Attention
 from handwired.errors import HandwiredError
-from handwired.views.steps import Matrix, Step
+from handwired.views.figures import Matrix, Step
 from handwired.weightfile import read_json
 
 INPUT_KEYS = ("q", "k", "v", "x")

@@ -15,9 +15,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from handwired.views.figures import Matrix, Prediction, Step
 from handwired.views.numbers import numbers, probability, value_range
 from handwired.views.paging import column_pages, table_width, zero_lines
-from handwired.views.steps import Matrix, Prediction, Step
 from handwired.weightfile import fold_labels
 
 POSITIVE = ("#163d63", "#1d5689", "#2670b3", "#2f8ade")

@@ -10,9 +10,9 @@ from rich.text import Text
 
 from handwired.engine.logits import top_token
 from handwired.engine.trace import Trace
+from handwired.views.figures import Matrix
 from handwired.views.matrices import matrix_table
 from handwired.views.numbers import exact, number, probability
-from handwired.views.steps import Matrix
 from handwired.weightfile import Model, bundled_dir
 from handwired.weightfile.checker import locate
 

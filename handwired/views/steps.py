@@ -1,11 +1,10 @@
 """The explain view as data: which matrices each step shows, with labels, formula and shapes.
 
-Pure: it reads a :class:`~handwired.engine.trace.Trace` and returns :class:`Step`
-objects; :mod:`handwired.views.matrices` draws them. Attention matrices have query
-(destination) positions as rows and key (source) positions as columns.
+Pure: it reads a :class:`~handwired.engine.trace.Trace` and returns
+:class:`~handwired.views.figures.Step` objects; :mod:`handwired.views.matrices`
+draws them. Attention matrices have query (destination) positions as rows and
+key (source) positions as columns.
 """
-
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,6 +12,7 @@ from handwired.engine import attribution
 from handwired.engine.logits import top_token
 from handwired.engine.trace import Trace
 from handwired.errors import bad_value
+from handwired.views.figures import Matrix, Prediction, Step
 from handwired.weightfile import Model
 
 HEAD_STEPS = ("qkv", "scores", "mask", "pattern", "z")
@@ -23,43 +23,6 @@ GROUPS = {
     "attention": (*HEAD_STEPS, "prediction"),  # Q, K, V → scores → mask → pattern → z, then what each position predicts
 }
 CHOICES = (*STEPS, *GROUPS)  # what a step may be named by
-
-
-@dataclass(frozen=True)
-class Matrix:
-    title: str
-    hook: str  # where the values live in the trace's record
-    values: np.ndarray  # [rows, cols]
-    rows: tuple[str, ...]
-    cols: tuple[str, ...]
-    row_axis: str  # what a row is, in words
-    col_axis: str
-    corner: str = ""  # the header cell above the row labels, short
-    future: np.ndarray | None = None  # [rows, cols] bool: the key comes after the query
-    future_text: str | None = None  # what a future cell shows; None: its value, greyed
-    show_tiny: bool = False  # print values below 0.0005 as 5.6e-8 rather than ≈0 (when their size is the lesson)
-    # [rows][cols] cell texts, e.g. as written; None: the values formatted
-    texts: tuple[tuple[str, ...], ...] | None = None
-
-
-@dataclass(frozen=True)
-class Prediction:
-    position: str  # "2:b"
-    token: str  # the predicted next token: the first best on a tie, as argmax picks
-    probability: float
-    tied: bool
-
-
-@dataclass(frozen=True)
-class Step:
-    key: str
-    title: str
-    formula: str
-    shape: str
-    note: str
-    matrices: tuple[Matrix, ...]
-    side_by_side: bool = False  # draw the matrices in a row rather than one under another
-    predictions: tuple[Prediction, ...] = ()
 
 
 def expand(steps: list[str] | tuple[str, ...]) -> list[str]:
