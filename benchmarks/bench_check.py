@@ -29,9 +29,11 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from handwired import check  # noqa: E402
-from handwired.batch import next_logits  # noqa: E402
-from handwired.forward import forward  # noqa: E402
+from handwired.engine.batch import next_logits  # noqa: E402
+from handwired.engine.forward import forward  # noqa: E402
+from handwired.judge.contexts import count_contexts  # noqa: E402
+from handwired.judge.plans import exhaustive_plan, pattern_rule, stream_plan  # noqa: E402
+from handwired.judge.report import run as run_plan  # noqa: E402
 from handwired.weightfile import dumps, load, parse  # noqa: E402
 
 
@@ -123,7 +125,7 @@ def main() -> None:
     print(f"  batched forward pass, every window   {rate(batch_seconds, windows_n)}  {batch_rate / loop_rate:5.1f}x  "
           f"({verdict(batch_rate >= 1e6 and batch_rate >= 50 * loop_rate)}: >= 1,000,000/s and >= 50x)")
 
-    report, check_seconds = timed(check.run, model, check.stream_plan(model, "aab", windows_n + 2))
+    report, check_seconds = timed(run_plan, model, stream_plan(model, "aab", windows_n + 2))
     assert report.checked == windows_n and report.passed == windows_n
     check_rate = windows_n / check_seconds
     print(f"  handwired check (judged, distinct)   {rate(check_seconds, windows_n)}  {check_rate / loop_rate:5.1f}x")
@@ -133,16 +135,17 @@ def main() -> None:
         path.write_text(dumps(aab_document(16)), encoding="utf-8")
         big, problems = parse(json.loads(path.read_text()), str(path))
         assert not problems, problems
-        total = check.count_contexts(big)
+        total = count_contexts(big)
         print(f"\nvocab 2, n_ctx 16 model, check --exhaustive: {total:,} contexts")
         sample = np.random.default_rng(0).integers(0, 2, (loop_n // 4, 16))
         _, big_loop_seconds = timed(per_context_loop, big, sample)
         big_loop_rate = len(sample) / big_loop_seconds
-        print(f"  per-context loop ({len(sample):,} of them)   {rate(big_loop_seconds, len(sample))}   1.0x  (baseline; "
+        print(f"  per-context loop ({len(sample):,} of them)   "
+              f"{rate(big_loop_seconds, len(sample))}   1.0x  (baseline; "
               f"all {total:,} would take {total / big_loop_rate:.1f} s)")
-        report, inner_seconds = timed(check.run, big, check.exhaustive_plan(big, check.pattern_rule(big, "aab")))
+        report, inner_seconds = timed(run_plan, big, exhaustive_plan(big, pattern_rule(big, "aab")))
         assert report.checked == total and report.failed == 0
-        print(f"  check.run, in process                {rate(inner_seconds, total)}  "
+        print(f"  run_plan, in process                {rate(inner_seconds, total)}  "
               f"{total / inner_seconds / big_loop_rate:5.1f}x  ({inner_seconds:.3f} s)")
         command = [sys.executable, "-m", "handwired", "check", "--exhaustive", "--json", "-w", str(path)]
         times = []
@@ -152,7 +155,8 @@ def main() -> None:
             times.append(seconds)
         median = sorted(times)[len(times) // 2]
         print(f"  handwired check --exhaustive, whole command: median {median:.3f} s of 5 runs "
-              f"(fastest {min(times):.3f} s)  ({verdict(median < 1.0)}: < 1 s end to end, start-up and imports included)")
+              f"(fastest {min(times):.3f} s)  ({verdict(median < 1.0)}: "
+              "< 1 s end to end, start-up and imports included)")
 
     length = stream_n + 2
     command = [sys.executable, "-m", "handwired", "check", "--length", str(length), "--json"]

@@ -24,7 +24,6 @@ import math
 import os
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,11 +31,14 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")  # as the handwired command does
 
 import numpy as np  # noqa: E402
-
 from bench_check import run_child_usage, verdict  # noqa: E402
-from handwired import check, forward  # noqa: E402
-from handwired.batch import next_logits  # noqa: E402
-from handwired.tree import evaluate_tree  # noqa: E402
+
+from handwired.engine import forward  # noqa: E402
+from handwired.engine.batch import next_logits  # noqa: E402
+from handwired.engine.forward import LN_EPS, matmul, softmax  # noqa: E402
+from handwired.engine.tree import evaluate_tree  # noqa: E402
+from handwired.judge.contexts import MAX_EXHAUSTIVE, contexts_of, count_contexts, exhaustive_contexts  # noqa: E402
+from handwired.judge.plans import Batch, Plan, exhaustive_plan  # noqa: E402
 from handwired.weightfile import dumps, load  # noqa: E402
 
 HERE = Path(__file__).resolve()
@@ -75,7 +77,8 @@ def document(shape: Shape, n_ctx: int, seed: int) -> dict:
     n_embd = shape.n_embd
 
     def linear(n_in: int, n_out: int) -> dict:
-        return {"w": rng.normal(0, 1 / math.sqrt(n_in), (n_in, n_out)).tolist(), "b": rng.normal(0, 0.1, n_out).tolist()}
+        return {"w": rng.normal(0, 1 / math.sqrt(n_in), (n_in, n_out)).tolist(),
+                "b": rng.normal(0, 0.1, n_out).tolist()}
 
     def norm() -> dict:
         return {"g": rng.normal(1, 0.1, n_embd).tolist(), "b": rng.normal(0, 0.1, n_embd).tolist()}
@@ -108,20 +111,20 @@ def softmax_before(x):
     return e / np.sum(e, axis=-1, keepdims=True)
 
 
-def layer_norm_before(x, g, b, eps=forward.LN_EPS):
+def layer_norm_before(x, g, b, eps=LN_EPS):
     mean = np.mean(x, axis=-1, keepdims=True)
     variance = np.var(x, axis=-1, keepdims=True)
     return g * (x - mean) / np.sqrt(variance + eps) + b
 
 
 def linear_before(x, w, b):
-    return forward.matmul(x, w) + b if b.any() else forward.matmul(x, w)
+    return matmul(x, w) + b if b.any() else matmul(x, w)
 
 
 def attention_before(q, k, v, mask, hook=None):  # without a hook: the intermediates in arrays of their own
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     masked = scores + mask
-    pattern = forward.softmax(masked)
+    pattern = softmax(masked)
     if hook is not None:
         hook("scores_before_mask", scores)
         hook("hook_attn_scores", masked)
@@ -129,26 +132,28 @@ def attention_before(q, k, v, mask, hook=None):  # without a hook: the intermedi
     return pattern @ v
 
 
-TREE_PLAN = check.exhaustive_plan
+TREE_PLAN = exhaustive_plan
 
 
-def per_context_plan(model, rule, min_length: int = 1, limit: int = check.MAX_EXHAUSTIVE) -> check.Plan:
-    """The exhaustive plan as it was: batches of contexts, each evaluated from scratch by check.run."""
+def per_context_plan(model, rule, min_length: int = 1, limit: int = MAX_EXHAUSTIVE) -> Plan:
+    """The exhaustive plan as it was: batches of contexts, each evaluated from scratch by run_plan."""
     tree_plan = TREE_PLAN(model, rule, min_length, limit)  # for its checks and description; never run
 
     def batches():
-        for contexts in check.exhaustive_contexts(model, min_length):
-            yield check.Batch(contexts, rule.judge(contexts))
+        for contexts in exhaustive_contexts(model, min_length):
+            yield Batch(contexts, rule.judge(contexts))
 
-    return check.Plan(tree_plan.description, tree_plan.rule, tree_plan.total, batches)
+    return Plan(tree_plan.description, tree_plan.rule, tree_plan.total, batches)
 
 
 def run_before(argv: list[str]) -> None:
     """``handwired ARGS…`` as it ran before the tree: the per-context plan and the old elementwise functions."""
     forward.gelu, forward.softmax, forward.layer_norm = gelu_before, softmax_before, layer_norm_before
     forward.linear, forward.attention = linear_before, attention_before
-    check.exhaustive_plan = per_context_plan
     from handwired.cli import app
+    from handwired.cli import check as check_command
+
+    check_command.exhaustive_plan = per_context_plan  # the plan the check command builds
 
     app(argv, prog_name="handwired")
 
@@ -198,7 +203,7 @@ def same_logits(model) -> float:
     """Largest difference between the tree's logits and the per-context forward pass's, over every context."""
     worst = 0.0
     for batch in evaluate_tree(model):
-        contexts = check.contexts_of(batch.length, batch.first, len(batch.logits), model.n_vocab)
+        contexts = contexts_of(batch.length, batch.first, len(batch.logits), model.n_vocab)
         expected = next_logits(model, contexts)
         worst = max(worst, float(np.max(np.abs(batch.logits - expected) / np.maximum(1, np.abs(expected)))))
     assert worst < 1e-12, worst
@@ -222,7 +227,7 @@ def main() -> None:
             path = Path(folder) / f"model{i}.json"
             path.write_text(dumps(document(shape, n_ctx, seed + i)), encoding="utf-8")
             model = load(str(path))
-            total = check.count_contexts(model)
+            total = count_contexts(model)
             print(f"{shape.describe(n_ctx)}: {total:,} contexts", flush=True)
             if options.quick:
                 print(f"  tree logits equal the per-context forward pass's (largest relative difference "
@@ -233,7 +238,8 @@ def main() -> None:
             same_report(json.loads(now.stdout), json.loads(before.stdout))
             print(f"  now     {now.seconds:7.2f} s (CPU {now.cpu:6.2f} s)  {total / now.seconds:>10,.0f} contexts/s  "
                   f"peak {now.peak:4.0f} MB")
-            print(f"  before  {before.seconds:7.2f} s (CPU {before.cpu:6.2f} s)  {total / before.seconds:>10,.0f} contexts/s  "
+            print(f"  before  {before.seconds:7.2f} s (CPU {before.cpu:6.2f} s)  "
+                  f"{total / before.seconds:>10,.0f} contexts/s  "
                   f"peak {before.peak:4.0f} MB   -> {before.seconds / now.seconds:4.1f}x faster "
                   f"(CPU time {before.cpu / now.cpu:4.1f}x), same report", flush=True)
             if i == 1:

@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from reference import params_to_document, random_params  # noqa: E402
 
-from handwired import puzzles  # noqa: E402
+from handwired.judge.catalogue import bundled_puzzles, solution_path  # noqa: E402
 
 STATEMENT = {
     "format": "handwired-puzzle/1", "name": "induction", "level": 5, "title": "Induction", "summary": "Induction.",
@@ -41,9 +41,9 @@ STATEMENT = {
 RUNS = 5
 
 
-def median_seconds(args: list[str], env: dict[str, str], ok_codes=(0, 1)) -> float:
+def median_seconds(args: list[str], env: dict[str, str], ok_codes=(0, 1), runs: int = RUNS) -> float:
     times = []
-    for _ in range(RUNS):
+    for _ in range(runs):
         start = time.perf_counter()
         done = subprocess.run(args, env=env, capture_output=True, text=True)
         times.append(time.perf_counter() - start)
@@ -53,29 +53,35 @@ def median_seconds(args: list[str], env: dict[str, str], ok_codes=(0, 1)) -> flo
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one run of each, for a smoke test")
+    runs = 1 if parser.parse_args().quick else RUNS
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         env = {**os.environ, "HANDWIRED_HOME": str(folder / "home")}
-        bundled = "induction" in puzzles.bundled_puzzles()
+        bundled = "induction" in bundled_puzzles()
         if not bundled:
             (folder / "puzzles").mkdir()
             (folder / "puzzles" / "induction.json").write_text(json.dumps(STATEMENT))
             env["HANDWIRED_PUZZLES"] = str(folder / "puzzles")
         command = [sys.executable, "-m", "handwired"]
-        subprocess.run([*command, "puzzles", "start", "induction", "-o", str(folder / "starter.json")], env=env, check=True,
-                       capture_output=True)
-        params = random_params(np.random.default_rng(0), n_vocab=4, n_ctx=8, n_embd=24, n_layer=2, layer_norm=False, mlp=False)
+        subprocess.run([*command, "puzzles", "start", "induction", "-o", str(folder / "starter.json")], env=env,
+                       check=True, capture_output=True)
+        params = random_params(np.random.default_rng(0), n_vocab=4, n_ctx=8, n_embd=24, n_layer=2, layer_norm=False,
+                               mlp=False)
         (folder / "random.json").write_text(json.dumps(params_to_document(params, 2, "abcd", 8)))
 
-        baseline = median_seconds([*command, "puzzles", "list"], env, ok_codes=(0,))
-        print(f"{'what':58} {'median of 5':>12} {'beyond the baseline':>20}")
+        baseline = median_seconds([*command, "puzzles", "list"], env, ok_codes=(0,), runs=runs)
+        print(f"{'what':58} {f'median of {runs}':>12} {'beyond the baseline':>20}")
         print(f"{'baseline: handwired puzzles list (start-up, no check)':58} {baseline:>10.2f} s")
         files = {"starter": folder / "starter.json", "random": folder / "random.json"}
-        reference = puzzles.solution_path("induction") if bundled else None
+        reference = solution_path("induction") if bundled else None
         if reference is not None:
             files["reference (solved)"] = reference
         for name, path in files.items():
-            seconds = median_seconds([*command, "puzzles", "check", "induction", str(path)], env)
+            seconds = median_seconds([*command, "puzzles", "check", "induction", str(path)], env, runs=runs)
             label = f"handwired puzzles check induction, {name}"
             print(f"{label:58} {seconds:>10.2f} s {seconds - baseline:>18.2f} s   {seconds / baseline:.1f}x")
 

@@ -53,12 +53,16 @@ def run(command: list[str], env: dict[str, str]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="runs of each command (default 10)")
+    parser.add_argument("--quick", action="store_true", help="three runs of each, for a smoke test")
     options = parser.parse_args()
+    if options.quick:
+        options.runs = 3
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[variable] = "1"
     commands = {
-        "baseline: python -c 'import numpy, typer, rich.table'": [sys.executable, "-c", "import numpy, typer, rich.table"],
+        "baseline: python -c 'import numpy, typer, rich.table'": [sys.executable, "-c",
+                                                                   "import numpy, typer, rich.table"],
         "handwired predict aabaa": [*handwired_command(), "predict", "aabaa"],
     }
     for command in commands.values():  # unmeasured: writes bytecode if missing, warms the file cache

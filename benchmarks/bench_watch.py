@@ -30,7 +30,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from handwired import watch as watching
+from handwired.views import watch as watching
 from handwired.weightfile import bundled_models
 
 

@@ -1,12 +1,35 @@
 """The one exception type for mistakes a user can fix.
 
-Everything the user supplies (a weight file, a context, an option) is checked
-where it is read; a problem becomes a ``HandwiredError`` whose message is one
-line saying where, what was expected and what was found. The CLI prints that
-line to stderr and exits with code 2; nothing else should ever reach the user
-as a traceback.
+Everything the user supplies (a weight file, a context, a parameter) is checked
+where it is read; a problem becomes a :class:`HandwiredError` whose message is
+one line saying where, what was expected and what was found.
+
+The core knows nothing of a command line. A message that names one of the
+caller's parameters writes it as ``{name}`` and lists it in ``parameters``:
+``str(error)`` spells it as the parameter's own name (``min_length 0: expected
+at least 1``), and the command line spells it as the flag it maps to
+(``--min-length 0: …``) through :meth:`HandwiredError.render`.
 """
+
+from collections.abc import Callable, Iterable
 
 
 class HandwiredError(Exception):
-    """A problem with the user's input, phrased for the user."""
+    """A problem with the user's input, phrased for the user, in one line."""
+
+    def __init__(self, message: str, parameters: Iterable[str] = ()) -> None:
+        self.template = message
+        self.parameters = tuple(parameters)
+        super().__init__(self.render())
+
+    def render(self, spell: Callable[[str], str] = str) -> str:
+        """The message with each ``{parameter}`` written as ``spell(parameter)``."""
+        text = self.template
+        for name in self.parameters:
+            text = text.replace("{" + name + "}", spell(name))
+        return text
+
+
+def bad_value(parameter: str, value: object, problem: str) -> HandwiredError:
+    """``{parameter} VALUE: problem`` — a parameter given a value it cannot take."""
+    return HandwiredError(f"{{{parameter}}} {value}: {problem}", (parameter,))

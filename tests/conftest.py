@@ -1,5 +1,5 @@
-import json
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -38,7 +38,7 @@ def handwired_home(tmp_path, monkeypatch):
 @pytest.fixture
 def fixture_puzzles(monkeypatch):
     """Point handwired at the test puzzles in tests/data/puzzles instead of the bundled ones."""
-    import handwired.puzzles
+    from handwired.judge import catalogue
 
-    monkeypatch.setattr(handwired.puzzles, "puzzles_dir", lambda: PUZZLE_FIXTURES)
+    monkeypatch.setattr(catalogue, "puzzles_dir", lambda: PUZZLE_FIXTURES)
     return PUZZLE_FIXTURES

@@ -6,8 +6,11 @@ weights on ``aabaa``; nothing here is computed by handwired first.
 
 import numpy as np
 
-from handwired import check, run
-from handwired.batch import next_logits
+from handwired.engine.batch import next_logits
+from handwired.engine.generate import complete
+from handwired.engine.trace import trace as run_trace
+from handwired.judge.plans import stream_plan
+from handwired.judge.report import run as run_plan
 from handwired.weightfile import load
 
 LG = 1024.0
@@ -47,7 +50,7 @@ LOGITS = [[1, LG], [1, LG], [LG, 1], [LG + 1, 0], [1, LG]]
 
 def test_every_intermediate_on_aabaa_matches_the_walkthrough():
     model = load("aab")
-    record = run.trace(model, "aabaa").record
+    record = run_trace(model, "aabaa").record
     np.testing.assert_array_equal(record["blocks.0.hook_resid_pre"], X)
     np.testing.assert_array_equal(record["blocks.0.attn.hook_q"][:, 0], Q)
     np.testing.assert_array_equal(record["blocks.0.attn.hook_k"][:, 0], K)
@@ -65,7 +68,7 @@ def test_every_intermediate_on_aabaa_matches_the_walkthrough():
 
 def test_predictions_on_aabaa_are_b_b_a_a_b_with_probability_one():
     model = load("aab")
-    trace = run.trace(model, "aabaa")
+    trace = run_trace(model, "aabaa")
     predicted = [model.vocab[i] for i in trace.probs.argmax(axis=1)]
     assert predicted == ["b", "b", "a", "a", "b"]
     np.testing.assert_allclose(trace.probs.max(axis=1), 1.0)
@@ -79,9 +82,9 @@ def test_published_test_passes_27_of_27():
         window = model.encode(stream[:i])[-model.n_ctx:]
         correct += model.vocab[int(np.argmax(next_logits(model, window[None, :])[0]))] == stream[i]
     assert correct == 27
-    report = check.run(model, check.stream_plan(model, "aab", 29))
+    report = run_plan(model, stream_plan(model, "aab", 29))
     assert (report.checked, report.passed, report.failed) == (27, 27, 0)
 
 
 def test_completion_continues_the_pattern():
-    assert run.complete(load("aab"), "aab", 12) == "aab" * 5
+    assert complete(load("aab"), "aab", 12) == "aab" * 5

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from test_cli import invoke, user_error
 
-from handwired import attend
+from handwired.engine.attend import attend as attention_step
 from handwired.errors import HandwiredError
+from handwired.views import attend
 
 Q2 = "64,85;61,80"
 K2 = "68,91;60,87;64,88"
@@ -17,8 +18,8 @@ V2 = "126,180;110,172;115,170"
 
 def test_gaussian_kernel_regression_one_dimension():
     # by hand: scores -(62-60)²/2 = -2, -(62-64)²/2 = -2, -(62-68)²/2 = -18
-    result = attend.attend(np.array([[62.0]]), np.array([[60.0], [64.0], [68.0]]), np.array([[110.0], [115.0], [126.0]]),
-                           "gaussian")
+    result = attention_step(np.array([[62.0]]), np.array([[60.0], [64.0], [68.0]]),
+                            np.array([[110.0], [115.0], [126.0]]), "gaussian")
     np.testing.assert_array_equal(result.scores, [[-2, -2, -18]])
     total = 2 * math.exp(-2) + math.exp(-18)
     np.testing.assert_allclose(result.weights, [[math.exp(-2) / total, math.exp(-2) / total, math.exp(-18) / total]],
@@ -37,7 +38,7 @@ def test_gaussian_example_through_the_cli_prints_the_tiny_weight():
 
 def test_two_dimensional_dot_products_and_scaled_output():
     q, k, v = (attend.parse_inline(text, name) for text, name in ((Q2, "--q"), (K2, "--k"), (V2, "--v")))
-    result = attend.attend(q, k, v)
+    result = attention_step(q, k, v)
     # the note's numbers, by hand: 64·68 + 85·91 = 12087 …
     assert result.dot.tolist() == [[12087, 11235, 11576], [11428, 10620, 10944]]
     np.testing.assert_allclose(result.scores, result.dot / math.sqrt(2))
@@ -76,7 +77,8 @@ def test_self_attention_shorthand_equals_q_k_v_given_separately():
 
 def test_a_wide_spread_is_not_saturation_while_two_keys_share_the_best_score():
     # scores 0, 0, -40.5: the third weight is e^-40.5 / 2, but the first two still split the weight evenly
-    data = json.loads(invoke("attend", "--q", "0", "--k", "0,0,9", "--v", "1,2,3", "--score", "gaussian", "--json").stdout)
+    data = json.loads(invoke("attend", "--q", "0", "--k", "0,0,9", "--v", "1,2,3", "--score", "gaussian",
+                             "--json").stdout)
     assert data["saturated_rows"] == [] and data["note"] is None
     assert data["weights"][0][0] == pytest.approx(0.5)
 
@@ -140,7 +142,7 @@ def test_bad_files(tmp_path):
 
 def test_core_rejects_unknown_score():
     with pytest.raises(HandwiredError):
-        attend.attend(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1)), "cosine")
+        attention_step(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1)), "cosine")
 
 
 def test_saves_svg_and_html_and_never_overwrites(tmp_path):

@@ -6,10 +6,13 @@ import numpy as np
 import pytest
 from reference import params_to_document, random_params, reference_forward
 
-from handwired import check, run
-from handwired.batch import next_logits, next_logits_distinct
+from handwired.engine.batch import next_logits, next_logits_distinct
+from handwired.engine.trace import trace as run_trace
 from handwired.errors import HandwiredError
-from handwired.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, FunctionRule, PatternRule
+from handwired.judge.contexts import MAX_EXHAUSTIVE, MAX_EXHAUSTIVE_SECONDS, count_contexts, duration, estimated_seconds
+from handwired.judge.plans import exhaustive_plan, pattern_rule, sample_plan, stream_plan
+from handwired.judge.report import run as run_plan
+from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, FunctionRule, PatternRule
 from handwired.weightfile import load, parse
 
 
@@ -60,7 +63,7 @@ def brute_force_judge(model, pattern, context):
 @pytest.mark.parametrize("model_factory", [lambda: load("aab"), broken_aab])
 def test_exhaustive_check_agrees_with_brute_force(model_factory):
     model = model_factory()
-    report = check.run(model, check.exhaustive_plan(model, check.pattern_rule(model, "aab")), show=100)
+    report = run_plan(model, exhaustive_plan(model, pattern_rule(model, "aab")), show=100)
     verdicts = {c: brute_force_judge(model, "aab", c) for c in all_contexts("ab", range(1, 6))}
     decided = {c: v for c, v in verdicts.items() if v[0] is not None}
     assert report.total == report.checked == 62
@@ -76,7 +79,7 @@ def test_exhaustive_check_agrees_with_brute_force(model_factory):
 
 def test_broken_model_reports_its_shortest_failure():
     model = broken_aab()
-    report = check.run(model, check.exhaustive_plan(model, check.pattern_rule(model, "aab")))
+    report = run_plan(model, exhaustive_plan(model, pattern_rule(model, "aab")))
     assert not report.ok
     shortest = report.shortest_failure
     # 'b' alone still passes (z = -1 favours a); after 'ab' z = 0 and only the token embedding of b is left.
@@ -99,7 +102,7 @@ def test_stream_check_agrees_with_a_per_context_loop():
             passed += 1
         else:
             failing.add(window)
-    report = check.run(model, check.stream_plan(model, "abcab", 60), show=100)
+    report = run_plan(model, stream_plan(model, "abcab", 60), show=100)
     assert report.checked == 58
     assert report.passed == passed and report.failed == 58 - passed
     assert {f.context for f in report.failures} == failing
@@ -107,28 +110,28 @@ def test_stream_check_agrees_with_a_per_context_loop():
 
 def test_counts_and_limits():
     model = load("aab")
-    assert check.count_contexts(model) == 62
-    assert check.count_contexts(model, min_length=2) == 60
+    assert count_contexts(model) == 62
+    assert count_contexts(model, min_length=2) == 60
     with pytest.raises(HandwiredError, match=r"62 contexts, about 1 second of checking for this model, "
-                                             r"more than the 50 handwired will enumerate.*--sample"):
-        check.exhaustive_plan(model, check.pattern_rule(model, "aab"), limit=50)
-    with pytest.raises(HandwiredError, match="--min-length 6: longer than the model's context"):
-        check.exhaustive_plan(model, check.pattern_rule(model, "aab"), min_length=6)
+                                             r"more than the 50 handwired will enumerate.*e.g. sample 1000000 seed 0"):
+        exhaustive_plan(model, pattern_rule(model, "aab"), limit=50)
+    with pytest.raises(HandwiredError, match="min_length 6: longer than the model's context"):
+        exhaustive_plan(model, pattern_rule(model, "aab"), min_length=6)
     with pytest.raises(HandwiredError, match="not in the vocabulary"):
-        check.pattern_rule(model, "abc")
+        pattern_rule(model, "abc")
 
 
 def test_sample_plan_is_reproducible_and_covers_its_lengths():
     model = load("aab")
-    rule = check.pattern_rule(model, "aab")
-    plan = check.sample_plan(model, rule, 5000, seed=3, min_length=2)
+    rule = pattern_rule(model, "aab")
+    plan = sample_plan(model, rule, 5000, seed=3, min_length=2)
     contexts = [b.contexts for b in plan.batches()]
-    again = [b.contexts for b in check.sample_plan(model, rule, 5000, seed=3, min_length=2).batches()]
+    again = [b.contexts for b in sample_plan(model, rule, 5000, seed=3, min_length=2).batches()]
     assert all(np.array_equal(a, b) for a, b in zip(contexts, again))
     assert sum(len(c) for c in contexts) == 5000
     lengths = {c.shape[1] for c in contexts}
     assert lengths == {2, 3, 4, 5}
-    report = check.run(model, plan)
+    report = run_plan(model, plan)
     assert report.checked == 5000 and report.failed == 0
 
 
@@ -140,7 +143,7 @@ def test_function_rule_plugs_in():
             return []
         return {"aa": "b", "ab": "a", "ba": "a"}.get(context[-2:], "")
 
-    report = check.run(model, check.exhaustive_plan(model, FunctionRule(after, model.vocab, "last two tokens")))
+    report = run_plan(model, exhaustive_plan(model, FunctionRule(after, model.vocab, "last two tokens")))
     assert report.rule == "last two tokens"
     assert report.failed == 0
     assert report.passed == sum(3 * 2**length // 4 for length in range(2, 6))  # length ≥ 2, not ending in bb
@@ -149,8 +152,8 @@ def test_function_rule_plugs_in():
 
 def test_should_stop_interrupts_between_batches():
     model = load("aab")
-    plan = check.stream_plan(model, "aab", 500_000)
-    report = check.run(model, plan, should_stop=lambda: True)
+    plan = stream_plan(model, "aab", 500_000)
+    report = run_plan(model, plan, should_stop=lambda: True)
     assert report.interrupted and 0 < report.checked < plan.total
     assert report.passed + report.failed == report.checked
     assert not report.ok
@@ -160,8 +163,9 @@ def test_distinct_evaluation_gives_every_row_its_own_logits():
     rng = np.random.default_rng(4)
     model, _ = parse(params_to_document(random_params(rng, n_vocab=3, n_ctx=5), 2, "abc", 5))
     contexts = rng.integers(0, 3, (3000, 5))
-    np.testing.assert_allclose(next_logits_distinct(model, contexts), next_logits(model, contexts), rtol=1e-13, atol=1e-13)
-    single = [run.trace(model, model.decode(c)).logits[-1] for c in contexts[:20]]
+    np.testing.assert_allclose(next_logits_distinct(model, contexts), next_logits(model, contexts),
+                               rtol=1e-13, atol=1e-13)
+    single = [run_trace(model, model.decode(c)).logits[-1] for c in contexts[:20]]
     np.testing.assert_allclose(next_logits(model, contexts[:20]), single, rtol=1e-13, atol=1e-13)
 
 
@@ -170,30 +174,30 @@ def test_stream_plan_yields_every_prefix_once_with_its_next_token(length, min_le
     model = load("aab")
     stream = ("aab" * 20)[:length]
     expected = [(stream[:i][-model.n_ctx:], stream[i]) for i in range(min_length, length)]
-    plan = check.stream_plan(model, "aab", length, min_length)
+    plan = stream_plan(model, "aab", length, min_length)
     got = []
     for batch in plan.batches():
         for context, acceptable in zip(batch.contexts, batch.judgement.acceptable):
             got.append((model.decode(context), model.vocab[int(np.flatnonzero(acceptable)[0])]))
     assert got == expected
     assert plan.total == len(expected)
-    with pytest.raises(HandwiredError, match="--min-length 5: longer than the stream's last prefix"):
-        check.stream_plan(load("aab"), "aab", 5, 5)
+    with pytest.raises(HandwiredError, match="min_length 5: longer than the stream's last prefix"):
+        stream_plan(load("aab"), "aab", 5, 5)
 
 
 def test_the_refusal_estimates_the_time_from_the_model_and_the_count():
     small = parse(params_to_document(random_params(np.random.default_rng(0), n_layer=1, mlp=False,
                                                    layer_norm=False), 2, "abc", 6))[0]
     deep = parse(params_to_document(random_params(np.random.default_rng(0), n_layer=3), 2, "abc", 6))[0]
-    fixed = check.estimated_seconds(small, 0)
-    assert check.estimated_seconds(small, 2_000_000) - fixed == pytest.approx(
-        2 * (check.estimated_seconds(small, 1_000_000) - fixed))  # a start, then so much per context
-    assert check.estimated_seconds(deep, 1_000_000) - fixed > 2 * (check.estimated_seconds(small, 1_000_000) - fixed)
-    duration = check._duration(check.estimated_seconds(deep, check.count_contexts(deep)))
-    with pytest.raises(HandwiredError, match=rf"1,092 contexts, about {duration} of checking for this model, "
+    fixed = estimated_seconds(small, 0)
+    assert estimated_seconds(small, 2_000_000) - fixed == pytest.approx(
+        2 * (estimated_seconds(small, 1_000_000) - fixed))  # a start, then so much per context
+    assert estimated_seconds(deep, 1_000_000) - fixed > 2 * (estimated_seconds(small, 1_000_000) - fixed)
+    expected = duration(estimated_seconds(deep, count_contexts(deep)))
+    with pytest.raises(HandwiredError, match=rf"1,092 contexts, about {expected} of checking for this model, "
                                              r"more than the 1,000 handwired will enumerate"):
-        check.exhaustive_plan(deep, check.pattern_rule(deep, "abc"), limit=1000)
-    assert [check._duration(s) for s in (0.2, 1, 45, 100, 5400)] == [
+        exhaustive_plan(deep, pattern_rule(deep, "abc"), limit=1000)
+    assert [duration(s) for s in (0.2, 1, 45, 100, 5400)] == [
         "1 second", "1 second", "45 seconds", "2 minutes", "2 hours"]
 
 
@@ -204,20 +208,20 @@ def test_the_limit_is_the_estimated_time_not_the_count():
 
     # 22,369,620 contexts, more than the count handwired once refused, but checked in well under half a minute
     cheap = attention_only(12)
-    total = check.count_contexts(cheap)
-    seconds = check.estimated_seconds(cheap, total)
-    assert total == 22_369_620 and seconds <= check.MAX_EXHAUSTIVE_SECONDS
-    assert check.exhaustive_plan(cheap, check.pattern_rule(cheap, "abcd")).total == total  # built, not run
-    with pytest.raises(HandwiredError, match=rf"= 22,369,620 contexts, about {check._duration(seconds)} of checking "
+    total = count_contexts(cheap)
+    seconds = estimated_seconds(cheap, total)
+    assert total == 22_369_620 and seconds <= MAX_EXHAUSTIVE_SECONDS
+    assert exhaustive_plan(cheap, pattern_rule(cheap, "abcd")).total == total  # built, not run
+    with pytest.raises(HandwiredError, match=rf"= 22,369,620 contexts, about {duration(seconds)} of checking "
                                              r"for this model, more than the 2 seconds handwired will spend on one; "
-                                             r"check a random sample instead, e.g. --sample 1000000 --seed 0"):
-        check.exhaustive_plan(cheap, check.pattern_rule(cheap, "abcd"), max_seconds=2)
+                                             r"check a random sample instead, e.g. sample 1000000 seed 0"):
+        exhaustive_plan(cheap, pattern_rule(cheap, "abcd"), max_seconds=2)
     # A deeper model with as many contexts takes longer than the limit: refused by the time, not by the count
     deep = parse(params_to_document(random_params(np.random.default_rng(0), 4, 12, 8, 3), 2, "abcd", 12))[0]
-    assert check.count_contexts(deep) == total < check.MAX_EXHAUSTIVE
-    assert check.estimated_seconds(deep, total) > check.MAX_EXHAUSTIVE_SECONDS
+    assert count_contexts(deep) == total < MAX_EXHAUSTIVE
+    assert estimated_seconds(deep, total) > MAX_EXHAUSTIVE_SECONDS
     with pytest.raises(HandwiredError, match=r"more than the 30 seconds handwired will spend on one"):
-        check.exhaustive_plan(deep, check.pattern_rule(deep, "abcd"))
+        exhaustive_plan(deep, pattern_rule(deep, "abcd"))
     huge = attention_only(14)
     with pytest.raises(HandwiredError, match=r"= 357,913,940 contexts, .* more than the 100,000,000 handwired will"):
-        check.exhaustive_plan(huge, check.pattern_rule(huge, "abcd"), max_seconds=float("inf"))
+        exhaustive_plan(huge, pattern_rule(huge, "abcd"), max_seconds=float("inf"))

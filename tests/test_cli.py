@@ -41,14 +41,14 @@ def test_predict_shows_next_token_and_probabilities():
 
 
 def test_predict_all_positions():
-    result = invoke("predict", "aabaa", "--all")
+    result = invoke("predict", "aabaa", "--every-position")
     rows = [line for line in result.stdout.splitlines() if line.startswith("│")]
     predicted = [row.split("│")[4].strip() for row in rows[:5]]
     assert predicted == ["b", "b", "a", "a", "b"]
 
 
 def test_predict_json_is_machine_readable():
-    data = json.loads(invoke("predict", "aabaa", "--json", "--all").stdout)
+    data = json.loads(invoke("predict", "aabaa", "--json", "--every-position").stdout)
     assert data["prediction"] == "b"
     assert data["window"] == "aabaa" and data["truncated"] is False
     assert data["tokens"] == [0, 0, 1, 0, 0]
@@ -96,7 +96,7 @@ def test_explain_attention_step_is_qkv_to_z_then_the_prediction_at_each_position
 
 def test_explain_multi_head_model_shows_each_head(tmp_path):
     path = tmp_path / "two.json"
-    invoke("weights", "new", "-o", str(path), "--embd", "4", "--head", "2")
+    invoke("weights", "new", "-o", str(path), "--n-embd", "4", "--n-head", "2")
     out = invoke("explain", "abab", "-w", str(path), "--step", "pattern").stdout
     assert "head 0 of 2" in out and "head 1 of 2" in out
     out = invoke("explain", "abab", "-w", str(path), "--step", "pattern", "--head", "1").stdout
@@ -115,7 +115,8 @@ def test_explain_saves_svg_and_html_and_never_overwrites(tmp_path):
     weights = tmp_path / "w.json"
     invoke("weights", "new", "-o", str(weights))
     before = weights.read_text()
-    assert "that is the weight file being read" in user_error("explain", "-w", str(weights), "--html", str(weights), "--force")
+    assert "that is the weight file being read" in user_error("explain", "-w", str(weights), "--html", str(weights),
+                                                              "--force")
     assert weights.read_text() == before
 
 
@@ -148,13 +149,15 @@ def test_check_fails_a_blank_model_and_shows_why(tmp_path, monkeypatch):
     why = result.stdout[result.stdout.index("Why the shortest failing context 'aa' fails"):]
     assert re.findall(r"─ \[(\w+)\]", why) == ["qkv", "scores", "mask", "pattern", "z", "prediction"]
     # all-zero Q, K, V and z are one line each, naming the command that shows them
-    assert why.count(f"all 16 entries are 0 (2 × 8); handwired explain aa -w {path} --step attention --all to show it") == 4
+    assert why.count(f"all 16 entries are 0 (2 × 8); handwired explain aa -w {path} "
+                     "--step attention --all to show it") == 4
     assert re.search(r"│ 1:a\s+│ a \(tie\)\s+│\s+0.5000 │", why)
 
 
 def test_check_json_and_exhaustive():
     data = json.loads(invoke("check", "--exhaustive", "--json").stdout)
-    assert (data["contexts"], data["passed"], data["failed"], data["ambiguous"], data["out_of_domain"]) == (62, 13, 0, 1, 48)
+    assert (data["contexts"], data["passed"], data["failed"], data["ambiguous"],
+            data["out_of_domain"]) == (62, 13, 0, 1, 48)
     assert data["ok"] is True and data["margin"]["logits"] == 1023
     data = json.loads(invoke("check", "--exhaustive", "--min-length", "2", "--json").stdout)
     assert data["contexts"] == 60 and data["ambiguous"] == 0
@@ -196,7 +199,8 @@ def test_weights_validate_ok_and_every_problem(tmp_path, aab_doc, write_json):
 
 def test_weights_new_writes_a_valid_file_and_refuses_to_overwrite(tmp_path):
     path = tmp_path / "my.json"
-    result = invoke("weights", "new", "--vocab", "abc", "--ctx", "4", "--embd", "6", "--head", "2", "-o", str(path))
+    result = invoke("weights", "new", "--vocab", "abc", "--n-ctx", "4", "--n-embd", "6", "--n-head", "2", "-o",
+                    str(path))
     assert result.exit_code == 0
     assert "OK" in invoke("weights", "validate", str(path)).stdout
     path.write_text(path.read_text().replace('"d0"', '"mine"'))
@@ -204,8 +208,8 @@ def test_weights_new_writes_a_valid_file_and_refuses_to_overwrite(tmp_path):
     assert "already exists; use --force" in user_error("weights", "new", "-o", str(path))
     assert path.read_text() == edited
     assert invoke("weights", "new", "-o", str(path), "--force").exit_code == 0
-    assert "--embd 6 is not divisible by --head 4" in user_error("weights", "new", "-o", str(tmp_path / "x.json"),
-                                                              "--embd", "6", "--head", "4")
+    assert "--n-embd 6 is not divisible by --n-head 4" in user_error("weights", "new", "-o", str(tmp_path / "x.json"),
+                                                                  "--n-embd", "6", "--n-head", "4")
     assert "--vocab 'aa'" in user_error("weights", "new", "-o", str(tmp_path / "x.json"), "--vocab", "aa")
     assert not (tmp_path / "x.json").exists()
 
@@ -216,11 +220,14 @@ def test_weights_new_writes_a_valid_file_and_refuses_to_overwrite(tmp_path):
 @pytest.mark.parametrize(
     "edit,message",
     [
-        (lambda d: d["blocks"][0]["attn"]["c_attn"]["w"][3].pop(), "model.json: blocks[0].attn.c_attn.w[3]: 23 numbers, expected 24"),
+        (lambda d: d["blocks"][0]["attn"]["c_attn"]["w"][3].pop(),
+         "model.json: blocks[0].attn.c_attn.w[3]: 23 numbers, expected 24"),
         (lambda d: d["wte"][1].append(0), "model.json: wte[1]: 9 numbers, expected 8"),
-        (lambda d: d["wpe"][0].__setitem__(1, "one"), "model.json: wpe[0][1]: 'one': unknown constant 'one' (constants: Lg)"),
+        (lambda d: d["wpe"][0].__setitem__(1, "one"),
+         "model.json: wpe[0][1]: 'one': unknown constant 'one' (constants: Lg)"),
         (lambda d: d["wpe"][0].__setitem__(1, [1]), "model.json: wpe[0][1]: expected a number or an expression"),
-        (lambda d: d["blocks"][0]["attn"].update(c_atn={}), "model.json: blocks[0].attn.c_atn: unknown key 'c_atn' (did you mean 'c_attn'?"),
+        (lambda d: d["blocks"][0]["attn"].update(c_atn={}),
+         "model.json: blocks[0].attn.c_atn: unknown key 'c_atn' (did you mean 'c_attn'?"),
         (lambda d: d.update(n_head=3), "model.json: n_head: n_embd 8 is not divisible by n_head 3"),
     ],
 )
@@ -246,11 +253,11 @@ def test_missing_file_not_json_and_too_large(tmp_path, monkeypatch):
         "predict", "a", "-w", str(tmp_path / "nope.json"))
     broken = tmp_path / "broken.json"
     broken.write_text('{"vocab": ["a", "b"],}')
-    assert "broken.json: not valid JSON: Expecting property name enclosed in double quotes (line 1, column 22)" in user_error(
-        "predict", "a", "-w", str(broken))
-    import handwired.weightfile as weightfile
+    assert ("broken.json: not valid JSON: Expecting property name enclosed in double quotes (line 1, column 22)"
+            in user_error("predict", "a", "-w", str(broken)))
+    from handwired.weightfile import jsonfile
 
-    monkeypatch.setattr(weightfile, "MAX_FILE_BYTES", 10)
+    monkeypatch.setattr(jsonfile, "MAX_FILE_BYTES", 10)
     assert "far too large" in user_error("predict", "a", "-w", str(broken))
 
 
@@ -303,7 +310,7 @@ def test_near_miss_is_reported_where_the_margin_is_smallest(aab_doc, write_json)
 
 def test_exhaustive_refuses_a_model_too_large_to_enumerate(tmp_path):
     path = tmp_path / "wide.json"
-    invoke("weights", "new", "-o", str(path), "--vocab", "abc", "--ctx", "16", "--embd", "4")
+    invoke("weights", "new", "-o", str(path), "--vocab", "abc", "--n-ctx", "16", "--n-embd", "4")
     line = user_error("check", "--exhaustive", "-w", str(path), "--target", "abc")
     assert re.search(r"3\^1 \+ … \+ 3\^16 = 64,570,080 contexts, about \d+ (seconds|minutes|hours) of checking for "
                      r"this model, more than the 30 seconds handwired will spend on one", line), line
@@ -311,9 +318,10 @@ def test_exhaustive_refuses_a_model_too_large_to_enumerate(tmp_path):
 
 
 def test_weights_new_refuses_a_model_too_large_to_load(tmp_path):
-    line = user_error("weights", "new", "-o", str(tmp_path / "huge.json"), "--embd", "4096", "--blocks", "64")
+    line = user_error("weights", "new", "-o", str(tmp_path / "huge.json"), "--n-embd", "4096", "--n-layer", "64")
     # (2 + 5)·4096 embedding numbers + 64 blocks × (4·4096² + 4·4096)
-    assert "4,296,044,544 weights: more than handwired supports (10,000,000)" in line
+    assert "4,296,044,544 weights: more than handwired supports (10,000,000); choose a smaller --n-embd, --n-ctx or " \
+           "--n-layer" in line
     assert not (tmp_path / "huge.json").exists()
 
 
@@ -335,17 +343,11 @@ def test_layernorm_and_mlp_models_show_their_steps_and_weights(tmp_path):
 
 
 def test_predict_loads_only_what_it_needs():
-    """Start-up: what only check, complete or writing files need stays out of predict's imports."""
+    """The lazy command group: predict imports its own modules, nothing of checks, puzzles, exports
+    or other commands."""
     import subprocess
     import sys
 
-    from handwired import attend as attending
-    from handwired import check as checking
-    from handwired.cli.attend import SCORES
-    from handwired.cli.check import NEAR_MISS
-
-    # written again in the CLI modules to keep check and attend out of their imports
-    assert NEAR_MISS == checking.NEAR_MISS and SCORES == attending.SCORES
     program = ("import sys; sys.argv = ['handwired', 'predict', 'aabaa']\n"
                "from handwired.cli import main\n"
                "try:\n    main()\nexcept SystemExit:\n    pass\n"
@@ -353,11 +355,13 @@ def test_predict_loads_only_what_it_needs():
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     assert "aabaa → b" in done.stdout
     loaded = set(done.stderr.split())
-    assert "handwired.render" in loaded  # the probe is real: it sees what predict used
-    for module in ("handwired.check", "handwired.batch", "handwired.rules", "handwired.attend", "handwired.attribution",
-                   "handwired.convert", "handwired.interop", "concurrent.futures", "tempfile", "importlib.resources",
-                   "rich.progress", "rich._emoji_codes", "handwired.puzzles", "handwired.progress", "rich.syntax",
-                   "handwired.diff", "handwired.watch", "rich.live"):
+    assert {"handwired.cli.predict", "handwired.engine.trace", "handwired.views.model"} <= loaded  # the probe is real
+    from handwired.cli import COMMANDS
+
+    others = {spec.split(":")[0] for name, spec in COMMANDS.items() if name != "predict"}
+    for module in (*others, "handwired.judge", "handwired.interop", "handwired.engine.batch", "handwired.engine.tree",
+                   "handwired.views.steps", "handwired.engine.attribution",
+                   "concurrent.futures", "rich.progress", "rich.syntax", "rich.live", "rich._emoji_codes"):
         assert module not in loaded, module
 
 
@@ -376,7 +380,8 @@ def test_a_file_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path, mon
 def test_output_paths_are_vetted_before_any_work(tmp_path):
     folder = tmp_path / "pictures"
     folder.mkdir()
-    for args in (["--svg", str(folder)], ["--svg", str(folder), "--force"], ["--html", str(tmp_path / "no" / "x.html")]):
+    for args in (["--svg", str(folder)], ["--svg", str(folder), "--force"],
+                 ["--html", str(tmp_path / "no" / "x.html")]):
         result = invoke("explain", *args)
         assert result.exit_code == 2 and result.stdout == "", result.output  # refused before printing the view
     assert "is a folder" in user_error("explain", "--svg", str(folder))

@@ -6,11 +6,12 @@ import json
 
 import numpy as np
 import pytest
-
-from handwired import diff as diffing
-from handwired.weightfile import load, parse
 from reference import params_to_document, random_params, reference_forward
 from test_cli import invoke, user_error
+
+from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE
+from handwired.judge import compare as diffing
+from handwired.weightfile import load, parse
 
 
 def model_of(doc, source="<test>"):
@@ -34,7 +35,8 @@ def test_every_entry_has_a_label_and_labels_follow_the_views(small_doc):
     sizes = [np.size(v) for v in (model.params["wte"], model.params["wpe"])]
     for block in model.params["blocks"]:
         for part in block.values():
-            sizes += [np.size(leaf) for sub in part.values() for leaf in (sub.values() if isinstance(sub, dict) else [sub])]
+            sizes += [np.size(leaf) for sub in part.values()
+                      for leaf in (sub.values() if isinstance(sub, dict) else [sub])]
     sizes += [np.size(v) for v in model.params["ln_f"].values()]
     assert len(labels) == sum(sizes)
     assert labels["wte.b.u"] == pytest.approx(small_doc["wte"][1][2])
@@ -55,7 +57,8 @@ def test_weight_changes_name_exactly_the_edited_entries(small_doc):
     del edited["ln_f"]
     changes = diffing.weight_changes(model_of(small_doc), model_of(edited))
     by_label = {c.label: c for c in changes}
-    assert by_label["blocks[0].attn.c_attn.w.x.q1"].new == pytest.approx(by_label["blocks[0].attn.c_attn.w.x.q1"].old + 1)
+    assert by_label["blocks[0].attn.c_attn.w.x.q1"].new == pytest.approx(
+        by_label["blocks[0].attn.c_attn.w.x.q1"].old + 1)
     assert by_label["blocks[0].ln_1.b.v"].new == 0.0
     assert {label for label in by_label if label.startswith("ln_f")} == {f"ln_f.{p}.{d}" for p in "gb" for d in "xyuv"}
     assert all(c.new is None for c in changes if c.label.startswith("ln_f"))
@@ -126,7 +129,7 @@ def test_too_many_contexts_are_sampled_and_the_report_says_so(small_doc):
     edited = copy.deepcopy(small_doc)
     edited["wte"][0][0] += 1
     result = diffing.compare(model_of(small_doc), model_of(edited), limit=50)
-    assert result.checked.startswith(f"{diffing.DEFAULT_SAMPLE:,} random contexts") and result.contexts == diffing.DEFAULT_SAMPLE
+    assert result.checked.startswith(f"{DIFF_SAMPLE:,} random contexts") and result.contexts == DIFF_SAMPLE
     result = diffing.compare(model_of(small_doc), model_of(edited), sample=500, seed=1)
     assert result.contexts == 500 and "(seed 1) of 120" in result.checked
 
@@ -143,18 +146,13 @@ def test_diff_command_lists_weights_and_contexts(aab_doc, write_json):
     assert "1 weight differs; 62 of 62 contexts changed" in result.stdout.replace("\n", " ")
     data = json.loads(invoke("diff", "aab", str(edited), "--json").stdout)
     assert data["weights"] == [{"label": "blocks[0].attn.c_proj.b.a", "old": 1024.0, "new": 1000.0}]
-    assert data["changed"] == 62 and data["predictions_changed"] == 0  # every lead moved by 24 logits (the a-bias), no answer did
-    assert data["shown"][0]["context"] == "a" and len(data["shown"]) == diffing.SHOW
+    # every lead moved by 24 logits (the a-bias), no answer did
+    assert data["changed"] == 62 and data["predictions_changed"] == 0
+    assert data["shown"][0]["context"] == "a" and len(data["shown"]) == CHANGES_SHOWN
     assert [c["context"] for c in data["shown"][:3]] == ["a", "b", "aa"]
     assert data["shown"][2] == {"context": "aa", "expected": ["b"],
                                 "old": {"prediction": "b", "tied": False, "margin": 1023.0, "right": True},
                                 "new": {"prediction": "b", "tied": False, "margin": 1047.0, "right": True}}
-
-
-def test_the_command_default_matches_the_core():
-    from handwired.cli.diff import SHOW
-
-    assert SHOW == diffing.SHOW  # written again in the CLI module to keep handwired.diff out of every command's imports
 
 
 def test_diff_of_identical_files_says_so():
@@ -200,6 +198,8 @@ def test_ctrl_c_during_a_long_diff_exits_130_without_a_traceback(monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(diffing, "compare", interrupted)
+    from handwired.cli import diff as diff_command
+
+    monkeypatch.setattr(diff_command, "compare", interrupted)
     result = invoke("diff", "aab", "aab")
     assert result.exit_code == 130 and "interrupted" in result.stderr

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 from reference import params_to_document, random_params, reference_forward
 
-from handwired import explain, run
+from handwired.engine.trace import trace as run_trace
 from handwired.errors import HandwiredError
+from handwired.views import steps as explain
 from handwired.weightfile import load, parse
 
 
@@ -19,7 +20,7 @@ def full_model():
 
 def test_steps_come_in_forward_order_one_head_at_a_time():
     model, _ = full_model()
-    trace = run.trace(model, "abca")
+    trace = run_trace(model, "abca")
     keys = [(step.key, step.title) for step in explain.steps(model, trace, explain.expand(["all"]))]
     per_head = ["qkv", "scores", "mask", "pattern", "z"]
     block = ["ln1", *per_head, *per_head, "heads", "concat", "proj", "mlp"]
@@ -29,7 +30,7 @@ def test_steps_come_in_forward_order_one_head_at_a_time():
 
 def test_pattern_matrix_is_the_reference_pattern_with_labelled_axes():
     model, params = full_model()
-    trace = run.trace(model, "abcab")
+    trace = run_trace(model, "abcab")
     _, patterns = reference_forward(params, [0, 1, 2, 0, 1], 2)
     steps = explain.steps(model, trace, ["pattern"], block=1, head=1)
     assert len(steps) == 1
@@ -42,7 +43,7 @@ def test_pattern_matrix_is_the_reference_pattern_with_labelled_axes():
 
 def test_embed_step_shows_token_position_and_sum_with_dims_labels():
     model = load("aab")
-    step = explain.steps(model, run.trace(model, "aab"), ["embed"])[0]
+    step = explain.steps(model, run_trace(model, "aab"), ["embed"])[0]
     token, position, total = step.matrices
     assert token.cols == ("p0", "p1", "p2", "p3", "p4", "a", "b", "out")
     np.testing.assert_array_equal(total.values, token.values + position.values)
@@ -54,5 +55,5 @@ def test_expand_groups_and_rejects_unknown_steps():
     assert explain.expand(["attention"]) == ["qkv", "scores", "mask", "pattern", "z", "prediction"]
     assert explain.expand(["probs", "embed"]) == ["embed", "probs"]
     assert explain.expand([]) == list(explain.STEPS)
-    with pytest.raises(HandwiredError, match="--step 'qk'"):
+    with pytest.raises(HandwiredError, match="step 'qk'"):
         explain.expand(["qk"])

@@ -5,11 +5,10 @@ import re
 from pathlib import Path
 
 import pytest
-
-from handwired.cli.app import EXPORT_MAX_WIDTH, EXPORT_WIDTH
 from test_cli import invoke, runner, user_error
-from handwired.cli import app
 
+from handwired.cli import app
+from handwired.cli.common import EXPORT_MAX_WIDTH, EXPORT_WIDTH
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "puzzles" / "solutions"
 
@@ -79,7 +78,7 @@ def test_a_wide_view_is_drawn_at_the_export_width_not_the_terminal_width(tmp_pat
 
 def test_a_table_wider_than_the_terminal_is_saved_whole_and_unfolded(tmp_path):
     weights = tmp_path / "wide.json"
-    assert invoke("weights", "new", "-o", str(weights), "--embd", "30").exit_code == 0
+    assert invoke("weights", "new", "-o", str(weights), "--n-embd", "30").exit_code == 0
     page = tmp_path / "wide.html"
     result = runner.invoke(app, ["explain", "ab", "-w", str(weights), "--step", "embed", "--html", str(page)],
                            env={"COLUMNS": "80"})

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from reference import params_to_document, random_params, reference_forward
 
-from handwired.forward import causal_mask, forward, qkv_table, softmax
+from handwired.engine.forward import causal_mask, forward, qkv_table, softmax
 from handwired.weightfile import parse
 
 CASES = [

@@ -16,11 +16,11 @@ from test_cli import invoke, user_error
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
+from handwired.engine.forward import forward  # noqa: E402
 from handwired.errors import HandwiredError  # noqa: E402
-from handwired.forward import forward  # noqa: E402
 from handwired.interop import FILES, export_folder, import_folder  # noqa: E402
-from handwired.interop.convert import to_config, to_state_dict  # noqa: E402
-from handwired.interop.loader import LOAD_V3, LOAD_V4, TESTED  # noqa: E402
+from handwired.interop.mapping import to_config, to_state_dict  # noqa: E402
+from handwired.interop.readme import LOAD_V3, LOAD_V4, TESTED  # noqa: E402
 from handwired.weightfile import bundled_models, load, locate, parse  # noqa: E402
 
 
@@ -41,7 +41,7 @@ MODELS = {
 }
 
 
-# ---------------------------------------------------------------- an independent forward pass in TransformerLens's layout
+# ------------------------------------------------------------ an independent forward pass, TransformerLens's layout
 
 
 def tl_layout_forward(config, state, tokens):
@@ -192,8 +192,8 @@ def test_cli_export_and_import(tmp_path):
         invoke("predict", "aabaa", "--json").stdout.replace(str(load("aab").source), str(tmp_path / "aab.json"))
 
 
-def test_the_readme_gives_the_loading_code_the_comparison_test_runs():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+def test_the_docs_give_the_loading_code_the_comparison_test_runs():
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "transformer-lens.md").read_text(encoding="utf-8")
     assert LOAD_V4 in readme and LOAD_V3 in readme
     assert f"tested with {TESTED['4']}" in readme and f"tested with {TESTED['3']}" in readme
 
@@ -240,7 +240,8 @@ def test_a_failed_write_leaves_the_earlier_export_and_no_temporary_folder(tmp_pa
 
 def test_cli_export_refuses_mixed_layer_norm(tmp_path, write_json):
     for edit, says in ((lambda b: b[0].pop("ln_1"), "but not at blocks[0].ln_1"),
-                       (lambda b: [block.pop(k) for block in b for k in ("ln_1", "ln_2")], "LayerNorm at ln_f but not at")):
+                       (lambda b: [block.pop(k) for block in b for k in ("ln_1", "ln_2")],
+                        "LayerNorm at ln_f but not at")):
         params = random_params(np.random.default_rng(0), n_layer=2)
         edit(params["blocks"])
         path = write_json(params_to_document(params, 2, "abc", 6))
@@ -297,7 +298,8 @@ BAD_FOLDERS = {
                      "unexpected tensor blocks.0.attn.W_extra"),
     "misshapen tensor": (lambda f: edit_tensors(f, lambda s: s.update({"blocks.0.attn.b_O": np.zeros(7)})),
                          "blocks.0.attn.b_O has shape [7], the config makes it [8]"),
-    "config contradicts tensors": (lambda f: edit_config(f, d_mlp=13), "mlp.W_in has shape [8, 12], the config makes it [8, 13]"),
+    "config contradicts tensors": (lambda f: edit_config(f, d_mlp=13),
+                                   "mlp.W_in has shape [8, 12], the config makes it [8, 13]"),
     "integer tensor": (lambda f: edit_tensors(f, lambda s: s.update({"ln_final.b": np.zeros(8, dtype=np.int64)})),
                        "ln_final.b holds int64 values"),
     "not finite": (lambda f: edit_tensors(f, lambda s: s["ln_final.b"].__setitem__(0, np.nan)), "not a finite number"),
@@ -312,19 +314,25 @@ BAD_FOLDERS = {
     "rotary": (lambda f: edit_config(f, positional_embedding_type="rotary"), "positional_embedding_type 'rotary'"),
     "heads do not fill d_model": (lambda f: edit_config(f, d_head=3), "n_heads·d_head = 2·3 ≠ d_model 8"),
     "bidirectional": (lambda f: edit_config(f, attention_dir="bidirectional"), "bidirectional attention"),
-    "attention scale": (lambda f: edit_config(f, attn_scale=1.0), "attn_scale 1.0: handwired divides attention scores by √d_head = 2"),
-    "scaled by layer": (lambda f: edit_config(f, scale_attn_by_inverse_layer_idx=True), "attention scaled by the block's index"),
-    "too large": (lambda f: edit_config(f, d_mlp=4000, n_layers=400), "weights would make a file larger than handwired reads"),
+    "attention scale": (lambda f: edit_config(f, attn_scale=1.0),
+                        "attn_scale 1.0: handwired divides attention scores by √d_head = 2"),
+    "scaled by layer": (lambda f: edit_config(f, scale_attn_by_inverse_layer_idx=True),
+                        "attention scaled by the block's index"),
+    "too large": (lambda f: edit_config(f, d_mlp=4000, n_layers=400),
+                  "weights would make a file larger than handwired reads"),
     "too wide": (lambda f: edit_config(f, d_model=5000), "d_model 5000 is more than handwired supports"),
     "untied output vocabulary": (lambda f: edit_config(f, d_vocab_out=4), "d_vocab_out 4 ≠ d_vocab 3"),
     "IGNORE not −∞": (lambda f: edit_tensors(f, lambda s: s.update({"blocks.0.attn.IGNORE": np.array(-1e5)})),
                       "blocks.0.attn.IGNORE is -100000.0"),
-    "vocab missing": (lambda f: (f / "vocab.json").unlink(), "vocab.json: missing; give the tokens in id order with --vocab"),
-    "vocab too short": (lambda f: (f / "vocab.json").write_text('{"0": "a", "1": "b"}'), "2 tokens, the config has d_vocab 3"),
+    "vocab missing": (lambda f: (f / "vocab.json").unlink(),
+                      "vocab.json: missing; give the tokens in id order with --vocab"),
+    "vocab too short": (lambda f: (f / "vocab.json").write_text('{"0": "a", "1": "b"}'),
+                        "2 tokens, the config has d_vocab 3"),
     "vocab not characters": (lambda f: (f / "vocab.json").write_text('{"0": "a", "1": "bb", "2": "c"}'),
                              "token 1 is 'bb'"),
     "vocab not by id": (lambda f: (f / "vocab.json").write_text('["a", "b", "c"]'), "expected an object from token id"),
-    "labels wrong length": (lambda f: (f / "handwired.json").write_text('{"dims": ["x"]}'), "dims: expected 8 labels"),
+    "labels wrong length": (lambda f: (f / "handwired.json").write_text('{"dims": ["x"]}'),
+                            "dims: expected a list of 8 labels"),
     "labels invalid": (lambda f: (f / "handwired.json").write_text('{"example": "abz"}'),
                        "would not make a valid weight file: example: 'z'"),
 }
@@ -380,7 +388,7 @@ def test_import_refuses_to_write_inside_the_folder_it_reads(tmp_path):
 
 
 def test_mlp_hidden_labels_and_width_come_back(tmp_path):
-    from handwired.puzzles import puzzles_dir
+    from handwired.judge.catalogue import puzzles_dir
 
     doc = json.loads((puzzles_dir() / "solutions" / "xor.json").read_text())
     doc["blocks"][0]["mlp"]["hidden"] = doc["blocks"][0]["mlp"]["hidden"] + ["spare"]  # an all-zero unit at the end
@@ -388,9 +396,9 @@ def test_mlp_hidden_labels_and_width_come_back(tmp_path):
     assert problems == []
     export_folder(model, tmp_path / "xor-tl")
     back = import_folder(tmp_path / "xor-tl", tmp_path / "xor.json")
-    assert back.axes["blocks[0].mlp.c_fc.w"][1].labels == ("ab", "ba", "spare")
-    assert back.written.keys() == model.written.keys()
-    for path in model.written:  # every matrix the same shape and numbers, the spare unit's zeros included
+    assert back.axes("blocks[0].mlp.c_fc.w")[1].labels == ("ab", "ba", "spare")
+    assert back.written.entries.keys() == model.written.entries.keys()
+    for path in model.written.entries:  # every matrix the same shape and numbers, the spare unit's zeros included
         assert np.array_equal(locate(back.params, path), locate(model.params, path)), path
 
 

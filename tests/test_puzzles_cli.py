@@ -8,12 +8,16 @@ import pytest
 from reference import params_to_document, random_params
 from test_cli import invoke, user_error
 
-from handwired import progress as progressing
-from handwired import puzzles
-from handwired.check import Report
+from handwired.judge import catalogue
+from handwired.judge import progress as progressing
+from handwired.judge.catalogue import bundled_puzzles, load_puzzle, puzzles_dir, reference_solution
+from handwired.judge.puzzle import answer
+from handwired.judge.report import Report
+from handwired.judge.scores import nonzero_parameters
+from handwired.judge.verdict import Submission
 
 pytestmark = pytest.mark.usefixtures("fixture_puzzles")
-BUNDLED_DIR = puzzles.puzzles_dir  # the real lookup, kept before any test replaces it
+BUNDLED_DIR = puzzles_dir  # the real lookup, kept before any test replaces it
 
 
 @pytest.fixture
@@ -59,7 +63,8 @@ def test_show_gives_story_rule_examples_caps_and_par():
     for text in ("Two and one", "level 2", "A test puzzle: the published model.",
                  "the repeating pattern 'aab', at every phase the context fits", "62 contexts",
                  "not by the stream test", "ambiguous: a or b (not judged)", "out of domain (not judged)",
-                 "n_embd ≤ 8, heads ≤ 1, blocks ≤ 1, no MLP", "par: 26 non-zero parameters, n_embd 8, 1 head, 1 block, margin 1023",
+                 "n_embd ≤ 8, heads ≤ 1, blocks ≤ 1, no MLP",
+                 "par: 26 non-zero parameters, n_embd 8, 1 head, 1 block, margin 1023",
                  "hints: 0 of 2 revealed"):
         assert text in flat(out), text
     assert re.search(r"│ aab\s+│ a\s+│", out) and re.search(r"│ aabaa\s+│ b\s+│", out)
@@ -121,7 +126,8 @@ def test_a_better_score_replaces_the_best_and_a_worse_one_does_not(solution, aab
 def test_check_json_has_counts_score_and_par(solution):
     data = json.loads(invoke("puzzles", "check", "aab", solution, "--json").stdout)
     assert data["puzzle"] == "aab" and data["ok"] and data["solved"]
-    assert (data["contexts"], data["passed"], data["failed"], data["ambiguous"], data["out_of_domain"]) == (62, 13, 0, 1, 48)
+    assert (data["contexts"], data["passed"], data["failed"], data["ambiguous"],
+            data["out_of_domain"]) == (62, 13, 0, 1, 48)
     assert data["score"] == data["par"] == {"parameters": 26, "n_embd": 8, "n_head": 1, "n_layer": 1, "margin": 1023.0}
 
 
@@ -185,7 +191,7 @@ def test_hints_one_more_each_time_and_all(handwired_home):
     second = invoke("puzzles", "hint", "first").stdout
     assert "hint 1 of 3" in second and "hint 2 of 3: A constant query bias" in second and "hint 3" not in second
     assert progress_file(handwired_home)["puzzles"]["first"]["hints"] == 2
-    every = invoke("puzzles", "hint", "first", "--all").stdout
+    every = invoke("puzzles", "hint", "first", "--every-hint").stdout
     assert "hint 3 of 3: Copy the token" in every
     again = invoke("puzzles", "hint", "first").stdout
     assert "That was the last hint" in again and again.count("hint ") >= 3
@@ -202,12 +208,13 @@ def test_solution_only_once_solved_or_spoiled(solution):
 
 
 def test_interrupted_check_exits_130_and_records_nothing(solution, monkeypatch, handwired_home):
-    import handwired.cli.puzzles as cli_puzzles
+    from handwired.cli import checking
 
-    def interrupted(model, plan, show, show_progress):
-        return Report(plan.description, plan.rule, plan.total, checked=3, passed=3, interrupted=True)
+    def interrupted(puzzle, model, show, progress, should_stop):
+        report = Report("every context", "the rule", 62, checked=3, passed=3, interrupted=True)
+        return Submission(puzzle, model, (), report, None)
 
-    monkeypatch.setattr(cli_puzzles, "run_with_progress", interrupted)
+    monkeypatch.setattr(checking, "submit", interrupted)
     result = invoke("puzzles", "check", "aab", solution)
     assert result.exit_code == 130 and "Interrupted: 3 of 62" in result.stdout
     assert not (handwired_home / "progress.json").exists()
@@ -253,28 +260,26 @@ def test_progress_home_defaults_to_the_app_dir(monkeypatch):
 def test_a_folder_of_new_puzzles_can_be_played_through_the_environment(monkeypatch, tmp_path, fixture_puzzles):
     import shutil
 
-    import handwired.puzzles
-
-    monkeypatch.setattr(handwired.puzzles, "puzzles_dir", BUNDLED_DIR)  # the real lookup, which reads $HANDWIRED_PUZZLES
+    monkeypatch.setattr(catalogue, "puzzles_dir", BUNDLED_DIR)  # the real lookup, which reads $HANDWIRED_PUZZLES
     folder = tmp_path / "mine"
     (folder / "solutions").mkdir(parents=True)
     shutil.copy(fixture_puzzles / "first.json", folder)
     shutil.copy(fixture_puzzles / "solutions" / "first.json", folder / "solutions")
     monkeypatch.setenv("HANDWIRED_PUZZLES", str(folder))
-    assert handwired.puzzles.puzzles_dir() == folder
+    assert catalogue.puzzles_dir() == folder
     assert "no puzzle named 'aab' (puzzles: first)" in user_error("puzzles", "show", "aab")
     assert invoke("puzzles", "check", "first", str(folder / "solutions" / "first.json")).exit_code == 0
 
 
-@pytest.mark.parametrize("name", list(puzzles.bundled_puzzles()))
+@pytest.mark.parametrize("name", list(bundled_puzzles()))
 def test_every_bundled_puzzle_shows_its_statement_and_par(monkeypatch, name):
-    monkeypatch.setattr(puzzles, "puzzles_dir", BUNDLED_DIR)  # the bundled puzzles, not the test ones
+    monkeypatch.setattr(catalogue, "puzzles_dir", BUNDLED_DIR)  # the bundled puzzles, not the test ones
     monkeypatch.setenv("COLUMNS", "200")
-    puzzle = puzzles.load_puzzle(name)
+    puzzle = load_puzzle(name)
     result = invoke("puzzles", "show", name)
     assert result.exit_code == 0
     out = flat(result.stdout)
     assert puzzle.title in out and f"{puzzle.n_contexts:,} contexts" in out
-    assert f"par: {puzzles.nonzero_parameters(puzzles.reference_solution(puzzle))} non-zero parameters" in out
+    assert f"par: {nonzero_parameters(reference_solution(puzzle))} non-zero parameters" in out
     for context in puzzle.examples:
-        assert f"{context} {puzzles.answer(puzzle, context).text()}" in out
+        assert f"{context} {answer(puzzle, context).text()}" in out

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from handwired.errors import HandwiredError
-from handwired.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, FunctionRule, rule_from_spec
+from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, FunctionRule
+from handwired.judge.rules import rule_from_spec as rule_from_spec_checked
+from handwired.weightfile import Checker
 
 # Plain, one-context-at-a-time versions of each kind, written from the rule's words:
 # a set of acceptable tokens, AMBIGUOUS, or OUT_OF_DOMAIN.
@@ -84,7 +86,8 @@ def answer(judgement, row, vocab):
     return int(status)
 
 
-@pytest.mark.parametrize("spec,vocab,brute,longest", CASES, ids=lambda v: v.get("kind") if isinstance(v, dict) else None)
+@pytest.mark.parametrize("spec,vocab,brute,longest", CASES,
+                         ids=lambda v: v.get("kind") if isinstance(v, dict) else None)
 def test_every_kind_agrees_with_brute_force_on_every_context(spec, vocab, brute, longest):
     rule = rule_from_spec(spec, tuple(vocab))
     for length in range(1, longest + 1):
@@ -157,18 +160,22 @@ def test_descriptions_say_the_rule_in_words():
 @pytest.mark.parametrize(
     "spec,message",
     [
-        ({"kind": "nexttoken"}, "rule.kind: expected one of pattern, first, previous, max, majority, same_last_two, induction; found the string 'nexttoken'"),
+        ({"kind": "nexttoken"},
+         "rule.kind: expected one of pattern, first, previous, max, majority, same_last_two, induction; "
+         "found the string 'nexttoken'"),
         ({"kind": 3}, "rule.kind: expected one of pattern,"),
         ({"kind": []}, "rule.kind: expected one of pattern,"),  # unhashable: once a TypeError
-        ("previous", "rule: expected an object such as {\"kind\": \"previous\"}; found the string 'previous'"),
+        ("previous", "rule: expected an object such as {\"kind\": \"first\"}; found the string 'previous'"),
         ({}, "rule: expected an object"),
         ({"kind": "pattern"}, "rule: kind 'pattern' needs 'pattern'"),
         ({"kind": "pattern", "pattern": "abx"}, "rule.pattern: 'x' (position 2) is not in the vocabulary a, b"),
-        ({"kind": "pattern", "pattern": ""}, "rule.pattern: expected a non-empty string of tokens"),
+        ({"kind": "pattern", "pattern": ""}, "rule.pattern: expected a non-empty string of vocabulary tokens"),
         ({"kind": "first", "pattern": "ab"}, "rule.pattern: not a parameter of kind 'first' (its parameters: none)"),
         ({"kind": "same_last_two", "same": "a"}, "rule: kind 'same_last_two' needs 'different'"),
-        ({"kind": "same_last_two", "same": "ab", "different": "b"}, "rule.same: expected one token from the vocabulary a, b; found the string 'ab'"),
-        ({"kind": "same_last_two", "same": "a", "different": "b", "sam": "a"}, "rule.sam: not a parameter of kind 'same_last_two' (its parameters: same, different)"),
+        ({"kind": "same_last_two", "same": "ab", "different": "b"},
+         "rule.same: expected one token of the vocabulary a, b; found the string 'ab'"),
+        ({"kind": "same_last_two", "same": "a", "different": "b", "sam": "a"},
+         "rule.sam: not a parameter of kind 'same_last_two' (its parameters: same, different)"),
     ],
 )
 def test_bad_specs_give_one_line(spec, message):
@@ -176,6 +183,16 @@ def test_bad_specs_give_one_line(spec, message):
         rule_from_spec(spec, ("a", "b"))
     assert message in str(error.value)
     assert "\n" not in str(error.value)
+
+
+def rule_from_spec(spec, vocab):
+    """A rule, or the first problem the checker found with the spec, raised as one line."""
+    check = Checker()
+    rule = rule_from_spec_checked(spec, vocab, check)
+    if check.problems:
+        raise HandwiredError(check.problems[0])
+    assert rule is not None
+    return rule
 
 
 def test_function_rule_can_say_ambiguous_and_out_of_domain():

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from reference import params_to_document, random_params
 
-from handwired import convert
 from handwired.weightfile import dumps, load, parse, starter_document
+from handwired.weightfile import forms as convert
 
 
 def params_equal(a, b):
@@ -41,12 +41,12 @@ def test_bundled_sparse_aab_is_the_dense_model_number_for_number(aab_doc):
     dense = parsed(aab_doc)
     assert params_equal(bundled.params, dense.params)
     # and written the same way: the same expressions in the same cells
-    for path, written in dense.written.items():
-        assert written.tolist() == bundled.written[path].tolist(), path
+    for path, written in dense.written.entries.items():
+        assert written.tolist() == bundled.written.entries[path].tolist(), path
 
 
 def test_bundled_aab_is_written_by_label(aab_doc):
-    doc = json.loads(dumps(load("aab").document))
+    doc = json.loads(dumps(load("aab").written.document))
     c_attn = doc["blocks"][0]["attn"]["c_attn"]["w"]
     assert c_attn["p1"] == {"q0": "Lg", "q1": "Lg", "k1": 1}  # the query at p1 looks for keys p0 and p1
     assert c_attn["a"] == {"v7": 1} and c_attn["b"] == {"v7": -1}
@@ -69,10 +69,10 @@ def test_dense_sparse_dense_keeps_numbers_and_expressions(aab_doc):
     again = parsed(convert.document(sparse, "dense"))
     for model in (sparse, again):
         assert params_equal(model.params, dense.params)
-        assert model.constants == dense.constants
-        for path, written in dense.written.items():
-            assert written.tolist() == model.written[path].tolist(), path
-    assert sparse.written["wpe"][2, 7] == "half - 1"
+        assert model.written.constants == dense.written.constants
+        for path, written in dense.written.entries.items():
+            assert written.tolist() == model.written.entries[path].tolist(), path
+    assert sparse.written.entries["wpe"][2, 7] == "half - 1"
     assert convert.document(sparse, "sparse")["wpe"]["2"] == {"p2": 1, "out": "half - 1"}
 
 
@@ -137,26 +137,32 @@ def test_starter_is_a_few_lines_and_all_zero():
         (lambda d: d["wte"]["a"].update(q=1),
          "wte.a.q: unknown column label 'q'; expected one per residual dim: p0…p4, a, b, out, or an index 0…7"),
         (lambda d: d["wte"]["a"].update({"5": 2}), "wte.a.5: '5' is the same entry as 'a', given twice"),
-        (lambda d: d["wpe"].update({"7": {}}), "wpe.7: row index 7 is out of range; expected one per position, n_ctx: 0…4"),
+        (lambda d: d["wpe"].update({"7": {}}),
+         "wpe.7: row index 7 is out of range; expected one per position, n_ctx: 0…4"),
         (lambda d: d["blocks"][0]["attn"]["c_attn"]["w"]["p1"].update(q9=1),
          "blocks[0].attn.c_attn.w.p1.q9: unknown column label 'q9'; expected q, k, v: 3 × n_embd: q0…q7, k0…k7, v0…v7, "
          "or an index 0…23"),
         (lambda d: d["blocks"][0]["attn"]["c_proj"]["w"].update(v7={}),
-         "blocks[0].attn.c_proj.w.v7: unknown row label 'v7'; expected one per attention output dim, heads concatenated: z0…z7"),
-        (lambda d: d["blocks"][0]["attn"]["c_proj"]["b"].update(x=1), "blocks[0].attn.c_proj.b.x: unknown entry label 'x'"),
+         "blocks[0].attn.c_proj.w.v7: unknown row label 'v7'; expected one per attention output dim, "
+         "heads concatenated: z0…z7"),
+        (lambda d: d["blocks"][0]["attn"]["c_proj"]["b"].update(x=1),
+         "blocks[0].attn.c_proj.b.x: unknown entry label 'x'"),
         (lambda d: d["blocks"][0]["attn"]["c_proj"].update(b=5),
-         "blocks[0].attn.c_proj.b: expected a list of 8 numbers (one per residual dim) or an object of entries by label; "
-         "found the number 5"),
-        (lambda d: d.update(wte=3), "wte: expected a list of 2 rows (one per vocab token) or an object of rows by label"),
+         "blocks[0].attn.c_proj.b: expected a list of 8 numbers (one per residual dim) "
+         "or an object of entries by label; found the number 5"),
+        (lambda d: d.update(wte=3),
+         "wte: expected a list of 2 rows (one per vocab token) or an object of rows by label"),
         (lambda d: d["wte"].update(a=[1, 2]), "wte.a: 2 numbers, expected 8 (one per residual dim)"),
         (lambda d: d["wte"]["a"].update(b="Lh"), "wte.a.b: 'Lh': unknown constant 'Lh' (constants: Lg)"),
         (lambda d: d.update(dims=["p0", "p1", "p2", "p3", "p4", "a", "b", "3"]),
          "dims[7]: '3' is a number but labels entry 7; in a sparse matrix '3' would mean two things"),
-        (lambda d: d["blocks"][0].update(mlp={"c_fc": {"w": {}}, "c_proj": {"w": {}}}), "blocks[0].mlp: missing 'hidden'"),
+        (lambda d: d["blocks"][0].update(mlp={"c_fc": {"w": {}}, "c_proj": {"w": {}}}),
+         "blocks[0].mlp: missing 'hidden'"),
         (lambda d: d["blocks"][0].update(mlp={"hidden": ["x", "x"], "c_fc": {"w": {}}, "c_proj": {"w": {}}}),
          "blocks[0].mlp.hidden[1]: 'x' appears twice"),
         (lambda d: d["blocks"][0].update(mlp={"hidden": 2, "c_fc": {"w": {"a": {"h2": 1}}}, "c_proj": {"w": {}}}),
-         "blocks[0].mlp.c_fc.w.a.h2: unknown column label 'h2'; expected one per hidden unit: h0, h1, or an index 0, 1"),
+         "blocks[0].mlp.c_fc.w.a.h2: unknown column label 'h2'; expected one per hidden unit: h0, h1, "
+         "or an index 0, 1"),
     ],
 )
 def test_each_sparse_problem_is_one_line_with_its_path(sparse_doc, edit, expected):
@@ -210,12 +216,15 @@ def test_cli_convert_writes_a_new_file_and_refuses_to_overwrite(tmp_path, write_
     assert result.exit_code == 0 and "344 entries, 26 of them non-zero" in result.stdout
     assert params_equal(load(str(out)).params, load(str(dense)).params)
     before = out.read_text()
-    assert "already exists; use --force" in user_error("weights", "convert", str(dense), "--to", "dense", "-o", str(out))
+    assert "already exists; use --force" in user_error("weights", "convert", str(dense), "--to", "dense", "-o",
+                                                      str(out))
     assert out.read_text() == before
-    assert "the weight file being read" in user_error("weights", "convert", str(dense), "--to", "dense", "-o", str(dense),
-                                                     "--force")
-    assert "expected sparse or dense" in user_error("weights", "convert", str(dense), "--to", "csv", "-o", str(tmp_path / "x"))
-    assert invoke("weights", "convert", str(out), "--to", "dense", "-o", str(out.with_name("again.json"))).exit_code == 0
+    assert "the weight file being read" in user_error("weights", "convert", str(dense), "--to", "dense", "-o",
+                                                     str(dense), "--force")
+    assert "expected sparse or dense" in user_error("weights", "convert", str(dense), "--to", "csv", "-o",
+                                                   str(tmp_path / "x"))
+    assert invoke("weights", "convert", str(out), "--to", "dense", "-o",
+                  str(out.with_name("again.json"))).exit_code == 0
     assert params_equal(load(str(out.with_name("again.json"))).params, load(str(dense)).params)
 
 
@@ -231,7 +240,7 @@ def test_cli_weights_new_writes_a_sparse_starter(tmp_path):
     from test_cli import invoke
 
     out = tmp_path / "starter.json"
-    assert invoke("weights", "new", "-o", str(out), "--vocab", "abc", "--embd", "12", "--ctx", "6").exit_code == 0
+    assert invoke("weights", "new", "-o", str(out), "--vocab", "abc", "--n-embd", "12", "--n-ctx", "6").exit_code == 0
     doc = json.loads(out.read_text())
     assert doc["wte"] == {} and doc["blocks"][0]["attn"]["c_attn"] == {"w": {}}
     assert not load(str(out)).params["wpe"].any()

@@ -18,15 +18,16 @@ import numpy as np
 import pytest
 from test_interop import random_model
 
-from handwired.forward import forward
+from handwired.engine.forward import forward
 from handwired.interop import export_folder, import_folder
-from handwired.interop.loader import LOAD_V3, LOAD_V4, TESTED
+from handwired.interop.readme import LOAD_V3, LOAD_V4, TESTED
 from handwired.weightfile import bundled_models, load
 
 try:
-    import torch
-    import transformer_lens
     from importlib.metadata import version
+
+    import torch
+    import transformer_lens  # noqa: F401  (only whether it is there)
 
     TL_VERSION = version("transformer-lens")
 except ImportError as error:  # pragma: no cover - depends on the environment
@@ -35,9 +36,11 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     in_ci = os.environ.get("CI", "").lower() in ("true", "1")
     if os.environ.get("HANDWIRED_REQUIRE_TL") == "1" or (in_ci and not COMPARED.is_file()):
         raise RuntimeError(f"the comparison with TransformerLens must run here, but TransformerLens cannot be "
-                           f"imported ({error}) and no {COMPARED} says it passed in .venv-tl: run .ci/transformer-lens") from None
+                           f"imported ({error}) and no {COMPARED} says it passed in .venv-tl: "
+                           "run .ci/transformer-lens") from None
     if COMPARED.is_file():
-        pytest.skip(f"compared in .venv-tl with TransformerLens {COMPARED.read_text().strip()}", allow_module_level=True)
+        pytest.skip(f"compared in .venv-tl with TransformerLens {COMPARED.read_text().strip()}",
+                    allow_module_level=True)
     pytest.skip(f"TransformerLens not installed ({error}); run .ci/transformer-lens", allow_module_level=True)
 
 MAJOR = TL_VERSION.split(".")[0]
@@ -50,7 +53,8 @@ ATTENTION_HOOKS = ("hook_q", "hook_k", "hook_v", "hook_pattern", "hook_z")
 
 RANDOM = {
     # the forward pass tests' set: (n_head, layer_norm, mlp, n_layer)
-    f"random h{h} ln{int(ln)} mlp{int(mlp)} L{n}": (lambda h=h, ln=ln, mlp=mlp, n=n: random_model(h * 100 + n, h, ln, mlp, n))
+    f"random h{h} ln{int(ln)} mlp{int(mlp)} L{n}": (lambda h=h, ln=ln, mlp=mlp, n=n:
+                                                    random_model(h * 100 + n, h, ln, mlp, n))
     for h, ln, mlp, n in [(1, False, False, 1), (2, False, False, 1), (4, True, False, 2), (2, False, True, 2),
                           (4, True, True, 2), (8, True, True, 3)]
 }
@@ -154,12 +158,14 @@ def test_the_folders_readme_runs_as_written(tmp_path, monkeypatch, capsys):
     expected = re.search(r"argmax\(\)\]\)\s+# (\S+)", use).group(1)  # the prediction the README promises
     assert printed[0] == expected
     example = re.search(r'for c in "(\w+)"', use).group(1)
-    assert printed[0] == model.vocab[int(forward(model.params, model.encode(example)[None], model.n_head)[0, -1].argmax())]
+    assert printed[0] == model.vocab[int(forward(model.params, model.encode(example)[None],
+                                                 model.n_head)[0, -1].argmax())]
 
 
 @pytest.mark.skipif(MAJOR != "3", reason="HookedTransformer.state_dict() is the 3.x format; 4.x saves bridge keys")
 def test_a_transformer_lens_state_dict_imports_exactly(tmp_path):
-    """A model TransformerLens made itself (random init, tied and bias-free unembedding) comes into handwired exactly."""
+    """A model TransformerLens made itself (random init, tied and bias-free unembedding) comes into
+    handwired exactly."""
     import json
 
     from safetensors.torch import save_file

@@ -9,8 +9,12 @@ import pytest
 from conftest import AAB_FILE
 from reference import params_to_document, random_params, reference_forward
 
-from handwired import check, tree
-from handwired.batch import next_logits
+from handwired.engine import tree
+from handwired.engine.batch import next_logits
+from handwired.engine.tree import batch_size, evaluate_tree, new_position
+from handwired.judge.contexts import contexts_of, exhaustive_contexts
+from handwired.judge.plans import Batch, Plan, exhaustive_plan, pattern_rule
+from handwired.judge.report import run as run_plan
 from handwired.weightfile import load, parse
 
 # (n_vocab, n_ctx, n_layer, n_head, layer_norm, mlp, n_embd, chunk)
@@ -44,11 +48,11 @@ def test_tree_gives_every_context_the_per_context_logits(n_vocab, n_ctx, n_layer
                                                          chunk):
     model = random_model(n_vocab * 10 + n_ctx, n_vocab, n_ctx, n_layer, n_head, layer_norm, mlp, n_embd)
     seen = {length: np.zeros(n_vocab**length, dtype=int) for length in range(1, n_ctx + 1)}
-    for batch in tree.evaluate_tree(model, chunk=chunk, workers=1):
+    for batch in evaluate_tree(model, chunk=chunk, workers=1):
         n = len(batch.logits)
         assert n <= max(chunk, n_vocab) and batch.logits.shape == (n, n_vocab)
         seen[batch.length][batch.first : batch.first + n] += 1
-        contexts = check.contexts_of(batch.length, batch.first, n, n_vocab)
+        contexts = contexts_of(batch.length, batch.first, n, n_vocab)
         close(batch.logits, next_logits(model, contexts))
     assert all(np.all(counts == 1) for counts in seen.values())  # every context exactly once
 
@@ -56,16 +60,16 @@ def test_tree_gives_every_context_the_per_context_logits(n_vocab, n_ctx, n_layer
 @pytest.mark.parametrize("n_vocab,n_ctx,n_layer,n_head,layer_norm,mlp,n_embd,chunk", CASES)
 def test_tree_agrees_with_the_independent_reference(n_vocab, n_ctx, n_layer, n_head, layer_norm, mlp, n_embd, chunk):
     model = random_model(n_vocab * 10 + n_ctx, n_vocab, n_ctx, n_layer, n_head, layer_norm, mlp, n_embd)
-    for batch in tree.evaluate_tree(model, chunk=chunk, workers=1):
-        for row, context in enumerate(check.contexts_of(batch.length, batch.first, len(batch.logits), n_vocab)[:40]):
+    for batch in evaluate_tree(model, chunk=chunk, workers=1):
+        for row, context in enumerate(contexts_of(batch.length, batch.first, len(batch.logits), n_vocab)[:40]):
             expected = reference_forward(model.params, context.tolist(), model.n_head)[0][-1]
             close(batch.logits[row], expected)
 
 
 def test_min_length_skips_the_short_contexts_but_not_their_keys():
     model = random_model(3, 3, 5, 2, 2, True, True, 8)
-    everything = {(b.length, b.first): b.logits for b in tree.evaluate_tree(model, chunk=9, workers=1)}
-    long_only = list(tree.evaluate_tree(model, min_length=4, chunk=9, workers=1))
+    everything = {(b.length, b.first): b.logits for b in evaluate_tree(model, chunk=9, workers=1)}
+    long_only = list(evaluate_tree(model, min_length=4, chunk=9, workers=1))
     assert {b.length for b in long_only} == {4, 5}
     assert sum(len(b.logits) for b in long_only) == 3**4 + 3**5
     for batch in long_only:
@@ -84,11 +88,11 @@ def by_length(model, batches):
 def test_threads_give_the_same_logits_in_a_fixed_order(monkeypatch):
     monkeypatch.setattr(tree, "PARALLEL_FROM", 1)
     model = random_model(8, 3, 6, 2, 2, True, True, 8)
-    alone = by_length(model, tree.evaluate_tree(model, chunk=27, workers=1))
+    alone = by_length(model, evaluate_tree(model, chunk=27, workers=1))
     for workers in (2, 3):
-        order = [(b.length, b.first) for b in tree.evaluate_tree(model, chunk=27, workers=workers)]
-        assert order == [(b.length, b.first) for b in tree.evaluate_tree(model, chunk=27, workers=workers)]
-        shared = by_length(model, tree.evaluate_tree(model, chunk=27, workers=workers))
+        order = [(b.length, b.first) for b in evaluate_tree(model, chunk=27, workers=workers)]
+        assert order == [(b.length, b.first) for b in evaluate_tree(model, chunk=27, workers=workers)]
+        shared = by_length(model, evaluate_tree(model, chunk=27, workers=workers))
         for length, logits in alone.items():
             np.testing.assert_allclose(shared[length], logits, rtol=1e-13, atol=1e-13)
 
@@ -96,7 +100,7 @@ def test_threads_give_the_same_logits_in_a_fixed_order(monkeypatch):
 def test_stopping_early_stops_the_threads(monkeypatch):
     monkeypatch.setattr(tree, "PARALLEL_FROM", 1)
     before = threading.active_count()
-    batches = tree.evaluate_tree(random_model(9, 2, 12, 2, 2, True, True, 8), chunk=8, workers=2)
+    batches = evaluate_tree(random_model(9, 2, 12, 2, 2, True, True, 8), chunk=8, workers=2)
     next(batches)
     next(batches)
     batches.close()
@@ -110,7 +114,7 @@ def test_an_error_in_a_thread_reaches_the_consumer(monkeypatch):
     monkeypatch.setattr(tree, "PARALLEL_FROM", 1)
     model = random_model(10, 2, 8, 1, 1, False, False, 4)
     calls = {"n": 0}
-    real = tree.new_position
+    real = new_position
 
     def failing(*args, **kwargs):
         calls["n"] += 1
@@ -120,31 +124,32 @@ def test_an_error_in_a_thread_reaches_the_consumer(monkeypatch):
 
     monkeypatch.setattr(tree, "new_position", failing)
     with pytest.raises(MemoryError, match="no room"):
-        list(tree.evaluate_tree(model, chunk=4, workers=2))
+        list(evaluate_tree(model, chunk=4, workers=2))
 
 
 def test_batch_size_keeps_the_path_within_its_memory():
     model = random_model(11, 2, 20, 2, 2, True, True, 16)
-    size = tree.batch_size(model, chunk=1 << 20, memory=64 * 2**20)
+    size = batch_size(model, chunk=1 << 20, memory=64 * 2**20)
     kept = sum(length + 2 for length in range(1, 20)) * 16 * 8 * 2 * 2 * size  # bytes of keys and values
     assert size & (size - 1) == 0 and kept <= 64 * 2**20 < 2 * kept
-    assert tree.batch_size(model, chunk=100) == 64  # a power of n_vocab, at most the chunk
-    assert tree.batch_size(random_model(12, 3, 4, 1, 1, False, False, 4), chunk=1) == 3  # at least one family
+    assert batch_size(model, chunk=100) == 64  # a power of n_vocab, at most the chunk
+    assert batch_size(random_model(12, 3, 4, 1, 1, False, False, 4), chunk=1) == 3  # at least one family
 
 
 def report_of(model, plan):
-    report = check.run(model, plan, show=1000)
+    report = run_plan(model, plan, show=1000)
     margin = report.margin
     return (report.checked, report.passed, report.failed, report.ambiguous, report.out_of_domain,
-            [f.context for f in report.failures], None if margin is None else (margin.context, margin.right, margin.wrong),
+            [f.context for f in report.failures],
+            None if margin is None else (margin.context, margin.right, margin.wrong),
             None if margin is None else margin.value)
 
 
 def per_context_plan(model, rule, min_length=1):
-    # today's exhaustive plan: the same contexts, shortest first, evaluated one by one by check.run
-    plan = check.exhaustive_plan(model, rule, min_length)
-    batches = lambda: (check.Batch(c, rule.judge(c)) for c in check.exhaustive_contexts(model, min_length))  # noqa: E731
-    return check.Plan(plan.description, plan.rule, plan.total, batches)
+    # today's exhaustive plan: the same contexts, shortest first, evaluated one by one by run_plan
+    plan = exhaustive_plan(model, rule, min_length)
+    batches = lambda: (Batch(c, rule.judge(c)) for c in exhaustive_contexts(model, min_length))  # noqa: E731
+    return Plan(plan.description, plan.rule, plan.total, batches)
 
 
 def lg3_aab():
@@ -169,8 +174,8 @@ def test_exhaustive_check_reports_what_the_per_context_check_reports(make, min_l
     monkeypatch.setattr(tree, "WORKERS", workers)
     monkeypatch.setattr(tree, "PARALLEL_FROM", 1)
     model = make()
-    rule = check.pattern_rule(model, "aab" if model.n_vocab == 2 else "abcab")
-    tree_report = report_of(model, check.exhaustive_plan(model, rule, min_length))
+    rule = pattern_rule(model, "aab" if model.n_vocab == 2 else "abcab")
+    tree_report = report_of(model, exhaustive_plan(model, rule, min_length))
     expected = report_of(model, per_context_plan(model, rule, min_length))
     assert tree_report[:-1] == expected[:-1]
     assert tree_report[-1] == pytest.approx(expected[-1], rel=1e-12, abs=1e-12)
@@ -178,13 +183,13 @@ def test_exhaustive_check_reports_what_the_per_context_check_reports(make, min_l
 
 def test_an_interrupted_tree_check_reports_what_it_checked():
     model = random_model(15, 2, 14, 1, 2, False, False, 8)
-    plan = check.exhaustive_plan(model, check.pattern_rule(model, "aab"))
+    plan = exhaustive_plan(model, pattern_rule(model, "aab"))
     calls = {"n": 0}
 
     def after_three():
         calls["n"] += 1
         return calls["n"] >= 3
 
-    report = check.run(model, plan, should_stop=after_three)
+    report = run_plan(model, plan, should_stop=after_three)
     assert report.interrupted and 0 < report.checked < plan.total
     assert report.passed + report.failed + report.ambiguous + report.out_of_domain == report.checked

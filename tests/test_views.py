@@ -16,9 +16,13 @@ from reference import _affine_row, _layer_norm_row, params_to_document, random_p
 from rich.cells import cell_len
 from test_cli import invoke
 
-from handwired import explain, render, run
-from handwired.fold import column_pages, table_width
-from handwired.render import format_values
+from handwired.engine.trace import trace as run_trace
+from handwired.views import steps as explain
+from handwired.views.matrices import matrix_table
+from handwired.views.model import weight_matrices
+from handwired.views.numbers import numbers as format_values
+from handwired.views.numbers import probability as format_probability
+from handwired.views.paging import column_pages, table_width
 from handwired.weightfile import fold_labels, load
 
 WIDTH = 80
@@ -154,7 +158,7 @@ def test_explain_of_a_wide_model_at_80_columns_prints_every_number_in_full(wide_
     monkeypatch.setenv("COLUMNS", str(WIDTH))
     out = invoke("explain", "abcab", "-w", str(wide_file)).stdout
     model = load(str(wide_file))
-    steps = explain.steps(model, run.trace(model, "abcab"), explain.expand([]))
+    steps = explain.steps(model, run_trace(model, "abcab"), explain.expand([]))
     matrices = [matrix for step in steps for matrix in step.matrices]
     paged, folded = check_every_number_in_full(out, matrices)
     assert paged >= 10 and folded >= 5
@@ -171,18 +175,18 @@ def test_explain_of_a_wide_model_at_80_columns_prints_every_number_in_full(wide_
     for i, token in enumerate("abcab"):
         best = int(np.argmax(logits[i]))
         probs = np.exp(np.array(logits[i]) - max(logits[i]))
-        expected.append([f"{i}:{token}", "abc"[best], render.format_probability(float(probs[best] / probs.sum()))])
+        expected.append([f"{i}:{token}", "abc"[best], format_probability(float(probs[best] / probs.sum()))])
     assert rows == expected
 
 
 def test_weights_show_of_a_wide_model_at_80_columns_prints_every_number_in_full(wide_file, monkeypatch):
     monkeypatch.setenv("COLUMNS", str(WIDTH))
     out = invoke("weights", "show", str(wide_file)).stdout
-    paged, folded = check_every_number_in_full(out, render.weight_matrices(load(str(wide_file))))
+    paged, folded = check_every_number_in_full(out, weight_matrices(load(str(wide_file))))
     assert paged >= 10 and folded >= 6
     assert "-123456.789" in out
-    assert "4 all-zero rows hidden: scratch11…scratch14; 4 all-zero columns hidden: q5…q8; --all to show them" in " ".join(
-        out.split())
+    assert ("4 all-zero rows hidden: scratch11…scratch14; 4 all-zero columns hidden: q5…q8; --all to show them"
+            in " ".join(out.split()))
 
 
 def test_all_shows_every_row_and_column(wide_file, monkeypatch):
@@ -190,10 +194,11 @@ def test_all_shows_every_row_and_column(wide_file, monkeypatch):
     model = load(str(wide_file))
     out = invoke("weights", "show", str(wide_file), "--all").stdout
     assert "all-zero" not in out and "entries are 0" not in out
-    for matrix, pages in zip(render.weight_matrices(model), printed_cells(out, render.weight_matrices(model))):
+    for matrix, pages in zip(weight_matrices(model), printed_cells(out, weight_matrices(model))):
         merged = {key: text for page in pages for key, text in page.items()}
         texts = matrix.texts  # weights show prints each entry as the file wrote it
-        assert merged == {(row, col): texts[r][c] for r, row in enumerate(matrix.rows) for c, col in enumerate(matrix.cols)}
+        assert merged == {(row, col): texts[r][c] for r, row in enumerate(matrix.rows)
+                          for c, col in enumerate(matrix.cols)}
 
 
 # ---------------------------------------------------------------- folding
@@ -201,9 +206,10 @@ def test_all_shows_every_row_and_column(wide_file, monkeypatch):
 
 def test_weights_show_folds_the_all_zero_rows_and_columns_of_aab():
     out = invoke("weights", "show").stdout
-    assert "3 all-zero rows hidden: a, b, out; 3 all-zero columns hidden: q5…q7; --all to show them" in " ".join(out.split())
+    assert ("3 all-zero rows hidden: a, b, out; 3 all-zero columns hidden: q5…q7; --all to show them"
+            in " ".join(out.split()))
     model = load("aab")
-    matrices = render.weight_matrices(model)
+    matrices = weight_matrices(model)
     w_q = printed_cells(out, matrices)[2]
     assert len(w_q) == 1
     assert sorted({r for r, _ in w_q[0]}) == ["p0", "p1", "p2", "p3", "p4"]
@@ -219,7 +225,7 @@ def test_explain_folds_and_all_unfolds():
     out = invoke("explain", "aabaa", "--step", "embed").stdout
     assert "6 all-zero columns hidden: p0…p4, out; --all to show them" in out  # the token embedding
     assert "3 all-zero columns hidden: a, b, out; --all to show them" in out  # the position embedding
-    token = printed_cells(out, explain.steps(load("aab"), run.trace(load("aab"), "aabaa"), ["embed"])[0].matrices)[0]
+    token = printed_cells(out, explain.steps(load("aab"), run_trace(load("aab"), "aabaa"), ["embed"])[0].matrices)[0]
     assert {c for _, c in token[0]} == {"a", "b"}
     out = invoke("explain", "aabaa", "--step", "embed", "--all").stdout
     assert "all-zero" not in out
@@ -232,14 +238,15 @@ def test_attention_squares_are_never_folded(tmp_path):
     out = invoke("explain", "ab", "-w", str(path), "--step", "scores", "--step", "qkv").stdout
     assert out.count("all 16 entries are 0 (2 × 8); --all to show it") == 3  # Q, K and V of a blank model
     model = load(str(path))
-    scores = explain.steps(model, run.trace(model, "ab"), ["scores"])[0].matrices[0]
+    scores = explain.steps(model, run_trace(model, "ab"), ["scores"])[0].matrices[0]
     [[page]] = printed_cells(out, [scores])
     assert page == {("0:a", "0:a"): "0", ("0:a", "1:b"): "0", ("1:b", "0:a"): "0", ("1:b", "1:b"): "0"}
 
 
 def test_fold_labels_folds_runs_of_three_or_more():
     assert fold_labels(["p5", "p6", "p7", "p8", "q6", "q7", "q8", "q9", "q10", "q11"]) == "p5…p8, q6…q11"
-    assert fold_labels(["q1", "q2", "a", "b", "out", "h3", "h5", "h6", "h7", "0:a"]) == "q1, q2, a, b, out, h3, h5…h7, 0:a"
+    assert (fold_labels(["q1", "q2", "a", "b", "out", "h3", "h5", "h6", "h7", "0:a"])
+            == "q1, q2, a, b, out, h3, h5…h7, 0:a")
 
 
 def fewest_pages(label_width: int, widths: list[int], max_width: int) -> int:
@@ -279,7 +286,8 @@ def test_svg_and_html_carry_everything_unfolded(tmp_path, wide_file, monkeypatch
     assert text.count("┃ pos ╲ dim ┃ p0 ┃ p1 ┃ p2 ┃ p3 ┃ p4 ┃ a ┃ b ┃ out ┃") == 3
     svg = page_svg.read_text()
     assert svg.startswith("<svg") and "all-zero" not in svg
-    assert svg.count("&#160;┃&#160;p0&#160;┃&#160;p1&#160;┃&#160;p2&#160;┃&#160;p3&#160;┃&#160;p4&#160;┃&#160;a&#160;┃&#160;b&#160;┃&#160;out&#160;┃") == 3
+    assert svg.count("&#160;┃&#160;p0&#160;┃&#160;p1&#160;┃&#160;p2&#160;┃&#160;p3&#160;┃&#160;p4&#160;┃"
+                     "&#160;a&#160;┃&#160;b&#160;┃&#160;out&#160;┃") == 3
     # a wide model's export is as wide as its widest table: no page needed, nothing folded
     invoke("explain", "abcab", "-w", str(wide_file), "--step", "qkv", "--block", "0", "--head", "0",
            "--html", str(page_html), "--force")
@@ -291,7 +299,8 @@ def test_svg_and_html_carry_everything_unfolded(tmp_path, wide_file, monkeypatch
 def test_no_color_is_respected(monkeypatch):
     def colours(output: str) -> set[int]:
         """The colour codes among the terminal's style sequences (30–49: foreground/background, 90–107: bright)."""
-        codes = {int(code) for sequence in re.findall(r"\x1b\[([0-9;]*)m", output) for code in sequence.split(";") if code}
+        codes = {int(code) for sequence in re.findall(r"\x1b\[([0-9;]*)m", output)
+                 for code in sequence.split(";") if code}
         return {code for code in codes if 30 <= code <= 49 or 90 <= code <= 107}
 
     monkeypatch.setenv("FORCE_COLOR", "1")
@@ -312,7 +321,7 @@ def test_head_columns_are_numbered_across_heads_and_match_c_attn_and_c_proj():
 
     model, problems = parse(params_to_document(params, 2, "abc", 6))
     assert problems == []
-    trace = run.trace(model, "abca")
+    trace = run_trace(model, "abca")
     tokens = [0, 1, 2, 0]
     block = params["blocks"][0]
     x = [[params["wte"][t][i] + params["wpe"][p][i] for i in range(8)] for p, t in enumerate(tokens)]
@@ -323,15 +332,17 @@ def test_head_columns_are_numbered_across_heads_and_match_c_attn_and_c_proj():
     for head in (0, 1):
         q, k, v = explain.steps(model, trace, ["qkv"], head=head)[0].matrices
         assert q.cols == tuple(f"q{4 * head + i}" for i in range(4))
-        assert k.cols == tuple(f"k{4 * head + i}" for i in range(4)) and v.cols == tuple(f"v{4 * head + i}" for i in range(4))
+        assert (k.cols == tuple(f"k{4 * head + i}" for i in range(4))
+                and v.cols == tuple(f"v{4 * head + i}" for i in range(4)))
         for matrix in (q, k, v):  # a column labelled q5 is c_attn's column q5
             for c, label in enumerate(matrix.cols):
-                np.testing.assert_allclose(matrix.values[:, c], [row[c_attn_columns.index(label)] for row in qkv], atol=1e-9)
+                np.testing.assert_allclose(matrix.values[:, c], [row[c_attn_columns.index(label)] for row in qkv],
+                                           atol=1e-9)
         z = explain.steps(model, trace, ["z"], head=head)[0].matrices[0]
         assert z.cols == tuple(f"z{4 * head + i}" for i in range(4))
         z_columns.update({label: z.values[:, c] for c, label in enumerate(z.cols)})
     # c_proj's row zN in weights show multiplies explain's column zN
-    c_proj = next(m for m in render.weight_matrices(model) if m.title == "blocks[0].attn.c_proj.w")
+    c_proj = next(m for m in weight_matrices(model) if m.title == "blocks[0].attn.c_proj.w")
     attn_out = sum(np.outer(z_columns[label], c_proj.values[r]) for r, label in enumerate(c_proj.rows))
     attn_out = attn_out + block["attn"]["c_proj"]["b"]
     np.testing.assert_allclose(attn_out, trace.record["blocks.0.hook_attn_out"], atol=1e-9)
@@ -340,13 +351,13 @@ def test_head_columns_are_numbered_across_heads_and_match_c_attn_and_c_proj():
 def test_cell_texts_given_with_the_matrix_are_printed_and_folding_follows_the_values():
     from rich.console import Console
 
-    from handwired.explain import Matrix
+    from handwired.views.figures import Matrix
 
     values = np.array([[1024.0, 0.0, 0.0], [0.0, 0.0, 2048.0]])
     texts = (("Lg", "0", "0"), ("0", "0*Lg", "2*Lg"))  # e.g. as written in the weight file
     console = Console(width=WIDTH, file=io.StringIO(), color_system=None)
-    console.print(render.matrix_table(Matrix("m", "", values, ("r0", "r1"), ("c0", "c1", "c2"), "row", "col")))
-    console.print(render.matrix_table(Matrix("w", "", values, ("r0", "r1"), ("c0", "c1", "c2"), "row", "col", texts=texts)))
+    console.print(matrix_table(Matrix("m", "", values, ("r0", "r1"), ("c0", "c1", "c2"), "row", "col")))
+    console.print(matrix_table(Matrix("w", "", values, ("r0", "r1"), ("c0", "c1", "c2"), "row", "col", texts=texts)))
     plain, written = printed_cells(console.file.getvalue(), [Matrix("m", "", values, (), (), "", ""),
                                                              Matrix("w", "", values, (), (), "", "")])
     assert plain == [{("r0", "c0"): "1024", ("r0", "c2"): "0", ("r1", "c0"): "0", ("r1", "c2"): "2048"}]

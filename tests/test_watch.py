@@ -11,9 +11,9 @@ import pytest
 from rich.console import Console, Group
 from rich.text import Text
 
-from handwired import explain as explaining
-from handwired import watch as watching
-from handwired.render import CHANGED
+from handwired.views import steps as explaining
+from handwired.views import watch as watching
+from handwired.views.matrices import CHANGED
 
 
 def write(path, doc):
@@ -34,7 +34,7 @@ def test_snapshot_of_a_good_file_has_steps_and_the_exhaustive_verdict(tmp_path, 
     assert [step.key for step in snapshot.steps] == [s for s in explaining.STEPS
                                                      if s not in ("ln1", "mlp", *explaining.BLOCK_STEPS)]
     verdict = snapshot.verdict
-    assert verdict.how == "check --exhaustive" and verdict.report.ok
+    assert verdict.how == "check, every context" and verdict.report.ok
     assert verdict.report.checked == 62 and verdict.report.failed == 0
 
 
@@ -62,8 +62,10 @@ def test_missing_file_and_bad_context_are_errors(tmp_path, aab_doc):
     assert "cannot read" in watching.load_snapshot(tmp_path / "gone.json").errors[0]
     path = write(tmp_path / "m.json", aab_doc)
     assert "not in the vocabulary" in watching.load_snapshot(path, text="abc").errors[0]
-    assert "--head 3" in watching.load_snapshot(path, head=3).errors[0]
-    assert "--position 7" in watching.load_snapshot(path, position=7).errors[0]
+    assert "head 3: the model has heads 0…0" in watching.load_snapshot(path, head=3).errors[0]
+    flagged = watching.load_snapshot(path, head=3, spell=lambda name: "--" + name).errors[0]
+    assert flagged.startswith("--head 3: the model has heads 0…0")  # as the command spells it
+    assert "position 7: the context has positions 0…4" in watching.load_snapshot(path, position=7).errors[0]
     assert watching.load_snapshot(path, wanted=["why"], position=2).steps[0].title.endswith("position 2")
     del aab_doc["example"]
     assert 'no "example"' in watching.load_snapshot(write(path, aab_doc)).errors[0]
@@ -72,7 +74,8 @@ def test_missing_file_and_bad_context_are_errors(tmp_path, aab_doc):
 def test_verdict_without_target_and_for_large_models(tmp_path, aab_doc):
     path = write(tmp_path / "m.json", aab_doc)
     stream = watching.check_verdict(watching.load_snapshot(path).model, limit=10)
-    assert stream.how.startswith("check (stream") and stream.report.checked == 27  # the published test
+    # the published test
+    assert stream.how.startswith("check, the stream test (every context would be 62") and stream.report.checked == 27
     del aab_doc["target"]
     verdict = watching.load_snapshot(write(path, aab_doc)).verdict
     assert verdict.report is None and "no \"target\"" in verdict.note
@@ -122,7 +125,7 @@ def test_screen_shows_verdict_edits_marks_and_errors(tmp_path, aab_doc):
     path = tmp_path / "m.json"
     state = watching.State().advance(watching.load_snapshot(write(path, aab_doc), wanted=["proj"]))
     first = text_of(watching.screen(state, "header line"))
-    assert "header line" in first and "PASS check --exhaustive: 13 passed, 0 failed, 49 not judged of 62" in first
+    assert "header line" in first and "PASS check, every context: 13 passed, 0 failed, 49 not judged of 62" in first
     assert CHANGED not in first
     aab_doc["blocks"][0]["attn"]["c_proj"]["b"][5] = 1000
     state = state.advance(watching.load_snapshot(write(path, aab_doc), wanted=["proj"]))
@@ -133,13 +136,13 @@ def test_screen_shows_verdict_edits_marks_and_errors(tmp_path, aab_doc):
     aab_doc["blocks"][0]["attn"]["c_proj"]["b"][5] = 0  # ties: 'aa' now fails
     state = state.advance(watching.load_snapshot(write(path, aab_doc), wanted=["proj"]))
     third = text_of(watching.screen(state), width=200)
-    assert "FAIL check --exhaustive" in third and "(previous version: 13 passed, 0 failed)" in third
+    assert "FAIL check, every context" in third and "(previous version: 13 passed, 0 failed)" in third
     assert "shortest failures: 'ab' → b (expected a)" in third
     path.write_text('{"format": ', encoding="utf-8")
     state = state.advance(watching.load_snapshot(path, wanted=["proj"]))
     broken = text_of(watching.screen(state))
     assert "does not load" in broken and "not valid JSON" in broken and "Showing the last version that loaded" in broken
-    assert "FAIL check --exhaustive" in broken  # the last good version stays below the error
+    assert "FAIL check, every context" in broken  # the last good version stays below the error
 
 
 def test_cropped_fits_the_height_and_names_what_is_below(tmp_path, aab_doc):
@@ -149,7 +152,8 @@ def test_cropped_fits_the_height_and_names_what_is_below(tmp_path, aab_doc):
     assert len(cropped) == 20 and cropped[:19] == full[:19]
     # 19 lines hold the verdict, the model and context lines and most of the embed panel
     # (the panels below, as many as fit before the hint)
-    assert cropped[19] == "… below: [embed] [qkv] [scores] [mask] [pattern] … · narrow the view with --step, --block or --head"
+    assert cropped[19] == ("… below: [embed] [qkv] [scores] [mask] [pattern] … · narrow the view with --step, "
+                           "--block or --head")
     wide = text_of(watching.Cropped(watching.screen(state)), width=160, height=20).splitlines()
     every_step = " ".join(f"[{step.key}]" for step in state.good.steps)
     assert wide[19] == f"… below: {every_step} · narrow the view with --step, --block or --head"
@@ -176,13 +180,14 @@ def test_watch_refuses_a_missing_file_and_a_stdout_that_is_not_a_terminal(tmp_pa
     path = tmp_path / "my.json"
     path.write_text(json.dumps(aab_doc), encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "handwired", "watch", str(path)], capture_output=True, text=True,
-                            timeout=30, env={k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")})
+                            timeout=30,
+                            env={k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")})
     assert result.returncode == 2 and "stdout is not a terminal" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_value_that_changed_to_zero_is_marked_not_folded_away():
-    from handwired.explain import Matrix
-    from handwired.render import matrix_table
+    from handwired.views.figures import Matrix
+    from handwired.views.matrices import matrix_table
 
     values = np.array([[0.0, 2.0], [0.0, 0.0]])  # column x and row 1 are all zero: folded without marks
     matrix = Matrix("m", "", values, ("r0", "r1"), ("x", "y"), "row", "column")
@@ -193,15 +198,16 @@ def test_a_value_that_changed_to_zero_is_marked_not_folded_away():
 
 
 def test_a_puzzle_judges_instead_of_the_target(tmp_path, aab_doc):
-    from handwired import puzzles
+    from handwired.judge.catalogue import load_puzzle, solution_path
+    from handwired.judge.puzzle import starter as puzzle_starter
 
-    previous = puzzles.load_puzzle("previous")
+    previous = load_puzzle("previous")
     judge = watching.puzzle_verdict(previous)
-    solved = watching.load_snapshot(puzzles.solution_path("previous"), judge=judge)
+    solved = watching.load_snapshot(solution_path("previous"), judge=judge)
     assert solved.verdict.how == "puzzle previous" and solved.verdict.report.ok
     assert solved.verdict.report.checked == sum(3**n for n in range(1, previous.n_ctx + 1))  # every context
     assert "PASS puzzle previous" in text_of(watching.screen(watching.State().advance(solved)))
-    starter = write(tmp_path / "starter.json", puzzles.starter(previous))
+    starter = write(tmp_path / "starter.json", puzzle_starter(previous))
     failing = watching.load_snapshot(starter, judge=judge).verdict.report
     assert not failing.ok and failing.failed > 0
     misfit = watching.load_snapshot(write(tmp_path / "aab.json", aab_doc), judge=judge).verdict

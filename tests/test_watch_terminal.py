@@ -74,11 +74,12 @@ def test_watch_redraws_on_save_shows_errors_in_place_and_exits_cleanly(tmp_path,
     path.write_text(good, encoding="utf-8")
     # COLUMNS and LINES, if the test runner set them, would override the terminal's own size;
     # NO_COLOR: the marks must show without colour.
-    command = (f"cd {ROOT} && env -u COLUMNS -u LINES NO_COLOR=1 {sys.executable} -m handwired watch {path} --step proj --step probs "
+    command = (f"cd {ROOT} && env -u COLUMNS -u LINES NO_COLOR=1 {sys.executable} -m handwired watch {path} "
+               "--step proj --step probs "
                f"2> {err_file}; echo $? > {exit_file}")
     term = terminal(command)
 
-    first = term.wait_for(lambda s: "PASS check --exhaustive" in s, "the first verdict")
+    first = term.wait_for(lambda s: "PASS check, every context" in s, "the first verdict")
     assert "[proj] Output projection" in first and "1024" in first
     assert len(first.splitlines()) <= 40 and "… below: [probs] · narrow the view" in first  # cropped, saying so
 
@@ -106,7 +107,7 @@ def test_watch_redraws_on_save_shows_errors_in_place_and_exits_cleanly(tmp_path,
     spare.write_text(good, encoding="utf-8")
     os.replace(spare, path)
     back = term.wait_for(lambda s: "•1024" in s and "cannot read" not in s, "the view after the rename")
-    assert "PASS check --exhaustive" in back
+    assert "PASS check, every context" in back
 
     # A file that parses but is not a valid model: every problem, in place.
     path.write_text(good.replace('"n_ctx": 5', '"n_ctx": "five"'), encoding="utf-8")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from handwired.errors import HandwiredError
-from handwired.expr import ExpressionError, evaluate
 from handwired.weightfile import bundled_models, dumps, load, parse, starter_document, write_new
+from handwired.weightfile.expr import ExpressionError, evaluate
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,7 @@ def test_bundled_aab_is_found_and_valid(aab_doc):
     assert "aab" in bundled_models()
     assert problems_of(aab_doc) == []
     model = load("aab")
-    assert model.constants == {"Lg": 1024.0}
+    assert model.written.constants == {"Lg": 1024.0}
     assert model.dims == ("p0", "p1", "p2", "p3", "p4", "a", "b", "out")
     assert model.params["blocks"][0]["attn"]["c_proj"]["w"][7, 5] == -1024
 
@@ -60,7 +60,8 @@ def test_missing_bias_means_zeros(aab_doc):
 @pytest.mark.parametrize(
     "edit,expected",
     [
-        (lambda d: d["blocks"][0]["attn"]["c_attn"]["w"][3].pop(), "blocks[0].attn.c_attn.w[3]: 23 numbers, expected 24"),
+        (lambda d: d["blocks"][0]["attn"]["c_attn"]["w"][3].pop(),
+         "blocks[0].attn.c_attn.w[3]: 23 numbers, expected 24"),
         (lambda d: d["wte"].pop(), "wte: 1 rows, expected 2 (one per vocab token)"),
         (lambda d: d["blocks"][0]["attn"].update(c_atn=d["blocks"][0]["attn"].pop("c_attn")),
          "blocks[0].attn.c_atn: unknown key 'c_atn' (did you mean 'c_attn'?"),
@@ -69,7 +70,8 @@ def test_missing_bias_means_zeros(aab_doc):
         (lambda d: d["wpe"][1].__setitem__(2, None), "found null"),
         (lambda d: d["wpe"][0].__setitem__(0, float("nan")), "wpe[0][0]: expected a finite number; found nan"),
         (lambda d: d["wpe"][0].__setitem__(0, float("inf")), "wpe[0][0]: expected a finite number; found inf"),
-        (lambda d: d["wpe"][0].__setitem__(0, 10**400), "wpe[0][0]: expected a finite number; found a number too large"),
+        (lambda d: d["wpe"][0].__setitem__(0, 10**400),
+         "wpe[0][0]: expected a finite number; found a number too large"),
         (lambda d: d.update(n_head=3), "n_head: n_embd 8 is not divisible by n_head 3"),
         (lambda d: d.update(n_ctx=0), "n_ctx: expected a whole number ≥ 1; found 0"),
         (lambda d: d.update(n_ctx=4.5), "n_ctx: expected a whole number ≥ 1; found the number 4.5"),
@@ -113,7 +115,8 @@ def test_constants_may_use_earlier_constants(aab_doc):
 def test_load_errors_are_one_line_with_the_file(tmp_path, write_json, aab_doc):
     path = tmp_path / "broken.json"
     path.write_text('{"format": "handwired/1",\n  "vocab": ["a" "b"]}')
-    with pytest.raises(HandwiredError, match=r"broken.json: not valid JSON: Expecting ',' delimiter \(line 2, column 17\)"):
+    with pytest.raises(HandwiredError,
+                       match=r"broken.json: not valid JSON: Expecting ',' delimiter \(line 2, column 17\)"):
         load(str(path))
     with pytest.raises(HandwiredError, match="no such file, and no bundled model of that name"):
         load(str(tmp_path / "missing.json"))
@@ -121,7 +124,8 @@ def test_load_errors_are_one_line_with_the_file(tmp_path, write_json, aab_doc):
     aab_doc["wte"][1].pop()
     with pytest.raises(HandwiredError) as error:
         load(str(write_json(aab_doc)))
-    assert "model.json: wte[0]: 7 numbers, expected 8 (one per residual dim) (and 1 more: handwired weights validate" in str(error.value)
+    assert ("model.json: wte[0]: 7 numbers, expected 8 (one per residual dim) (and 1 more: handwired weights validate"
+            in str(error.value))
     assert "\n" not in str(error.value)
     path.write_text('{"a": 1, "a": 2}')
     with pytest.raises(HandwiredError, match="key 'a' appears twice"):
@@ -129,9 +133,9 @@ def test_load_errors_are_one_line_with_the_file(tmp_path, write_json, aab_doc):
 
 
 def test_far_too_large_file_is_refused_without_reading(tmp_path, monkeypatch):
-    import handwired.weightfile as weightfile
+    from handwired.weightfile import jsonfile
 
-    monkeypatch.setattr(weightfile, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(jsonfile, "MAX_FILE_BYTES", 100)
     path = tmp_path / "big.json"
     path.write_text("[" + "0," * 100 + "0]")
     with pytest.raises(HandwiredError, match="far too large"):
@@ -164,7 +168,7 @@ def test_dumps_round_trips_and_keeps_each_row_on_one_line(aab_doc):
 def test_write_new_refuses_to_overwrite_and_is_atomic(tmp_path):
     path = tmp_path / "mine.json"
     path.write_text("my precious weights")
-    with pytest.raises(HandwiredError, match="already exists; use --force"):
+    with pytest.raises(HandwiredError, match="already exists; use force to replace it"):
         write_new(path, "new")
     assert path.read_text() == "my precious weights"
     write_new(path, "new", force=True)
@@ -187,7 +191,7 @@ def test_random_damage_is_always_reported_never_raised(aab_doc):
     import copy
     import random
 
-    from handwired.forward import forward
+    from handwired.engine.forward import forward
 
     rng = random.Random(0)
     junk = [None, True, 0, -1, 2.5, 1e400, "Lg", "-(", "x", "", [], [1], [[1]], {}, {"w": 1}, "a", ["a", "b", "c"]]

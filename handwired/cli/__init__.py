@@ -1,15 +1,15 @@
-"""The command line: a thin layer that parses arguments, calls the core and renders.
+"""The command line: a thin layer on top that parses arguments, calls the core and renders.
 
-One module per command group, each only parsing and rendering: :mod:`.model`
-(predict, explain, complete), :mod:`.check`, :mod:`.weights`, :mod:`.attend`,
-:mod:`.interop` (export, import), :mod:`.puzzles`, :mod:`.diff`, :mod:`.live` (watch). They register their
-commands on :data:`handwired.cli.app.app`.
+Each command lives in a module of its own and is imported only when it runs
+(click's lazily loaded sub-commands, :class:`LazyGroup`), so ``handwired
+predict`` loads the forward pass and its view and nothing of checks, puzzles or
+exports. Shared options, output and error handling are in :mod:`.common`.
 """
 
-from __future__ import annotations
-
+import importlib
 import os
 import warnings
+from typing import Annotated
 
 # handwired's matrices are tiny: BLAS threads only add overhead, while the
 # batched evaluation spreads whole chunks of contexts over the cores instead.
@@ -17,13 +17,69 @@ import warnings
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
-# A model whose numbers leave float64's range is reported in one line naming where (run.require_finite);
+# A model whose numbers leave float64's range is reported in one line naming where (engine.logits);
 # numpy's own warnings about it, from any thread, would only repeat that in worse words.
 for _message in ("overflow encountered", "invalid value encountered"):
     warnings.filterwarnings("ignore", message=_message, category=RuntimeWarning)
 
-from handwired.cli.app import app  # noqa: E402
-from handwired.cli import model, check, weights, attend, interop, puzzles, diff, live  # noqa: E402,F401  (registers the commands)
+import typer  # noqa: E402
+from typer.core import TyperGroup  # noqa: E402
+
+from handwired.cli.common import guard  # noqa: E402
+
+COMMANDS = {  # name -> "module:app", in the order --help lists them; a module is imported when its command runs
+    "predict": "handwired.cli.predict:app",
+    "explain": "handwired.cli.explain:app",
+    "complete": "handwired.cli.complete:app",
+    "check": "handwired.cli.check:app",
+    "watch": "handwired.cli.watch:app",
+    "diff": "handwired.cli.diff:app",
+    "attend": "handwired.cli.attend:app",
+    "weights": "handwired.cli.weights:app",
+    "puzzles": "handwired.cli.puzzles:app",
+    "export": "handwired.cli.interop:export_app",
+    "import": "handwired.cli.interop:import_app",
+}
+
+
+class LazyGroup(TyperGroup):
+    """A group whose sub-commands are imported on first use (click's documented pattern for lazy loading)."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attribute = COMMANDS[cmd_name].split(":")
+            command = typer.main.get_command(getattr(importlib.import_module(module), attribute))
+            command.name = cmd_name
+            self.commands[cmd_name] = guard(command)
+        return super().get_command(ctx, cmd_name)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version  # only for --version: it costs every other command start-up time
+
+        typer.echo(f"handwired {version('handwired')}")
+        raise typer.Exit()
+
+
+app = typer.Typer(
+    cls=LazyGroup,
+    help="Wire a transformer's weights by hand, run it, see every number, and prove it right.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+
+@app.callback()
+def handwired(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print handwired's version and exit.")] = False,
+) -> None:
+    """Wire a transformer's weights by hand, run it, see every number, and prove it right."""
 
 
 def main() -> None:

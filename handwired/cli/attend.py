@@ -2,36 +2,41 @@
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.text import Text
 
-from handwired import render
-from handwired.cli.app import ForceOption, HtmlOption, Output, SvgOption, app, user_errors
+from handwired.cli.common import ForceOption, HtmlOption, JsonOption, Output, SvgOption
+from handwired.defaults import ATTENTION_SCORE
+from handwired.engine.attend import SCORES
+from handwired.engine.attend import attend as attention_step
 from handwired.errors import HandwiredError
+from handwired.views import attend as attending
+from handwired.views.matrices import step_panel
 
-SCORES = ("scaled-dot", "dot", "gaussian")  # handwired.attend.SCORES (a test holds them equal), kept out of the imports
+app = typer.Typer()
 MATRIX_HELP = "',' between numbers in a row, ';' between rows; without ';' each number is a row of its own."
 
 
 @app.command()
-@user_errors
 def attend(
-    file: Annotated[Optional[Path], typer.Argument(help="A JSON file with q, k and v (or x); or give them inline.")] = None,
-    q: Annotated[Optional[str], typer.Option("--q", help=f"Queries, e.g. 62 or '64,85;61,80'. {MATRIX_HELP}")] = None,
-    k: Annotated[Optional[str], typer.Option("--k", help="Keys, e.g. 60,64,68 or '68,91;60,87;64,88'.")] = None,
-    v: Annotated[Optional[str], typer.Option("--v", help="Values, one row per key.")] = None,
-    x: Annotated[Optional[str], typer.Option("--x", help="Self-attention: Q = K = V = X.")] = None,
-    score: Annotated[str, typer.Option(help=f"Score function: {', '.join(SCORES)}.")] = "scaled-dot",
+    file: Annotated[
+        Path | None,
+        typer.Argument(help="A JSON file with q, k and v (or x); or give them inline."),
+    ] = None,
+    q: Annotated[str | None, typer.Option("--q", help=f"Queries, e.g. 62 or '64,85;61,80'. {MATRIX_HELP}")] = None,
+    k: Annotated[str | None, typer.Option("--k", help="Keys, e.g. 60,64,68 or '68,91;60,87;64,88'.")] = None,
+    v: Annotated[str | None, typer.Option("--v", help="Values, one row per key.")] = None,
+    x: Annotated[str | None, typer.Option("--x", help="Self-attention: Q = K = V = X.")] = None,
+    score: Annotated[str, typer.Option(help=f"Score function: {', '.join(SCORES)}.")] = ATTENTION_SCORE,
     causal: Annotated[bool, typer.Option("--causal", help="Mask keys after the query (a decoder's mask).")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print every intermediate as JSON.")] = False,
+    as_json: JsonOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
 ) -> None:
     """Compute one attention step: scores, softmax weights and the weighted sum of values."""
-    from handwired import attend as attending  # here: the other commands start faster without it
     inline = {name: text for name, text in (("q", q), ("k", k), ("v", v), ("x", x)) if text is not None}
     if file is not None and inline:
         raise HandwiredError(f"{file}: give the matrices in the file or inline (--{next(iter(inline))}), not both")
@@ -42,15 +47,16 @@ def attend(
     given = attending.read_file(file) if file is not None else {
         name: attending.parse_inline(text, f"--{name}") for name, text in inline.items()}
     queries, keys, values = attending.gather(given)
-    result = attending.attend(queries, keys, values, score, causal)
+    result = attention_step(queries, keys, values, score, causal)
     if as_json:
         typer.echo(json.dumps(attending.to_json(result), indent=2, ensure_ascii=False))
         return
     note = attending.saturation_note(result)
 
     def view(_everything: bool) -> list:  # matrices given by hand are shown whole: nothing folded
-        return [Text.assemble(("attention ", "dim"), (score, "bold"), ("  causal mask" if causal else "  no mask", "dim")),
-                *[render.step_panel(step, show_all=True) for step in attending.view(result, self_attention="x" in given)],
+        return [Text.assemble(("attention ", "dim"), (score, "bold"),
+                              ("  causal mask" if causal else "  no mask", "dim")),
+                *[step_panel(step, show_all=True) for step in attending.view(result, self_attention="x" in given)],
                 *([Text(note, style="yellow")] if note else [])]
 
     out.show(view)

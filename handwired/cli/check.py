@@ -1,170 +1,110 @@
-"""check: prove a model right on a stream, every context, or a sample."""
+"""check: prove a model right on a stream, every context, or a sample; or judge it as a puzzle's answer."""
 
 import json
-import shlex
-import signal
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
-from handwired import explain as explaining
-from handwired import render, run
-from handwired.cli.app import EXIT_INTERRUPTED, ForceOption, HtmlOption, Output, SvgOption, WeightsOption, app, user_errors
-from handwired.errors import HandwiredError
-from handwired.weightfile import DEFAULT_MODEL, load
+from handwired.cli.checking import explain_command, progress_and_stop, puzzle_verdict
+from handwired.cli.common import (
+    EXIT_CHECK_FAILED,
+    EXIT_INTERRUPTED,
+    ForceOption,
+    HtmlOption,
+    JsonOption,
+    Output,
+    ShowAllOption,
+    SvgOption,
+    WeightsArgument,
+    WeightsOption,
+    weight_spec,
+)
+from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STREAM_MIN_LENGTH, stream_length
+from handwired.errors import HandwiredError, bad_value
+from handwired.judge.plans import Plan, exhaustive_plan, pattern_rule, sample_plan, stream_plan
+from handwired.judge.report import run
+from handwired.views.report import failure_view, report_json
+from handwired.weightfile import Model, load
 
-if TYPE_CHECKING:
-    from handwired import check as checking
-
-NEAR_MISS = 1.0  # --near-miss's default, as handwired.check.NEAR_MISS (a test holds them equal), kept out of the imports
+app = typer.Typer()
 
 
 @app.command()
-@user_errors
 def check(
-    weights: WeightsOption = DEFAULT_MODEL,
-    target: Annotated[Optional[str], typer.Option(help="The repeating pattern; default: the file's target.")] = None,
+    file: WeightsArgument = None,
+    weights: WeightsOption = None,
+    target: Annotated[str | None, typer.Option(help="The repeating pattern; default: the file's target.")] = None,
     length: Annotated[
-        Optional[int],
-        typer.Option(help="Stream length in tokens; default: ten repeats of the target less one, as the published test."),
+        int | None,
+        typer.Option(help="Stream length in tokens; default: ten repeats of the target less one, "
+                          "as the published test."),
     ] = None,
-    exhaustive: Annotated[bool, typer.Option("--exhaustive", help="Check every context of length --min-length…n_ctx.")] = False,
-    sample: Annotated[Optional[int], typer.Option(help="Check this many random contexts instead.")] = None,
-    seed: Annotated[int, typer.Option(help="Random seed for --sample.")] = 0,
+    exhaustive: Annotated[
+        bool,
+        typer.Option("--exhaustive", help="Check every context of length --min-length…n_ctx."),
+    ] = False,
+    sample: Annotated[int | None, typer.Option(help="Check this many random contexts instead.")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed for --sample.")] = SEED,
     min_length: Annotated[
-        Optional[int], typer.Option(help="Shortest context to check; default 2 for a stream, 1 otherwise.")
+        int | None,
+        typer.Option(help=f"Shortest context to check; default {STREAM_MIN_LENGTH} for a stream, "
+                          f"{MIN_LENGTH} otherwise."),
     ] = None,
-    show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = 10,
+    show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = FAILURES_SHOWN,
     near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = NEAR_MISS,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable verdict.")] = False,
-    no_mask: Annotated[bool, typer.Option("--no-mask", help="Refused: a next-token check must not let the model see the future.")] = False,
+    as_json: JsonOption = False,
     puzzle: Annotated[
-        Optional[str], typer.Option(help="Judge the model as an answer to this puzzle, on every context by its rule.")
+        str | None, typer.Option(help="Judge the model as an answer to this puzzle, on every context by its rule.")
     ] = None,
+    show_all: ShowAllOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
 ) -> None:
     """Score the model on its target pattern (or a puzzle's rule); exit code 0 only if nothing fails."""
-    if no_mask:
-        raise HandwiredError("--no-mask: check judges next-token predictions, and a model that sees the tokens after "
-                             "a position can read the answer instead of predicting it; there is nothing to prove. "
-                             "Use it with predict or explain")
+    spec = weight_spec(file, weights)
+    if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
+        raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
     if puzzle is not None:
         given = [option for option, value in (("--target", target), ("--length", length), ("--exhaustive", exhaustive),
-                                              ("--sample", sample), ("--min-length", min_length)) if value not in (None, False)]
+                                              ("--sample", sample), ("--min-length", min_length))
+                 if value not in (None, False)]
         if given:
             raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
-        from handwired.cli.puzzles import check_puzzle  # the same verdict as `handwired puzzles check`
-
-        check_puzzle(puzzle, weights, show, near_miss, as_json, svg, html, force)
+        puzzle_verdict(puzzle, spec, show, near_miss, as_json, svg, html, force, show_all)
         return
-    from handwired import check as checking  # here, not above: only check needs it, and predict starts faster
-    model = load(weights)
+    model = load(spec)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
+    plan = _plan(model, target, length, exhaustive, sample, seed, min_length)
+    with progress_and_stop(not as_json) as (progress, should_stop):
+        report = run(model, plan, show, progress, should_stop)
+    if as_json:
+        typer.echo(json.dumps(report_json(report, near_miss), indent=2, ensure_ascii=False))
+    else:
+        reveal = explain_command(model, spec, report.shortest_failure.context) if report.failures else None
+        out.show(lambda everything: failure_view(model, report, near_miss, everything, reveal), show_all)
+    if report.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if not report.ok:
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _plan(model: Model, target: str | None, length: int | None, exhaustive: bool, sample: int | None, seed: int,
+          min_length: int | None) -> Plan:
+    """The plan the options ask for: a stream of the target (the default), every context, or a sample."""
     pattern = target if target is not None else model.target  # --target '' is a mistake, not "the file's"
     if pattern is None:
-        raise HandwiredError(f"{model.source}: has no 'target'; give one with --target, e.g. --target {model.vocab[0] * 2}")
+        raise HandwiredError(f"{model.source}: has no 'target'; give one with --target, "
+                             f"e.g. --target {model.vocab[0] * 2}")
     if exhaustive and sample is not None:
         raise HandwiredError("--exhaustive and --sample: choose one")
     if (exhaustive or sample is not None) and length is not None:
         raise HandwiredError("--length is for a stream check; --exhaustive and --sample choose their own contexts")
-    if show < 1:
-        raise HandwiredError(f"--show {show}: expected 1 or more")
-    if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
-        raise HandwiredError(f"--near-miss {near_miss}: expected a number of logits, 0 or more")
     if exhaustive:
-        plan = checking.exhaustive_plan(model, checking.pattern_rule(model, pattern), 1 if min_length is None else min_length)
-    elif sample is not None:
-        plan = checking.sample_plan(model, checking.pattern_rule(model, pattern), sample, seed,
-                                    1 if min_length is None else min_length)
-    else:
-        plan = checking.stream_plan(model, pattern, 10 * len(pattern) - 1 if length is None else length,
-                                    2 if min_length is None else min_length)
-    report = run_with_progress(model, plan, show, show_progress=not as_json)
-    if as_json:
-        typer.echo(json.dumps(report_json(report, near_miss), indent=2, ensure_ascii=False))
-    else:
-        out.show(lambda everything: failure_view(model, report, near_miss, weights, everything))
-    if report.interrupted:
-        raise typer.Exit(EXIT_INTERRUPTED)
-    if not report.ok:
-        raise typer.Exit(1)
-
-
-def failure_view(model, report: "checking.Report", near_miss: float, weights: str, everything: bool) -> list:
-    """The report, then the attention view of the shortest failing context, if any."""
-    parts: list = [render.report_view(model, report, near_miss)]
-    failure = report.shortest_failure
-    if failure is not None:
-        parts.append(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
-                          style="bold"))
-        trace = run.trace(model, failure.context)
-        again = ["handwired", "explain", failure.context, *(["-w", weights] if weights != DEFAULT_MODEL else []),
-                 "--step", "attention", "--all"]
-        parts += [render.step_panel(panel, everything, reveal=shlex.join(again))
-                  for panel in explaining.steps(model, trace, explaining.expand(["attention"]))]
-    return parts
-
-
-
-def run_with_progress(model, plan: "checking.Plan", show: int, show_progress: bool) -> "checking.Report":
-    """Run a check; a progress bar appears only on a terminal and only once it has taken a second."""
-    from handwired import check as checking
-    stop = {"asked": False}
-    started = time.monotonic()
-    bar: dict = {}
-    console = Console(stderr=True)
-
-    def on_interrupt(signum, frame):
-        stop["asked"] = True
-
-    def progress(done: int, total: int) -> None:
-        if not show_progress or not console.is_terminal or time.monotonic() - started < 1.0:
-            return
-        if not bar:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            bar["progress"] = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                                       console=console, transient=True)
-            bar["task"] = bar["progress"].add_task("check", total=total)
-            bar["progress"].start()
-        bar["progress"].update(bar["task"], completed=done)
-
-    previous = signal.signal(signal.SIGINT, on_interrupt)
-    try:
-        return checking.run(model, plan, show, progress, lambda: stop["asked"])
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if bar:
-            bar["progress"].stop()
-
-
-def report_json(report: "checking.Report", near_miss: float) -> dict:
-    margin = report.margin
-    return {
-        "checked": report.description,
-        "rule": report.rule,
-        "total": report.total,
-        "contexts": report.checked,
-        "passed": report.passed,
-        "failed": report.failed,
-        "ambiguous": report.ambiguous,
-        "out_of_domain": report.out_of_domain,
-        "ok": report.ok,
-        "interrupted": report.interrupted,
-        "shortest_failure": report.shortest_failure.context if report.shortest_failure else None,
-        "failures": [
-            {"context": f.context, "expected": list(f.acceptable), "predicted": f.predicted, "tied": f.tied,
-             "logits": f.logits.tolist(), "probabilities": f.probs.tolist()}
-            for f in report.failures
-        ],
-        "margin": None if margin is None else {
-            "logits": margin.value, "context": margin.context, "right": margin.right, "wrong": margin.wrong,
-            "near_miss": report.near_miss(near_miss),
-        },
-    }
+        return exhaustive_plan(model, pattern_rule(model, pattern), MIN_LENGTH if min_length is None else min_length)
+    if sample is not None:
+        return sample_plan(model, pattern_rule(model, pattern), sample, seed,
+                           MIN_LENGTH if min_length is None else min_length)
+    return stream_plan(model, pattern, stream_length(pattern) if length is None else length,
+                       STREAM_MIN_LENGTH if min_length is None else min_length)

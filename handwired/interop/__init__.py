@@ -8,19 +8,18 @@ unchanged both ways; constants and expressions in the weight file do not survive
 Both need only numpy and the ``safetensors`` package (``handwired[export]``).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from handwired.errors import HandwiredError
 from handwired.interop.folder import FILES, check_output_folder, export_files, read_folder, write_folder
-from handwired.interop.loader import TESTED
-from handwired.weightfile import check_writable, write_new
+from handwired.interop.readme import TESTED
+from handwired.weightfile import Model
+from handwired.weightfile.writing import check_writable, write_new
 
 TARGETS = ("transformer-lens",)
 
 
-def export_folder(model, folder: Path, force: bool = False) -> dict[str, bytes]:
+def export_folder(model: Model, folder: Path, force: bool = False) -> dict[str, bytes]:
     """Write the model's TransformerLens folder; return the files written."""
     check_output_folder(folder, force)
     files = export_files(model)
@@ -28,7 +27,7 @@ def export_folder(model, folder: Path, force: bool = False) -> dict[str, bytes]:
     return files
 
 
-def import_folder(folder: Path, output: Path, force: bool = False, vocab: str | None = None):
+def import_folder(folder: Path, output: Path, force: bool = False, vocab: str | None = None) -> Model:
     """Read a TransformerLens folder into a new weight file; return the model it holds."""
     if output.resolve().is_relative_to(folder.resolve()):
         raise HandwiredError(f"{output}: inside the folder being read ({folder}); write the weight file elsewhere")

@@ -6,8 +6,6 @@ A folder holds ``config.json`` (the ``HookedTransformerConfig`` arguments),
 example, target) and ``README.md`` (how to load it).
 """
 
-from __future__ import annotations
-
 import json
 import math
 import os
@@ -19,10 +17,13 @@ from typing import Any
 import numpy as np
 
 from handwired.errors import HandwiredError
-from handwired.interop import convert
-from handwired.interop.loader import readme
-from handwired import convert as forms
-from handwired.weightfile import MAX_FILE_BYTES, dumps, parse, read_json
+from handwired.interop import mapping
+from handwired.interop.readme import readme
+from handwired.weightfile import Model, parse, read_json
+from handwired.weightfile.checker import Checker
+from handwired.weightfile.forms import document
+from handwired.weightfile.jsonfile import MAX_FILE_BYTES
+from handwired.weightfile.writing import dumps
 
 CONFIG, WEIGHTS, VOCAB, LABELS, README = "config.json", "model.safetensors", "vocab.json", "handwired.json", "README.md"
 FILES = (CONFIG, WEIGHTS, VOCAB, LABELS, README)
@@ -42,15 +43,15 @@ def safetensors_numpy():
 # ---------------------------------------------------------------- export
 
 
-def export_files(model) -> dict[str, bytes]:
+def export_files(model: Model) -> dict[str, bytes]:
     """Every file of the folder, as bytes; the same model always gives the same bytes."""
     save = safetensors_numpy().save
-    config = convert.to_config(model)
-    state = convert.to_state_dict(model)
+    config = mapping.to_config(model)
+    state = mapping.to_state_dict(model)
     labels = {"name": model.name, "description": model.description,
               "dims": list(model.dims), "example": model.example, "target": model.target,
               # each MLP's hidden units by name and number: TransformerLens pads them to one width, unnamed
-              "hidden": {str(i): list(model.axes[f"blocks[{i}].mlp.c_fc.w"][1].labels)
+              "hidden": {str(i): list(model.axes(f"blocks[{i}].mlp.c_fc.w")[1].labels)
                          for i, block in enumerate(model.params["blocks"]) if "mlp" in block}}
     return {
         CONFIG: _json(config),
@@ -103,11 +104,11 @@ def check_output_folder(folder: Path, force: bool) -> None:
         if not folder.is_dir() or folder.is_symlink():
             raise HandwiredError(f"{folder}: already exists and is not a folder; choose another name")
         if not force:
-            raise HandwiredError(f"{folder}: already exists; use --force to replace it")
+            raise HandwiredError(f"{folder}: already exists; use {{force}} to replace it", ("force",))
         strangers = sorted(entry.name for entry in folder.iterdir() if entry.name not in FILES)
         if strangers:
             raise HandwiredError(f"{folder}: holds {strangers[0]!r}, which an export does not write; "
-                                 "not replacing it, even with --force")
+                                 "not replacing it, even with {force}", ("force",))
     parent = folder.parent
     if not parent.is_dir():
         raise HandwiredError(f"{folder}: folder {parent} does not exist")
@@ -126,22 +127,23 @@ def read_folder(folder: Path, vocab: str | None = None) -> tuple[str, Any]:
     if not folder.is_dir():
         raise HandwiredError(f"{folder}: is not a folder (expected {CONFIG}, {WEIGHTS} and {VOCAB} in one)")
     config_path = folder / CONFIG
-    sizes = convert.read_config(_read_json(config_path), str(config_path))
-    numbers = sum(math.prod(shape) for shape in convert.expected_shapes(sizes).values())
+    sizes = mapping.read_config(_read_json(config_path), str(config_path))
+    numbers = sum(math.prod(shape) for shape in mapping.expected_shapes(sizes).values())
     if 2 * numbers > MAX_FILE_BYTES:  # at least "0," for each number
         raise HandwiredError(f"{config_path}: {numbers:,} weights would make a file larger than handwired reads "
                              f"({MAX_FILE_BYTES:,} bytes)")
     tokens = _vocab(folder, sizes["d_vocab"], vocab)
     weights_path = folder / WEIGHTS
-    state = convert.check_tensors(_read_tensors(weights_path), sizes, str(weights_path))
+    state = mapping.check_tensors(_read_tensors(weights_path), sizes, str(weights_path))
     labels = _labels(folder / LABELS, sizes["d_model"])
-    doc = convert.to_document(state, sizes, tokens, labels)
+    doc = mapping.to_document(state, sizes, tokens, labels)
     model, problems = parse(doc, source=str(folder))
     if problems:
         raise HandwiredError(f"{folder}: would not make a valid weight file: {problems[0]}")
-    text = dumps(forms.document(model, "sparse"))  # as a person would write it: non-zero entries by label
+    text = dumps(document(model, "sparse"))  # as a person would write it: non-zero entries by label
     if len(text.encode("utf-8")) > MAX_FILE_BYTES:
-        raise HandwiredError(f"{folder}: the weight file would be larger than handwired reads ({MAX_FILE_BYTES:,} bytes)")
+        raise HandwiredError(f"{folder}: the weight file would be larger than handwired reads "
+                             f"({MAX_FILE_BYTES:,} bytes)")
     return text, model
 
 
@@ -157,7 +159,8 @@ def _read_tensors(path: Path) -> dict[str, np.ndarray]:
         raise HandwiredError(f"{path}: missing (a TransformerLens folder has {CONFIG}, {WEIGHTS} and {VOCAB})")
     try:
         if path.stat().st_size > MAX_WEIGHTS_BYTES:
-            raise HandwiredError(f"{path}: far too large for a model handwired can hold (at most {MAX_WEIGHTS_BYTES:,} bytes)")
+            raise HandwiredError(f"{path}: far too large for a model handwired can hold "
+                                 f"(at most {MAX_WEIGHTS_BYTES:,} bytes)")
         state = load(path.read_bytes())
     except HandwiredError:
         raise
@@ -173,7 +176,7 @@ def _vocab(folder: Path, d_vocab: int, given: str | None) -> list[str]:
     path = folder / VOCAB
     if given is not None:
         tokens = list(given)
-        where = "--vocab"
+        where = "{vocab}"
     elif path.exists():
         mapping = _read_json(path)
         if not isinstance(mapping, dict) or set(mapping) != {str(i) for i in range(len(mapping))}:
@@ -182,31 +185,39 @@ def _vocab(folder: Path, d_vocab: int, given: str | None) -> list[str]:
         tokens = [mapping[str(i)] for i in range(len(mapping))]
         where = str(path)
     else:
-        raise HandwiredError(f"{path}: missing; give the tokens in id order with --vocab, e.g. --vocab "
-                             f"{'abcdefghijklmnopqrstuvwxyz'[:min(d_vocab, 26)]}")
+        raise HandwiredError(f"{path}: missing; give the tokens in id order with {{vocab}}, e.g. {{vocab}} "
+                             f"{'abcdefghijklmnopqrstuvwxyz'[:min(d_vocab, 26)]}", ("vocab",))
     if len(tokens) != d_vocab:
-        raise HandwiredError(f"{where}: {len(tokens)} tokens, the config has d_vocab {d_vocab}")
+        raise HandwiredError(f"{where}: {len(tokens)} tokens, the config has d_vocab {d_vocab}", ("vocab",))
     for i, token in enumerate(tokens):
         if not isinstance(token, str) or len(token) != 1:
-            raise HandwiredError(f"{where}: token {i} is {token!r}; handwired's tokens are single characters")
+            raise HandwiredError(f"{where}: token {i} is {token!r}; handwired's tokens are single characters",
+                                 ("vocab",))
         if token in tokens[:i]:
-            raise HandwiredError(f"{where}: token {token!r} appears twice")
+            raise HandwiredError(f"{where}: token {token!r} appears twice", ("vocab",))
     return tokens
 
 
+LABEL_KEYS = {"name": False, "description": False, "dims": False, "example": False, "target": False, "hidden": False}
+
+
 def _labels(path: Path, d_model: int) -> dict[str, Any]:
-    """What an export saved beside the weights: dims, name, example, target, MLP hidden labels. Optional; checked by parse later."""
+    """What an export saved beside the weights: dims, name, example, target, MLP hidden labels.
+
+    Optional. Read with the public checker; the texts are checked again as a weight file (parse) once assembled.
+    """
     if not path.exists():
         return {}
-    labels = _read_json(path)
-    if not isinstance(labels, dict):
-        raise HandwiredError(f"{path}: expected an object with dims, name, description, example, target")
-    dims = labels.get("dims")
-    if dims is not None and (not isinstance(dims, list) or len(dims) != d_model):
-        raise HandwiredError(f"{path}: dims: expected {d_model} labels (d_model); found "
-                             f"{len(dims) if isinstance(dims, list) else type(dims).__name__}")
-    hidden = labels.get("hidden", {})
-    if not isinstance(hidden, dict) or not all(isinstance(units, list) and all(isinstance(u, str) for u in units)
-                                               for units in hidden.values()):
-        raise HandwiredError(f"{path}: hidden: expected an object of block number: [hidden unit labels]")
-    return {key: labels.get(key) for key in ("name", "description", "dims", "example", "target", "hidden")}
+    check = Checker()
+    labels = check.obj(_read_json(path), "", LABEL_KEYS)
+    if labels is not None and labels.get("dims") is not None:
+        check.labels(labels["dims"], "dims", d_model, "labels (d_model)")
+    hidden = check.mapping(labels.get("hidden", {}), "hidden", "block number: [hidden unit labels]") if labels else {}
+    for block, units in (hidden or {}).items():
+        if block.isdigit():
+            check.labels(units, f"hidden.{block}", what="hidden unit labels")
+        else:
+            check.problem(f"hidden.{block}", "expected a block number")
+    if check.problems:
+        raise HandwiredError(f"{path}: {check.problems[0]}")
+    return {key: labels.get(key) for key in LABEL_KEYS}

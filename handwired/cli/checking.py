@@ -1,0 +1,103 @@
+"""Running a check from the command line: a progress bar on long work, Ctrl-C, and the puzzle verdict.
+
+``check --puzzle`` and ``puzzles check`` show the same verdict through
+:func:`puzzle_verdict`; the verdict itself is the core's
+(:func:`handwired.judge.verdict.submit`).
+"""
+
+import json
+import shlex
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
+
+from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, warn
+from handwired.defaults import DEFAULT_MODEL
+from handwired.judge import progress as progressing
+from handwired.judge.catalogue import load_puzzle
+from handwired.judge.verdict import submit
+from handwired.views.puzzles import puzzle_line, score_view, submission_json
+from handwired.views.report import failure_view
+from handwired.weightfile import Model, load
+
+BAR_AFTER = 1.0  # seconds: a check quicker than this never shows a progress bar
+
+
+@contextmanager
+def progress_and_stop(show_progress: bool) -> Iterator[tuple[Callable[[int, int], None], Callable[[], bool]]]:
+    """(progress, should_stop) for a long run: a bar on stderr once it has taken a second (only on a
+    terminal), and Ctrl-C asking the run to stop between batches instead of killing it."""
+    stop = {"asked": False}
+    started = time.monotonic()
+    bar: dict = {}
+    console = Console(stderr=True)
+
+    def on_interrupt(signum, frame):
+        stop["asked"] = True
+
+    def progress(done: int, total: int) -> None:
+        if not show_progress or not console.is_terminal or time.monotonic() - started < BAR_AFTER:
+            return
+        if not bar:
+            bar["progress"] = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                       console=console, transient=True)
+            bar["task"] = bar["progress"].add_task("check", total=total)
+            bar["progress"].start()
+        bar["progress"].update(bar["task"], completed=done)
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield progress, lambda: stop["asked"]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if bar:
+            bar["progress"].stop()
+
+
+def explain_command(model: Model, weights: str, context: str) -> str:
+    """The explain command that shows a failing context's attention with nothing folded."""
+    again = ["handwired", "explain", context, *(["-w", weights] if weights != DEFAULT_MODEL else []),
+             "--step", "attention", "--all"]
+    return shlex.join(again)
+
+
+def puzzle_verdict(name: str, weights: str, show: int, near_miss: float, as_json: bool,
+                   svg: Path | None = None, html: Path | None = None, force: bool = False,
+                   show_all: bool = False) -> None:
+    """Judge a weight file as an answer to a puzzle, record the player's progress, and show the verdict."""
+    puzzle = load_puzzle(name)
+    model = load(weights)
+    out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
+    with progress_and_stop(not as_json) as (progress, should_stop):
+        submission = submit(puzzle, model, show, progress, should_stop)
+    if not submission.fits:
+        raise submission.misfit_error()
+    report = submission.report
+    player = progressing.load(warn=warn)
+    best_before = player.best(name)
+    new_best = player.record(name, submission.score) if submission.solved else False
+    if as_json:
+        typer.echo(json.dumps(submission_json(submission, player.best(name), new_best, near_miss), indent=2,
+                              ensure_ascii=False))
+    else:
+        def view(everything: bool) -> list:
+            reveal = explain_command(model, weights, report.shortest_failure.context) if report.failures else None
+            parts: list = [puzzle_line(puzzle), *failure_view(model, report, near_miss, everything, reveal)]
+            if submission.solved:
+                parts.append(score_view(submission, best_before, new_best))
+            elif not report.interrupted:
+                parts.append(Text(f"\nNot solved yet. Stuck? handwired puzzles hint {name}", style="dim"))
+            return parts
+
+        out.show(view, show_all)
+    if report.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if not submission.solved:
+        raise typer.Exit(EXIT_CHECK_FAILED)

@@ -1,0 +1,167 @@
+"""What every command shares: options, the weight file's two spellings, errors in one line, output and saving.
+
+Errors from the core name its parameters (``{min_length}``); :func:`guard`
+prints them with the flag the running command maps each one to
+(``--min-length``), on one line of stderr, and exits with code 2.
+"""
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from handwired.defaults import DEFAULT_MODEL
+from handwired.errors import HandwiredError
+from handwired.weightfile.writing import check_writable, write_new
+
+EXIT_CHECK_FAILED = 1
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+# Columns of a saved --svg/--html page: EXPORT_WIDTH, or as wide as its widest table up to EXPORT_MAX_WIDTH.
+# Never the width of the terminal that made it, so the same command always saves the same picture.
+EXPORT_WIDTH = 120
+EXPORT_MAX_WIDTH = 400
+
+WeightsOption = Annotated[
+    str | None,
+    typer.Option("--weights", "-w", metavar="NAME|PATH",
+                 help=f"A weight file, or the name of a bundled model (default: {DEFAULT_MODEL}).", show_default=False),
+]
+WeightsArgument = Annotated[
+    str | None,
+    typer.Argument(metavar="[NAME|PATH]", help="A weight file or bundled model (or give it with -w).",
+                   show_default=False),
+]
+BlockOption = Annotated[int | None, typer.Option(help="Show only this block.")]
+HeadOption = Annotated[int | None, typer.Option(help="Show only this head.")]
+ShowAllOption = Annotated[
+    bool, typer.Option("--all", help="Also show the rows and columns that are all zero (folded away by default).")
+]
+PositionOption = Annotated[int | None, typer.Option(help="The position the why step explains; default: the last.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print a machine-readable result on stdout.")]
+SvgOption = Annotated[
+    Path | None, typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns wide.")
+]
+HtmlOption = Annotated[
+    Path | None,
+    typer.Option("--html", help=f"Also save the view as HTML, nothing folded, {EXPORT_WIDTH}+ columns wide."),
+]
+ForceOption = Annotated[bool, typer.Option("--force", help="Replace an existing output file.")]
+NoMaskOption = Annotated[
+    bool, typer.Option("--no-mask", help="Run without the causal mask: bidirectional self-attention, as an encoder.")
+]
+
+
+def weight_spec(positional: str | None, option: str | None, default: str | None = DEFAULT_MODEL) -> str:
+    """The weight file, given either as the positional argument or with -w (not both), else ``default``."""
+    if positional is not None and option is not None:
+        raise HandwiredError(f"{positional} and --weights {option}: give the weight file once")
+    spec = positional if positional is not None else option if option is not None else default
+    if spec is None:
+        raise HandwiredError("no weight file: give one, e.g. -w my.json")
+    return spec
+
+
+def stdout() -> Console:
+    # no :name: codes in handwired's output; skips loading rich's emoji table
+    return Console(highlight=False, emoji=False)
+
+
+def stderr() -> Console:
+    return Console(stderr=True, highlight=False, emoji=False)
+
+
+def warn(message: str) -> None:
+    stderr().print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
+
+
+def spelling(command) -> Callable[[str], str]:
+    """A core parameter's name -> how this command spells it: its flag (--min-length), or its argument (TEXT)."""
+    params = {param.name: param for param in command.params}
+
+    def spell(name: str) -> str:
+        param = params.get(name)
+        if param is None:
+            return "--" + name.replace("_", "-")
+        if param.param_type_name == "argument":
+            return param.human_readable_name
+        return max(param.opts, key=len)  # --weights rather than -w
+
+    return spell
+
+
+def guard(command):
+    """Make ``command`` (and every sub-command of a group) report a HandwiredError as one line, exit code 2."""
+    for sub in getattr(command, "commands", {}).values():
+        guard(sub)
+    invoke = command.invoke
+
+    def guarded(ctx):
+        try:
+            return invoke(ctx)
+        except HandwiredError as error:
+            stderr().print(f"[bold red]error:[/] {escape(error.render(spelling(ctx.command)))}", soft_wrap=True)
+            raise typer.Exit(EXIT_USER_ERROR) from None
+
+    command.invoke = guarded
+    return command
+
+
+def save_view(build: Callable[[bool], list], svg: Path | None, html: Path | None, force: bool) -> None:
+    """Save a view as SVG and/or HTML with nothing folded: ``build(True)`` gives its parts, all rows and columns shown.
+
+    The page is EXPORT_WIDTH columns wide, or as wide as its widest part up to EXPORT_MAX_WIDTH, so it
+    pages only what no screen could show and does not depend on the terminal (or COLUMNS) of the run;
+    the paths were vetted by check_outputs before any work.
+    """
+    if svg is None and html is None:
+        return
+    parts = build(True)
+    measure = Console(width=EXPORT_MAX_WIDTH, file=io.StringIO())
+    width = max([EXPORT_WIDTH] + [min(EXPORT_MAX_WIDTH, measure.measure(part).maximum) for part in parts])
+    console = Console(width=width, file=io.StringIO(), record=True, highlight=False, force_terminal=True,
+                      color_system="truecolor")
+    for part in parts:
+        console.print(part)
+    for path, export in ((svg, console.export_svg), (html, console.export_html)):
+        if path is not None:
+            write_new(path, export(clear=False), force=force)
+            stderr().print(f"saved {escape(str(path))}")
+
+
+def check_outputs(weights_path: Path | None, force: bool, *paths: Path | None, what: str = "weight file") -> None:
+    """Refuse bad output paths before doing any work."""
+    for path in paths:
+        if path is None:
+            continue
+        if weights_path is not None and path.resolve() == weights_path.resolve():
+            raise HandwiredError(f"{path}: that is the {what} being read; choose another file")
+        check_writable(path, force)
+
+
+class Output:
+    """What a rendering command shows: on the terminal, and with --svg/--html also saved (see save_view).
+
+    Create it first: it vets the output paths before any work. Then ``show(view)``, where ``view(everything)``
+    builds the parts of the view, folded for the terminal unless ``everything``.
+    """
+
+    def __init__(self, svg: Path | None, html: Path | None, force: bool, reading: tuple[Path, ...] = (),
+                 as_json: bool = False, what: str = "weight file") -> None:
+        if as_json and (svg is not None or html is not None):
+            raise HandwiredError("--json prints data for programs and --svg/--html save the view: choose one")
+        for source in reading or (None,):
+            check_outputs(source, force, svg, html, what=what)
+        if svg is not None and html is not None and svg.resolve() == html.resolve():
+            raise HandwiredError(f"--svg and --html: both are {svg}; choose two files")
+        self.svg, self.html, self.force = svg, html, force
+
+    def show(self, view: Callable[[bool], list], show_all: bool = False) -> None:
+        console = stdout()
+        for part in view(show_all):
+            console.print(part)
+        save_view(view, self.svg, self.html, self.force)

@@ -1,0 +1,71 @@
+"""explain: every intermediate of the forward pass on one context, step by step."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from handwired.cli.common import (
+    BlockOption,
+    ForceOption,
+    HeadOption,
+    HtmlOption,
+    NoMaskOption,
+    Output,
+    PositionOption,
+    ShowAllOption,
+    SvgOption,
+    WeightsOption,
+    weight_spec,
+)
+from handwired.engine.trace import trace
+from handwired.errors import HandwiredError
+from handwired.views import steps as explaining
+from handwired.views.matrices import step_panel
+from handwired.views.model import mask_note, model_line, window_note
+from handwired.weightfile import load
+
+app = typer.Typer()
+
+StepOption = Annotated[
+    list[str] | None,
+    typer.Option("--step", "-s", help=f"Steps to show, repeatable: {', '.join(explaining.CHOICES)}. Default: all."),
+]
+
+
+@app.command()
+def explain(
+    text: Annotated[str | None, typer.Argument(help="The context; default: the weight file's example.")] = None,
+    weights: WeightsOption = None,
+    step: StepOption = None,
+    block: BlockOption = None,
+    head: HeadOption = None,
+    position: PositionOption = None,
+    show_all: ShowAllOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
+    no_mask: NoMaskOption = False,
+) -> None:
+    """Show every intermediate of the forward pass on TEXT, step by step."""
+    model = load(weight_spec(None, weights))
+    out = Output(svg, html, force, reading=(Path(model.source),))
+    if text is None:
+        if model.example is None:
+            raise HandwiredError(f"{model.source}: has no 'example'; give the context, "
+                                 f"e.g. handwired explain {model.vocab[0] * 3}")
+        text = model.example
+    wanted = explaining.expand(step or [])
+    run = trace(model, text, causal=not no_mask)
+    named = any(name in explaining.BLOCK_STEPS for name in step or [])
+    panels = explaining.steps(model, run, wanted, block, head, position, every_step=named)
+
+    def view(everything: bool) -> list:
+        notes = [note for note in (window_note(model, run), mask_note(run)) if note]
+        return [model_line(model),
+                Text.assemble(("context ", "dim"), (run.window, "bold"), f"  ({len(run.window)} tokens)"),
+                *notes,
+                *[step_panel(panel, everything) for panel in panels]]
+
+    out.show(view, show_all)

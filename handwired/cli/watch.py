@@ -1,0 +1,83 @@
+"""watch: the explain view and the check verdict of a weight file, redrawn each time it is saved."""
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.live import Live
+
+from handwired.cli.common import (
+    BlockOption,
+    HeadOption,
+    PositionOption,
+    ShowAllOption,
+    WeightsOption,
+    spelling,
+    weight_spec,
+)
+from handwired.cli.explain import StepOption
+from handwired.errors import HandwiredError
+from handwired.judge.catalogue import load_puzzle
+from handwired.views import steps as explaining
+from handwired.views import watch as watching
+
+app = typer.Typer()
+
+POLL_SECONDS = 0.1  # how often the file's modification time and size are looked at
+
+
+@app.command()
+def watch(
+    ctx: typer.Context,
+    file: Annotated[
+        str | None,
+        typer.Argument(metavar="[PATH]", help="The weight file you are editing (or -w PATH)."),
+    ] = None,
+    text: Annotated[str | None, typer.Argument(help="The context; default: the weight file's example.")] = None,
+    weights: WeightsOption = None,
+    step: StepOption = None,
+    block: BlockOption = None,
+    head: HeadOption = None,
+    position: PositionOption = None,
+    show_all: ShowAllOption = False,
+    puzzle: Annotated[
+        str | None, typer.Option(help="Judge by this puzzle's rule (handwired puzzles) instead of the file's target.")
+    ] = None,
+) -> None:
+    """Show the explain view and the check verdict of PATH, and redraw them each time it is saved (Ctrl-C quits)."""
+    if weights is not None and text is None:  # watch -w PATH TEXT: the one positional is the text
+        file, text = None, file
+    path = Path(weight_spec(file, weights, default=None))
+    if not path.is_file():
+        raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
+    wanted = explaining.expand(step or [])
+    named = any(name in explaining.BLOCK_STEPS for name in step or [])  # heads/concat asked for by name
+    judge = watching.puzzle_verdict(load_puzzle(puzzle)) if puzzle is not None else watching.check_verdict
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "
+                             f"use handwired explain -w {path} or handwired check -w {path}")
+    spell = spelling(ctx.command)  # errors on the screen name this command's flags, as its own errors do
+    state = watching.State()
+    seen: tuple | None | str = "never"
+    try:
+        with Live(console=console, screen=True, auto_refresh=False, transient=True) as live:
+            size = console.size
+            while True:
+                now = watching.fingerprint(path)
+                if now != seen:
+                    seen = now
+                    started = time.monotonic()
+                    state = state.advance(watching.load_snapshot(path, text, wanted, block, head, judge, named,
+                                                                      position, spell))
+                    took = (time.monotonic() - started) * 1000
+                    header = f" handwired watch {path} · loaded in {took:.0f} ms · Ctrl-C to quit "
+                    live.update(watching.Cropped(watching.screen(state, header, show_all)), refresh=True)
+                elif console.size != size:
+                    size = console.size
+                    live.refresh()
+                time.sleep(POLL_SECONDS)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how one leaves: not an error

@@ -1,0 +1,11 @@
+"""The engine: the GPT-2 forward pass in numpy, and the ways handwired runs it.
+
+:mod:`.forward` is the model itself, small pure functions in picoGPT's manner,
+recording intermediates under TransformerLens hook names. :mod:`.trace` runs one
+context and keeps every intermediate (predict, explain); :mod:`.batch` runs many
+contexts in bounded memory; :mod:`.tree` runs every context of every length as
+a tree of shared prefixes (exhaustive checks); :mod:`.generate` continues a
+context greedily; :mod:`.attribution` splits a logit into each part's share;
+:mod:`.attend` is one attention step on matrices given by hand. It reads models
+from :mod:`handwired.weightfile` and knows nothing of rules, views or a command line.
+"""

@@ -1,0 +1,103 @@
+"""The loading code for an exported folder, for each TransformerLens major version, and the folder's README."""
+
+from handwired.engine.forward import forward
+from handwired.weightfile import Model
+
+TESTED = {"3": "3.9.0", "4": "4.3.0"}  # with torch 2.13.0 (CPU build)
+
+LOAD_V4 = '''\
+import json, torch
+from safetensors.torch import load_file
+from transformer_lens import TransformerBridge
+from transformer_lens.utilities.tl_checkpoint_conversion import convert_tl_checkpoint
+
+def load_handwired(folder):
+    """TransformerLens 4.x: a TL-native model with the exported weights, in float64."""
+    cfg = json.load(open(f"{folder}/config.json"))
+    model = TransformerBridge.boot_native(cfg, dtype=torch.float64)  # dtype must be given here
+    state = convert_tl_checkpoint(load_file(f"{folder}/model.safetensors"), model.cfg)
+    model.load_state_dict(state, strict=True)
+    return model
+'''
+
+LOAD_V3 = '''\
+import json, torch
+from safetensors.torch import load_file
+from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+def load_handwired(folder):
+    """TransformerLens 3.x: a HookedTransformer with the exported weights, in float64."""
+    cfg = json.load(open(f"{folder}/config.json"))
+    model = HookedTransformer(HookedTransformerConfig(**{**cfg, "dtype": torch.float64}))
+    missing, unexpected = model.load_state_dict(load_file(f"{folder}/model.safetensors"), strict=False)
+    # the causal mask and the masking value are buffers the model makes itself
+    assert not unexpected and all(key.endswith((".mask", ".IGNORE")) for key in missing)
+    return model
+'''
+
+USE = '''\
+import torch
+model = load_handwired(".")  # this folder
+vocab = {vocab}
+tokens = torch.tensor([[vocab.index(c) for c in "{example}"]])
+logits, cache = model.run_with_cache(tokens)
+print(vocab[logits[0, -1].argmax()])          # {prediction}
+print(cache["blocks.0.attn.hook_pattern"][0, 0])
+'''
+
+
+def readme(model: Model, config: dict) -> str:
+    """The exported folder's README: what is in it, how to load it, what differs."""
+    example = (model.example or model.decode(range(model.n_vocab)))[-model.n_ctx:]
+    logits = forward(model.params, model.encode(example)[None, :], model.n_head, last_only=True)[0]
+    prediction = model.vocab[int(logits.argmax())]
+    title = model.name or "handwired model"
+    use = USE.format(vocab=list(model.vocab), example=example, prediction=prediction)
+    return f"""# {title}: a hand-wired transformer for TransformerLens
+
+{model.description}
+
+Exported by handwired from a `handwired/1` weight file, for TransformerLens. TransformerLens
+computes the same logits as handwired to float64 rounding, provided the model stays in float64
+(in float32 the logits of random test models move by up to 5e-5 of their size) and none of
+TransformerLens's weight processing (`fold_ln`, `center_unembed`, …) is applied.
+
+| file | what it holds |
+| --- | --- |
+| `config.json` | the configuration: d_model {config['d_model']}, {_count(config['n_heads'], 'head')} of \
+{config['d_head']}, {_count(config['n_layers'], 'block')}, n_ctx {config['n_ctx']}, d_vocab {config['d_vocab']}, \
+{'LayerNorm' if config['normalization_type'] else 'no LayerNorm'}, \
+{f"MLP width {config['d_mlp']}" if config['d_mlp'] else 'attention only'} |
+| `model.safetensors` | the weights under TransformerLens's names (`embed.W_E`, `blocks.0.attn.W_Q` …), float64 |
+| `vocab.json` | token id → character; one character is one token, no BOS token |
+| `handwired.json` | what TransformerLens has no place for: the residual dimensions' labels, name, example, target |
+
+## Loading, TransformerLens 4.x (tested with {TESTED['4']})
+
+```python
+{LOAD_V4}```
+
+## Loading, TransformerLens 3.x (tested with {TESTED['3']})
+
+```python
+{LOAD_V3}```
+
+## Using it
+
+```python
+{use}```
+
+## What differs from handwired
+
+- `ln1.hook_normalized`, `ln2.hook_normalized` and `ln_final.hook_normalized` hold the
+  normalised vector before the gain and bias; handwired records it after them (what the next
+  layer reads). In 4.x, `ln1.hook_out` etc. hold it after gain and bias.
+- In 4.x, `attn.hook_attn_scores` holds the softmax pattern on this path; use `attn.hook_pattern`.
+- The unembedding is tied in handwired: `unembed.W_U` is `embed.W_E` transposed and `unembed.b_U` is 0.
+- A block without an MLP is an all-zero MLP here, and narrower MLPs are zero-padded to d_mlp;
+  both add exactly nothing.
+"""
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -1,0 +1,50 @@
+"""Finding puzzles: the bundled statements and their reference solutions, by name, in level order."""
+
+import os
+from pathlib import Path
+
+from handwired.errors import HandwiredError
+from handwired.judge.puzzle import Puzzle, read_statement
+from handwired.weightfile import Model, bundled_folder, json_files, load
+
+FOLDER_VARIABLE = "HANDWIRED_PUZZLES"
+
+
+def puzzles_dir() -> Path:
+    """Where the puzzles are: $HANDWIRED_PUZZLES (a folder laid out like puzzles/, for people writing
+    new puzzles), else the bundled ones: inside the installed package, or puzzles/ in a checkout."""
+    if os.environ.get(FOLDER_VARIABLE):
+        return Path(os.environ[FOLDER_VARIABLE])
+    return bundled_folder("puzzles")
+
+
+def bundled_puzzles() -> dict[str, Path]:
+    """Name -> statement file, for every bundled puzzle."""
+    return json_files(puzzles_dir())
+
+
+def solution_path(name: str) -> Path | None:
+    """The bundled reference solution of a puzzle, if it has one."""
+    path = puzzles_dir() / "solutions" / f"{name}.json"
+    return path if path.is_file() else None
+
+
+def reference_solution(puzzle: Puzzle) -> Model | None:
+    """The puzzle's bundled reference solution, loaded; None if it has none."""
+    path = solution_path(puzzle.name)
+    return None if path is None else load(str(path))
+
+
+def load_puzzle(name: str) -> Puzzle:
+    """A bundled puzzle by name; a wrong name is one line listing the valid ones."""
+    found = bundled_puzzles()
+    if name not in found:
+        names = ", ".join(p.name for p in catalogue()) or "none are installed"
+        raise HandwiredError(f"no puzzle named {name!r} (puzzles: {names})")
+    return read_statement(found[name])
+
+
+def catalogue() -> list[Puzzle]:
+    """Every bundled puzzle, by level, then name."""
+    puzzles = [read_statement(path) for path in bundled_puzzles().values()]
+    return sorted(puzzles, key=lambda p: (p.level, p.name))

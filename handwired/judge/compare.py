@@ -1,0 +1,190 @@
+"""What an edit changed: the weights that differ, by label, and the contexts whose answer moved.
+
+Weights are compared entry by entry under the labels of the sparse weight
+format, which the views print too: ``wte.a.p0``, ``wpe.3.p3``,
+``blocks[0].attn.c_attn.w.p1.q0``, ``blocks[0].attn.c_proj.w.z7.b``,
+``blocks[0].mlp.c_fc.b.h2``, ``ln_f.g.out``. Contexts are every context the
+models can see (check's exhaustive enumeration) or, when there are too many, a
+sample of them, each run through both models with check's batch evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, SEED
+from handwired.engine.batch import next_logits_distinct
+from handwired.errors import HandwiredError, bad_value
+from handwired.judge.contexts import count_contexts, exhaustive_contexts, random_contexts, shortest_first
+from handwired.judge.plans import pattern_rule
+from handwired.judge.rules import DECIDED
+from handwired.weightfile import Model
+from handwired.weightfile.checker import locate
+
+# Contexts compared one by one (two per-context forward passes each) before diff samples instead; check --exhaustive's
+# own limit is its estimated time (contexts.MAX_EXHAUSTIVE_SECONDS), with a larger count cap.
+MAX_EVERY = 20_000_000
+
+
+@dataclass(frozen=True)
+class WeightChange:
+    label: str
+    old: float | None  # None: the entry is not in that file (no such dim, block or LayerNorm)
+    new: float | None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One model's answer on one context."""
+
+    prediction: str
+    tied: bool  # the predicted token shares the top logit with another
+    margin: float  # the predicted token's lead over the runner-up (0 on a tie)
+    right: bool | None  # the prediction is an acceptable next token; None: the target does not judge it
+
+
+@dataclass(frozen=True)
+class ContextChange:
+    context: str
+    expected: tuple[str, ...]  # acceptable next tokens under the target; () when not judged
+    old: Answer
+    new: Answer
+
+
+@dataclass
+class Diff:
+    weights: list[WeightChange]
+    checked: str  # which contexts were compared, in words
+    target: str | None  # the pattern that judged right and wrong, if any
+    contexts: int = 0  # how many were compared
+    changed: int = 0  # contexts whose prediction or margin changed
+    predictions: int = 0  # of those, the prediction (or tie) changed
+    now_right: int = 0  # judged contexts the old model got wrong and the new one gets right
+    now_wrong: int = 0
+    shown: list[ContextChange] = field(default_factory=list)  # the shortest changes, at most `show`
+
+
+# ---------------------------------------------------------------- weights
+
+
+def labelled_weights(model: Model) -> dict[str, float]:
+    """Every weight entry under its label, in the order of the file: ``path.row.col`` or ``path.label``,
+    the JSON path of the entry in the sparse form (as error messages name it)."""
+    entries: dict[str, float] = {}
+    for path, axes in model.written.axes.items():
+        values = locate(model.params, path)
+        if len(axes) == 1:
+            for label, value in zip(axes[0].labels, values):
+                entries[f"{path}.{label}"] = float(value)
+            continue
+        rows, cols = axes
+        for row, line in zip(rows.labels, values):
+            for col, value in zip(cols.labels, line):
+                entries[f"{path}.{row}.{col}"] = float(value)
+    return entries
+
+
+def weight_changes(old: Model, new: Model) -> list[WeightChange]:
+    """The entries whose value differs, in the old file's order, then the new file's own entries.
+
+    An entry only one file has (its dim, block or LayerNorm is not in the other) is listed when it is
+    not 0: a zero there contributes nothing either way, as a left-out sparse entry.
+    """
+    before, after = labelled_weights(old), labelled_weights(new)
+    changes = [WeightChange(label, value, after.get(label)) for label, value in before.items()
+               if (label in after and after[label] != value) or (label not in after and value != 0)]
+    changes += [WeightChange(label, None, value) for label, value in after.items()
+                if label not in before and value != 0]
+    return changes
+
+
+# ---------------------------------------------------------------- contexts
+
+
+def _answers(model: Model, logits: np.ndarray, acceptable: np.ndarray | None) -> dict[str, np.ndarray]:
+    """[n, n_vocab] logits -> per context: prediction, tie, margin over the runner-up, and right or wrong."""
+    best = np.argmax(logits, axis=1)  # [n]; the first on a tie, as everywhere
+    top = logits[np.arange(len(logits)), best]
+    others = logits.copy()
+    others[np.arange(len(logits)), best] = -np.inf
+    runner_up = others.max(axis=1) if model.n_vocab > 1 else np.full(len(logits), -np.inf)
+    right = acceptable[np.arange(len(logits)), best] & (top > runner_up) if acceptable is not None else None
+    return {"best": best, "tied": top == runner_up, "margin": top - runner_up, "right": right}
+
+
+def _answer(model: Model, answers: dict[str, np.ndarray], row: int, judged: bool) -> Answer:
+    return Answer(
+        model.vocab[int(answers["best"][row])], bool(answers["tied"][row]), float(answers["margin"][row]),
+        bool(answers["right"][row]) if judged else None,
+    )
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # Margins equal up to rounding (1e-9 relative) are the same; infinities must match exactly.
+    scale = np.maximum(1.0, np.maximum(np.abs(np.where(np.isfinite(a), a, 0)), np.abs(np.where(np.isfinite(b), b, 0))))
+    with np.errstate(invalid="ignore"):
+        return (a == b) | (np.abs(a - b) <= 1e-9 * scale)
+
+
+def compare(
+    old: Model,
+    new: Model,
+    sample: int | None = None,
+    seed: int = SEED,
+    show: int = CHANGES_SHOWN,
+    limit: int = MAX_EVERY,
+) -> Diff:
+    """Compare two models with the same vocab and n_ctx: weights by label, then answers context by context.
+
+    Every context is compared when there are at most ``limit`` of them (and no
+    ``sample`` is asked for); otherwise ``sample`` (default DIFF_SAMPLE) random ones.
+    """
+    if old.vocab != new.vocab:
+        raise HandwiredError(f"{new.source}: vocab {' '.join(new.vocab)} differs from {old.source}'s "
+                             f"{' '.join(old.vocab)}; diff compares two versions of one model")
+    if old.n_ctx != new.n_ctx:
+        raise HandwiredError(f"{new.source}: n_ctx {new.n_ctx} differs from {old.source}'s {old.n_ctx}; "
+                             "diff compares two versions of one model")
+    if show < 1:
+        raise bad_value("show", show, "expected 1 or more")
+    total = count_contexts(old)
+    if sample is None and total <= limit:
+        batches: Iterator[np.ndarray] = exhaustive_contexts(old)
+        checked = f"every context of length 1…{old.n_ctx} over {', '.join(old.vocab)} ({total:,} contexts)"
+    else:
+        n = DIFF_SAMPLE if sample is None else sample
+        batches = random_contexts(old, n, seed)()
+        checked = f"{n:,} random contexts of length 1…{old.n_ctx} (seed {seed}) of {total:,}"
+    target = new.target or old.target
+    rule = pattern_rule(new, target) if target else None
+    result = Diff(weight_changes(old, new), checked, target)
+    kept: dict[str, ContextChange] = {}
+    for contexts in batches:
+        judgement = rule.judge(contexts) if rule is not None else None
+        acceptable = judgement.acceptable if judgement is not None else None
+        judged = judgement.status == DECIDED if judgement is not None else np.zeros(len(contexts), dtype=bool)
+        before = _answers(old, next_logits_distinct(old, contexts), acceptable)
+        after = _answers(new, next_logits_distinct(new, contexts), acceptable)
+        moved = (before["best"] != after["best"]) | (before["tied"] != after["tied"])
+        changed = moved | ~_same(before["margin"], after["margin"])
+        result.contexts += len(contexts)
+        result.changed += int(changed.sum())
+        result.predictions += int(moved.sum())
+        if rule is not None:
+            result.now_right += int((judged & ~before["right"] & after["right"]).sum())
+            result.now_wrong += int((judged & before["right"] & ~after["right"]).sum())
+        rows = np.flatnonzero(changed)
+        if len(rows) == 0:
+            continue
+        # np.unique sorts a batch's rows (one length each) in vocab order; batches come shortest first.
+        _, first = np.unique(contexts[rows], axis=0, return_index=True)
+        for row in rows[first][:show]:
+            context = old.decode(contexts[row])
+            expected = tuple(old.vocab[i] for i in np.flatnonzero(acceptable[row])) if judged[row] else ()
+            kept.setdefault(context, ContextChange(context, expected, _answer(old, before, row, judged[row]),
+                                                   _answer(new, after, row, judged[row])))
+    result.shown = sorted(kept.values(), key=lambda c: shortest_first(old.vocab, c.context))[:show]
+    return result

@@ -1,0 +1,156 @@
+"""Plans: which contexts a check runs and how it judges each.
+
+* :func:`stream_plan`: every prefix of a long stream of the repeated pattern,
+  each seen through the model's window of ``n_ctx`` tokens and judged against
+  the token that really follows it (the published test, at any length);
+* :func:`exhaustive_plan`: every context of every length the model can see,
+  judged by a :class:`~handwired.judge.rules.Rule`, evaluated as a tree of
+  shared prefixes;
+* :func:`sample_plan`: random contexts from that same set, for models too big
+  to enumerate.
+
+:func:`handwired.judge.report.run` evaluates a plan and reports on it.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH
+from handwired.engine.tree import TreeBatch, evaluate_tree
+from handwired.errors import HandwiredError, bad_value
+from handwired.judge.contexts import (
+    BATCH,
+    MAX_EXHAUSTIVE,
+    MAX_EXHAUSTIVE_SECONDS,
+    check_min_length,
+    contexts_of,
+    count_contexts,
+    duration,
+    estimated_seconds,
+    random_contexts,
+)
+from handwired.judge.rules import DECIDED, Judgement, PatternRule, Rule
+from handwired.weightfile import Model
+
+
+@dataclass(frozen=True)
+class Batch:
+    contexts: np.ndarray  # [n, n_seq] token ids, one length per batch
+    judgement: Judgement
+    logits: np.ndarray | None = None  # [n, n_vocab] when the plan has evaluated the contexts already
+
+
+@dataclass(frozen=True)
+class Plan:
+    description: str  # what is checked, for the report's first line
+    rule: str  # how answers are judged
+    total: int  # contexts the plan will run
+    batches: Callable[[], Iterator[Batch]]
+
+
+def _stream(ids: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Tokens start…stop-1 of ids repeated forever, made only as far as needed."""
+    return ids[np.arange(start, stop) % len(ids)]
+
+
+def _windows(model: Model, ids: np.ndarray, length: int, min_length: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(contexts, next tokens) for every prefix of length >= min_length of the stream, cut to n_ctx."""
+    for prefix in range(min_length, min(model.n_ctx, length)):  # the short prefixes at the start
+        tokens = _stream(ids, 0, prefix + 1)
+        yield tokens[None, :prefix], tokens[prefix:]
+    # Then full windows, a batch at a time: prefix length `end` is predicting token `end`.
+    for end in range(max(min_length, model.n_ctx), length, BATCH):
+        stop = min(end + BATCH, length)
+        segment = _stream(ids, end - model.n_ctx, stop)
+        yield np.lib.stride_tricks.sliding_window_view(segment[:-1], model.n_ctx), segment[model.n_ctx :]
+
+
+def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREAM_MIN_LENGTH) -> Plan:
+    """Every prefix of ``pattern`` repeated to ``length`` tokens, judged by the token after it."""
+    ids = model.encode(pattern, "target").astype(np.min_scalar_type(model.n_vocab))
+    if length < 2:
+        raise bad_value("length", length, "expected at least 2 tokens")
+    check_min_length(min_length, length - 1, "the stream's last prefix")
+    total = max(0, length - min_length)
+
+    def batches() -> Iterator[Batch]:
+        for contexts, following in _windows(model, ids, length, min_length):
+            acceptable = np.zeros((len(following), model.n_vocab), dtype=bool)
+            acceptable[np.arange(len(following)), following] = True
+            status = np.full(len(following), DECIDED, dtype=np.int8)
+            yield Batch(contexts, Judgement(status, acceptable))
+
+    shown = pattern * (1 + 12 // len(pattern))
+    return Plan(
+        description=f"every prefix of length {min_length}…{length - 1} of {shown[:12]}… ({length:,} tokens), "
+        f"each seen through the last {model.n_ctx} tokens",
+        rule="the token that follows it in the stream",
+        total=total,
+        batches=batches,
+    )
+
+
+def pattern_rule(model: Model, pattern: str) -> PatternRule:
+    """The rule of a repeating ``pattern`` over the model's vocab, at every phase."""
+    return PatternRule(model.encode(pattern, "target"), model.n_vocab, pattern)
+
+
+def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limit: int = MAX_EXHAUSTIVE,
+                    max_seconds: float = MAX_EXHAUSTIVE_SECONDS) -> Plan:
+    """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes.
+
+    Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``.
+    """
+    total = count_contexts(model, min_length)
+    seconds = estimated_seconds(model, total)
+    if total > limit or seconds > max_seconds:
+        reason = (f"more than the {limit:,} handwired will enumerate" if total > limit
+                  else f"more than the {duration(max_seconds)} handwired will spend on one")
+        raise HandwiredError(
+            f"every context: {model.n_vocab}^{min_length} + … + {model.n_vocab}^{model.n_ctx} = {total:,} contexts, "
+            f"about {duration(seconds)} of checking for this model, {reason}; "
+            "check a random sample instead, e.g. {sample} 1000000 {seed} 0", ("sample", "seed"))
+
+    def judged(runs: list[TreeBatch]) -> Batch:
+        runs = sorted(runs, key=lambda run: run.first)  # threads interleave their runs; a batch is in vocab order
+        contexts = np.concatenate([contexts_of(r.length, r.first, len(r.logits), model.n_vocab) for r in runs])
+        return Batch(contexts, rule.judge(contexts), np.concatenate([r.logits for r in runs]))
+
+    def batches() -> Iterator[Batch]:
+        # The tree's batches are small; the rule judges them BATCH at a time, one length at a time.
+        pending: dict[int, list[TreeBatch]] = {}
+        counts: dict[int, int] = {}
+        for evaluated in evaluate_tree(model, min_length):
+            pending.setdefault(evaluated.length, []).append(evaluated)
+            counts[evaluated.length] = counts.get(evaluated.length, 0) + len(evaluated.logits)
+            if counts[evaluated.length] >= BATCH:
+                counts[evaluated.length] = 0
+                yield judged(pending.pop(evaluated.length))
+        for length in sorted(pending):
+            yield judged(pending[length])
+
+    return Plan(
+        description=f"every context of length {min_length}…{model.n_ctx} over {', '.join(model.vocab)} "
+        f"({total:,} contexts)",
+        rule=rule.description,
+        total=total,
+        batches=batches,
+    )
+
+
+def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH) -> Plan:
+    """``sample`` contexts drawn uniformly (with replacement) from the exhaustive set."""
+    draw = random_contexts(model, sample, seed, min_length)
+
+    def batches() -> Iterator[Batch]:
+        for contexts in draw():
+            yield Batch(contexts, rule.judge(contexts))
+
+    return Plan(
+        description=f"{sample:,} random contexts of length {min_length}…{model.n_ctx} (seed {seed})",
+        rule=rule.description,
+        total=sample,
+        batches=batches,
+    )

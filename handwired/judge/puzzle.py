@@ -1,0 +1,168 @@
+"""A puzzle: a rule for the next token, a vocabulary, a context length and caps on the architecture.
+
+A puzzle is a statement file (format ``handwired-puzzle/1``), read with the
+public checker, so a mistake in it is one line naming the JSON path. Bundled
+statements carry their reference solution's figures as ``par``: data, proven
+by the test suite, never computed at run time.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from handwired.errors import HandwiredError
+from handwired.judge.contexts import every_length
+from handwired.judge.rules import DECIDED, OUT_OF_DOMAIN, Rule, rule_from_spec
+from handwired.judge.scores import Score, read_score
+from handwired.weightfile import read_json
+from handwired.weightfile.checker import Checker, describe
+from handwired.weightfile.parse import MAX_PARAMETERS, parameter_count
+from handwired.weightfile.starter import starter_document
+
+FORMAT = "handwired-puzzle/1"
+STATEMENT_KEYS = {
+    "format": True, "name": True, "level": True, "title": True, "summary": True, "story": True, "vocab": True,
+    "n_ctx": True, "caps": True, "rule": True, "examples": True, "hints": True, "par": False,
+}  # key -> required
+CAPS_KEYS = {"n_embd": True, "n_head": True, "n_layer": True, "mlp": True}
+MLP_WIDTH = 4  # the starter's MLP has 4 × n_embd hidden units, as GPT-2's
+MAX_CONTEXTS = 100_000_000  # judged contexts a statement may ask for: an exhaustive check's sanity bound
+
+
+@dataclass(frozen=True)
+class Caps:
+    n_embd: int  # at most
+    n_head: int  # at most
+    n_layer: int  # blocks, at most
+    mlp: bool  # whether a block may have an MLP
+
+    def text(self) -> str:
+        return (f"n_embd ≤ {self.n_embd}, heads ≤ {self.n_head}, blocks ≤ {self.n_layer}, "
+                f"{'MLP allowed' if self.mlp else 'no MLP'}")
+
+
+@dataclass(frozen=True)
+class Puzzle:
+    name: str
+    level: int
+    title: str
+    summary: str
+    story: str
+    vocab: tuple[str, ...]
+    n_ctx: int
+    caps: Caps
+    rule_spec: dict[str, Any]
+    rule: Rule
+    examples: tuple[str, ...]
+    hints: tuple[str, ...]
+    source: Path
+    par: Score | None = None  # the reference solution's score, as the statement states it
+
+    @property
+    def n_contexts(self) -> int:
+        return every_length(len(self.vocab), self.n_ctx)
+
+
+def read_statement(path: Path) -> Puzzle:
+    """Read and validate a statement file; raise HandwiredError with the first problem."""
+    puzzle, problems = parse_statement(read_json(path), path)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise HandwiredError(f"{path}: {problems[0]}{more}")
+    return puzzle
+
+
+def parse_statement(doc: Any, path: Path) -> tuple[Puzzle | None, list[str]]:
+    """Validate a parsed statement; return the puzzle (None if invalid) and every problem found."""
+    check = Checker()
+    top = check.obj(doc, "", STATEMENT_KEYS)
+    if top is None:
+        return None, check.problems
+    if "format" in top and top["format"] != FORMAT:
+        check.problem("format", f"expected {FORMAT!r}; found {describe(top['format'])}")
+    name = check.text(top["name"], "name") if "name" in top else None
+    if name is not None and name != path.stem:
+        check.problem("name", f"expected {path.stem!r}, the file's name; found {describe(name)}")
+    level = check.whole(top["level"], "level") if "level" in top else None
+    texts = {key: check.text(top[key], key) for key in ("title", "summary", "story") if key in top}
+    vocab = check.vocab(top["vocab"]) if "vocab" in top else None
+    n_ctx = check.whole(top["n_ctx"], "n_ctx") if "n_ctx" in top else None
+    caps = _caps(check, top["caps"]) if "caps" in top else None
+    rule = rule_from_spec(top["rule"], vocab, check) if vocab is not None and "rule" in top else None
+    examples = hints = None
+    if "examples" in top and check.strings(top["examples"], "examples") is not None:
+        examples = [check.tokens(example, f"examples[{i}]", vocab, n_ctx) for i, example in enumerate(top["examples"])]
+    if "hints" in top:
+        hints = check.strings(top["hints"], "hints")
+    par = read_score(check, top["par"], "par") if "par" in top else None
+    if vocab is not None and n_ctx is not None:
+        total = every_length(len(vocab), n_ctx)
+        if total > MAX_CONTEXTS:
+            check.problem("n_ctx", f"{total:,} contexts, more than the {MAX_CONTEXTS:,} a check enumerates")
+    if check.problems:
+        return None, check.problems
+    puzzle = Puzzle(
+        name=name, level=level, title=texts["title"], summary=texts["summary"], story=texts["story"],
+        vocab=tuple(vocab), n_ctx=n_ctx, caps=caps, rule_spec=top["rule"], rule=rule,
+        examples=tuple(examples), hints=tuple(hints), source=path, par=par,
+    )
+    return puzzle, []
+
+
+def _caps(check: Checker, value: Any) -> Caps | None:
+    spec = check.obj(value, "caps", CAPS_KEYS)
+    if spec is None or any(key not in spec for key in CAPS_KEYS):
+        return None
+    sizes = [check.whole(spec[key], f"caps.{key}") for key in ("n_embd", "n_head", "n_layer")]
+    mlp = check.flag(spec["mlp"], "caps.mlp")
+    if None in sizes or mlp is None:
+        return None
+    n_embd, n_head, n_layer = sizes
+    if n_embd % n_head:
+        check.problem("caps", f"n_embd {n_embd} is not divisible by n_head {n_head}, so no starter fits both caps")
+        return None
+    size = parameter_count(0, 0, n_embd, n_layer)
+    if size > MAX_PARAMETERS:
+        check.problem("caps", f"{size:,} weights at n_embd {n_embd} with {n_layer} blocks: more than a weight file "
+                              f"may hold ({MAX_PARAMETERS:,})")
+        return None
+    return Caps(n_embd, n_head, n_layer, mlp)
+
+
+def starter(puzzle: Puzzle) -> dict[str, Any]:
+    """A weight document at the puzzle's caps, all zeros: it fits, and fails every judged context."""
+    caps = puzzle.caps
+    doc = starter_document("".join(puzzle.vocab), puzzle.n_ctx, caps.n_embd, caps.n_head, caps.n_layer)
+    doc["name"] = puzzle.name
+    doc["description"] = f"A start on puzzle {puzzle.name!r}: {puzzle.summary} " + doc["description"]
+    doc["example"] = max(puzzle.examples, key=len)
+    if puzzle.rule_spec.get("kind") == "pattern":
+        doc["target"] = puzzle.rule_spec["pattern"]
+    if caps.mlp:
+        for block in doc["blocks"]:
+            block["mlp"] = {"hidden": MLP_WIDTH * caps.n_embd, "c_fc": {"w": {}}, "c_proj": {"w": {}}}
+    return doc
+
+
+@dataclass(frozen=True)
+class Answer:
+    context: str
+    status: int  # DECIDED, AMBIGUOUS or OUT_OF_DOMAIN
+    tokens: tuple[str, ...]  # the acceptable next tokens when decided; the candidates when ambiguous
+
+    def text(self) -> str:
+        if self.status == DECIDED:
+            return " or ".join(self.tokens)
+        if self.status == OUT_OF_DOMAIN:
+            return "out of domain (not judged)"
+        return f"ambiguous: {' or '.join(self.tokens)} (not judged)" if self.tokens else "ambiguous (not judged)"
+
+
+def answer(puzzle: Puzzle, context: str) -> Answer:
+    """What the puzzle's rule says follows one context."""
+    ids = np.array([[puzzle.vocab.index(token) for token in context]])  # [1, n_seq]
+    judgement = puzzle.rule.judge(ids)
+    tokens = tuple(puzzle.vocab[i] for i in np.flatnonzero(judgement.acceptable[0]))
+    return Answer(context, int(judgement.status[0]), tokens)

@@ -1,0 +1,159 @@
+"""Running a plan and reporting on it: the counts, the shortest failures, the margin.
+
+A context passes when the best acceptable token's logit is strictly above every
+other token's: a tie is not a proof.
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
+from handwired.engine.batch import next_logits_distinct
+from handwired.engine.forward import softmax
+from handwired.engine.logits import require_finite, top_token
+from handwired.errors import bad_value
+from handwired.judge.contexts import shortest_first
+from handwired.judge.plans import Batch, Plan
+from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
+from handwired.weightfile import Model
+
+
+@dataclass(frozen=True)
+class Failure:
+    context: str
+    acceptable: tuple[str, ...]
+    predicted: str
+    tied: bool  # the predicted token shares the top logit with another
+    logits: np.ndarray
+    probs: np.ndarray
+
+
+@dataclass(frozen=True)
+class Margin:
+    value: float  # best acceptable logit - best other logit
+    context: str
+    right: str
+    wrong: str
+
+
+@dataclass
+class Report:
+    description: str
+    rule: str
+    total: int
+    checked: int = 0
+    passed: int = 0
+    failed: int = 0
+    ambiguous: int = 0
+    out_of_domain: int = 0
+    failures: list[Failure] = field(default_factory=list)  # distinct, shortest first, at most `show`
+    margin: Margin | None = None  # the smallest over passing contexts
+    interrupted: bool = False
+
+    @property
+    def decided(self) -> int:
+        return self.passed + self.failed
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0 and not self.interrupted
+
+    @property
+    def shortest_failure(self) -> Failure | None:
+        return self.failures[0] if self.failures else None
+
+    def near_miss(self, threshold: float = NEAR_MISS) -> bool:
+        return self.margin is not None and self.margin.value < threshold
+
+
+def run(
+    model: Model,
+    plan: Plan,
+    show: int = FAILURES_SHOWN,
+    progress: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> Report:
+    """Evaluate every batch of the plan; keep counts, the ``show`` shortest failures and the margin.
+
+    ``should_stop`` is asked between batches (the CLI sets it on Ctrl-C); the
+    report then covers what was checked so far and says it was interrupted.
+    """
+    if show < 1:
+        raise bad_value("show", show, "expected 1 or more")
+    report = Report(plan.description, plan.rule, plan.total)
+    failures: dict[str, Failure] = {}
+    for batch in plan.batches():
+        _tally(model, batch, report, failures, show)
+        if progress is not None:
+            progress(report.checked, plan.total)
+        if should_stop():
+            report.interrupted = report.checked < plan.total
+            break
+    report.failures = sorted(failures.values(), key=lambda f: shortest_first(model.vocab, f.context))[:show]
+    return report
+
+
+def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failure], show: int) -> None:
+    contexts, status, acceptable = batch.contexts, batch.judgement.status, batch.judgement.acceptable
+    if batch.logits is None:
+        logits = next_logits_distinct(model, contexts)  # checked finite there
+    else:  # the tree's: a NaN would count as neither passing nor failing
+        logits = require_finite(model, contexts, batch.logits)
+    best_right = np.where(acceptable, logits, -np.inf).max(axis=1)
+    best_wrong = np.where(acceptable, -np.inf, logits).max(axis=1)
+    margins = best_right - best_wrong  # +inf when every token is acceptable
+    decided = status == DECIDED
+    passing = decided & (margins > 0)
+    failing = decided & ~(margins > 0)
+
+    report.checked += len(contexts)
+    report.passed += int(passing.sum())
+    report.failed += int(failing.sum())
+    report.ambiguous += int((status == AMBIGUOUS).sum())
+    report.out_of_domain += int((status == OUT_OF_DOMAIN).sum())
+
+    if passing.any():
+        row = int(np.flatnonzero(passing)[np.argmin(margins[passing])])  # a batch is in vocab order
+        context = model.decode(contexts[row])
+        # On a tie the shortest context, then the first in vocab order, whatever order the batches come in.
+        if math.isfinite(margins[row]) and (
+            report.margin is None
+            or (margins[row], shortest_first(model.vocab, context))
+            < (report.margin.value, shortest_first(model.vocab, report.margin.context))
+        ):
+            report.margin = Margin(
+                value=float(margins[row]),
+                context=context,
+                right=model.vocab[int(np.argmax(np.where(acceptable[row], logits[row], -np.inf)))],
+                wrong=model.vocab[int(np.argmax(np.where(acceptable[row], -np.inf, logits[row])))],
+            )
+    _keep_failures(model, contexts, logits, acceptable, np.flatnonzero(failing), failures, show)
+
+
+def _keep_failures(model, contexts, logits, acceptable, rows, failures: dict[str, Failure], show: int) -> None:
+    """Merge this batch's failures into ``failures``, keeping the ``show`` shortest distinct contexts."""
+    if len(rows) == 0:
+        return
+    # np.unique sorts rows in vocab order; batches come shortest first.
+    distinct, first = np.unique(contexts[rows], axis=0, return_index=True)
+    for key, index in zip(distinct[:show], first[:show]):
+        row = rows[index]
+        context = model.decode(key)
+        if context in failures:
+            continue
+        predicted, tied = top_token(logits[row])
+        failures[context] = Failure(
+            context=context,
+            acceptable=tuple(model.vocab[i] for i in np.flatnonzero(acceptable[row])),
+            predicted=model.vocab[predicted],
+            tied=tied,
+            logits=logits[row],
+            probs=softmax(logits[row]),
+        )
+    if len(failures) > show * 4:  # keep the dict small on a model that fails everywhere
+        keep = set(sorted(failures, key=lambda c: shortest_first(model.vocab, c))[:show])
+        for context in [c for c in failures if c not in keep]:
+            del failures[context]

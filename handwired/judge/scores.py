@@ -1,0 +1,70 @@
+"""A solved puzzle's score, and reading one back from a statement or the progress file.
+
+Better means, in this order: fewer non-zero parameters, a narrower residual
+stream (n_embd), fewer blocks, fewer heads, then a larger margin.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from handwired.judge.report import Report
+from handwired.weightfile import Model
+from handwired.weightfile.checker import MAX_SIZE, Checker, join
+
+SCORE_KEYS = {"parameters": True, "n_embd": True, "n_head": True, "n_layer": True, "margin": True}
+MAX_PARAMETERS = MAX_SIZE**3  # far beyond any file handwired reads; a bound for numbers read back
+
+
+@dataclass(frozen=True)
+class Score:
+    parameters: int  # non-zero numbers in the weight file
+    n_embd: int
+    n_head: int
+    n_layer: int  # blocks
+    margin: float  # logits: the smallest lead of the right token over the best wrong one
+
+    def key(self) -> tuple:
+        """Smaller is better: fewest non-zero parameters, then n_embd, blocks, heads; then the larger margin."""
+        return (self.parameters, self.n_embd, self.n_layer, self.n_head, -self.margin)
+
+    def better_than(self, other: "Score | None") -> bool:
+        return other is None or self.key() < other.key()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"parameters": self.parameters, "n_embd": self.n_embd, "n_head": self.n_head,
+                "n_layer": self.n_layer, "margin": self.margin}
+
+
+def read_score(check: Checker, value: Any, path: str) -> Score | None:
+    """A score as :meth:`Score.to_json` writes it; problems go to ``check``."""
+    spec = check.obj(value, path, SCORE_KEYS)
+    if spec is None or any(key not in spec for key in SCORE_KEYS):
+        return None
+    parameters = check.whole(spec["parameters"], join(path, "parameters"), 0, MAX_PARAMETERS)
+    sizes = [check.whole(spec[key], join(path, key), 0) for key in ("n_embd", "n_head", "n_layer")]
+    margin = check.finite(spec["margin"], join(path, "margin"), "a finite number of logits")
+    if parameters is None or None in sizes or margin is None:
+        return None
+    return Score(parameters, *sizes, margin)
+
+
+def nonzero_parameters(model: Model) -> int:
+    """How many numbers in the model's parameters are not zero (a missing bias counts as zeros)."""
+
+    def count(value: Any) -> int:
+        if isinstance(value, dict):
+            return sum(count(item) for item in value.values())
+        if isinstance(value, list):
+            return sum(count(item) for item in value)
+        return int(np.count_nonzero(value))
+
+    return count(model.params)
+
+
+def score(model: Model, report: Report) -> Score | None:
+    """The score of a solved puzzle; None when the report is not a solution."""
+    if not report.ok or report.margin is None:
+        return None
+    return Score(nonzero_parameters(model), model.n_embd, model.n_head, model.n_layer, report.margin.value)

@@ -1,0 +1,98 @@
+"""The verdicts: a puzzle's on an answer (:func:`submit`), and a check of a model's own target (:func:`target_check`).
+
+:func:`submit` is the game's one verdict: whether the file fits the puzzle,
+then every context judged by the puzzle's rule, the score if it is solved, and
+par from the statement. ``puzzles check``, ``check --puzzle`` and ``watch
+--puzzle`` all show what it returns; none of them assembles a verdict itself.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from handwired.defaults import FAILURES_SHOWN, stream_length
+from handwired.errors import HandwiredError
+from handwired.judge.contexts import count_contexts
+from handwired.judge.plans import exhaustive_plan, pattern_rule, stream_plan
+from handwired.judge.puzzle import Puzzle
+from handwired.judge.report import Report, run
+from handwired.judge.scores import Score, score
+from handwired.weightfile import Model
+from handwired.weightfile.axes import shown
+
+QUICK_EXHAUSTIVE = 100_000  # contexts: a target check below this many runs on every context, above it the stream test
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A weight file judged as an answer to a puzzle."""
+
+    puzzle: Puzzle
+    model: Model
+    misfit: tuple[str, ...]  # how the file breaks the puzzle's vocab, n_ctx or caps; () when it fits
+    report: Report | None  # every context judged by the rule; None when the file does not fit
+    score: Score | None  # when solved
+
+    @property
+    def fits(self) -> bool:
+        return not self.misfit
+
+    @property
+    def solved(self) -> bool:
+        return self.score is not None
+
+    @property
+    def par(self) -> Score | None:
+        return self.puzzle.par
+
+    def misfit_error(self) -> HandwiredError:
+        """One line: what the puzzle expects and what the file has."""
+        return HandwiredError(f"{self.model.source}: does not fit puzzle {self.puzzle.name!r}: it expects "
+                              + "; ".join(self.misfit))
+
+
+def fit_problems(puzzle: Puzzle, model: Model) -> list[str]:
+    """How a weight file breaks the puzzle's fixed vocab and n_ctx or its caps, in words."""
+    problems = []
+    if model.vocab != puzzle.vocab:
+        order = " (in this order)" if sorted(model.vocab) == sorted(puzzle.vocab) else ""
+        problems.append(f"vocab {', '.join(map(shown, puzzle.vocab))}{order}, the file has "
+                        f"{', '.join(map(shown, model.vocab))}")
+    if model.n_ctx != puzzle.n_ctx:
+        problems.append(f"n_ctx {puzzle.n_ctx}, the file has {model.n_ctx}")
+    caps = puzzle.caps
+    for what, cap, has in (("n_embd", caps.n_embd, model.n_embd), ("n_head", caps.n_head, model.n_head),
+                           ("blocks", caps.n_layer, model.n_layer)):
+        if has > cap:
+            problems.append(f"{what} at most {cap}, the file has {has}")
+    with_mlp = [f"blocks[{i}]" for i, block in enumerate(model.params["blocks"]) if "mlp" in block]
+    if with_mlp and not caps.mlp:
+        problems.append(f"no MLP, the file has one in {', '.join(with_mlp)}")
+    return problems
+
+
+def submit(puzzle: Puzzle, model: Model, show: int = FAILURES_SHOWN,
+           progress: Callable[[int, int], None] | None = None,
+           should_stop: Callable[[], bool] = lambda: False) -> Submission:
+    """The whole verdict on ``model`` as an answer to ``puzzle``: fit, counts, failures, margin, score.
+
+    A file that does not fit is not run: its submission holds only what it breaks.
+    """
+    misfit = tuple(fit_problems(puzzle, model))
+    if misfit:
+        return Submission(puzzle, model, misfit, None, None)
+    report = run(model, exhaustive_plan(model, puzzle.rule), show, progress, should_stop)
+    return Submission(puzzle, model, (), report, score(model, report))
+
+
+def target_check(model: Model, show: int = FAILURES_SHOWN, limit: int = QUICK_EXHAUSTIVE) -> tuple[str, Report]:
+    """A model judged by its own ``target``: every context when there are at most ``limit``, else the stream
+    test. Returns what was run, in words, and the report."""
+    if model.target is None:
+        raise HandwiredError(f'{model.source}: has no "target" to check')
+    total = count_contexts(model)
+    if total <= limit:
+        plan, how = exhaustive_plan(model, pattern_rule(model, model.target)), "every context"
+    else:
+        plan = stream_plan(model, model.target, stream_length(model.target))
+        how = f"the stream test (every context would be {total:,})"
+    return how, run(model, plan, show)

@@ -1,0 +1,127 @@
+"""The game's views: the list of puzzles, a statement, and the verdict on a submission with its score."""
+
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from handwired.defaults import NEAR_MISS
+from handwired.judge.progress import Progress
+from handwired.judge.puzzle import Puzzle, answer
+from handwired.judge.rules import DECIDED
+from handwired.judge.scores import Score
+from handwired.judge.verdict import Submission
+from handwired.views.numbers import count, logits, number
+from handwired.views.report import report_json
+from handwired.weightfile.axes import shown
+
+
+def score_text(score: Score) -> str:
+    """``18 non-zero parameters, n_embd 6, 1 head, 1 block, margin 1023 logits``."""
+    return (f"{count(score.parameters, 'non-zero parameter')}, n_embd {score.n_embd}, {count(score.n_head, 'head')}, "
+            f"{count(score.n_layer, 'block')}, margin {logits(score.margin)}")
+
+
+def catalogue_view(catalogue: list[Puzzle], progress: Progress) -> Group:
+    """Every puzzle: level, name, what to build, vocab, n_ctx, caps, par, and the player's best."""
+    table = Table(title="puzzles: each judged on every context", title_justify="left")
+    for column, justify in (("level", "right"), ("name", "left"), ("to build", "left"), ("vocab", "left"),
+                            ("n_ctx", "right"), ("caps", "left"), ("par", "right"), ("solved", "left")):
+        table.add_column(column, justify=justify, no_wrap=column != "to build",
+                         ratio=1 if column == "to build" else None)
+    table.caption = ("caps: at most n_embd, heads, blocks; MLP where allowed · par and solved: non-zero parameters "
+                     "of the reference and of your best")
+    for puzzle in catalogue:
+        best = progress.best(puzzle.name)
+        solved = progress.solved(puzzle.name)
+        caps = puzzle.caps
+        table.add_row(
+            str(puzzle.level), Text(puzzle.name, style="bold"), puzzle.summary, " ".join(map(shown, puzzle.vocab)),
+            str(puzzle.n_ctx), f"{caps.n_embd}, {caps.n_head}, {caps.n_layer}{', MLP' if caps.mlp else ''}",
+            str(puzzle.par.parameters) if puzzle.par else "—",
+            Text(f"✓ {best.parameters}" if solved and best else "·", style="green" if solved else "dim"),
+        )
+    unsolved = [p.name for p in catalogue if not progress.solved(p.name)]
+    solved = f"{len(catalogue) - len(unsolved)} of {len(catalogue)} solved."
+    if not unsolved:
+        footer = f"{solved} Every puzzle is solved: now beat par (fewer non-zero parameters)."
+    else:
+        footer = (f"{solved} {'Start with' if len(unsolved) == len(catalogue) else 'Next'}: "
+                  f"handwired puzzles show {unsolved[0]}")
+    return Group(table, Text(footer, style="dim"))
+
+
+def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
+    """The statement: story, rule, how it is judged, caps, examples with the rule's answers, par, hints."""
+    examples = Table(title="examples (the answers are the rule's)", title_justify="left")
+    examples.add_column("context")
+    examples.add_column("next token")
+    for context in puzzle.examples:
+        said = answer(puzzle, context)
+        examples.add_row(context, Text(said.text(), style="bold green" if said.status == DECIDED else "yellow"))
+    best = progress.best(puzzle.name)
+    vocab = ", ".join(map(shown, puzzle.vocab))
+    parts = [
+        Text(puzzle.story),
+        Text.assemble(("\nrule: ", "bold"), puzzle.rule.description),
+        Text.assemble(("judged: ", "bold"), f"on every context of length 1…{puzzle.n_ctx} over {vocab} "
+                      f"({puzzle.n_contexts:,} contexts), each fed from position 0, by this rule alone — not by the "
+                      "stream test that `handwired check` runs on a model's target"
+                      + (", which starts the pattern at phase 0" if puzzle.rule_spec["kind"] == "pattern" else "")
+                      + ". A context passes when the right token's logit is strictly above every other; "
+                      "ambiguous and out-of-domain contexts are counted, never judged."),
+        Text.assemble(("caps: ", "bold"), f"vocab {' '.join(map(shown, puzzle.vocab))} (in this order), "
+                      f"n_ctx {puzzle.n_ctx}, ", puzzle.caps.text(), "; LayerNorm always allowed"),
+        examples,
+        Text.assemble(("par: ", "bold"), score_text(puzzle.par) if puzzle.par else "no reference solution"),
+    ]
+    if best is not None:
+        parts.append(Text.assemble(("your best: ", "bold"), score_text(best)))
+    parts.append(Text(f"hints: {progress.hints(puzzle.name)} of {len(puzzle.hints)} revealed "
+                      f"(handwired puzzles hint {puzzle.name})", style="dim"))
+    parts.append(Text(f"Next: handwired puzzles start {puzzle.name} -o {puzzle.name}.json, wire it, then "
+                      f"handwired puzzles check {puzzle.name} {puzzle.name}.json", style="dim"))
+    title = Text.assemble((f"{puzzle.name}", "bold magenta"), f" — {puzzle.title}  (level {puzzle.level})",
+                          ("  solved ✓" if progress.solved(puzzle.name) else "", "green"))
+    return Panel(Group(*parts), title=title, title_align="left", expand=False)
+
+
+def puzzle_line(puzzle: Puzzle) -> Text:
+    return Text.assemble(("puzzle ", "dim"), (puzzle.name, "bold magenta"), f" — {puzzle.title} (level {puzzle.level})")
+
+
+def score_view(submission: Submission, best_before: Score | None, new_best: bool) -> Group:
+    """A solved puzzle: the verdict against par, the score table, where to see the reference."""
+    puzzle, score, par = submission.puzzle, submission.score, submission.par
+    table = Table(title="score (better: fewer non-zero parameters, then n_embd, blocks, heads; then a larger margin)",
+                  title_justify="left")
+    table.add_column("")
+    for column in ("non-zero parameters", "n_embd", "heads", "blocks", "margin"):
+        table.add_column(column, justify="right")
+    for label, figures in (("yours", score), ("par", par), ("your best before", best_before)):
+        if figures is not None:
+            table.add_row(label, str(figures.parameters), str(figures.n_embd), str(figures.n_head),
+                          str(figures.n_layer), number(figures.margin))
+    verdict = f"\nSolved puzzle {puzzle.name!r}!"
+    if par is not None and score.key() < par.key():
+        verdict += " Better than par."
+    elif par is not None and score.key() == par.key():
+        verdict += " Level with par."
+    if new_best and best_before is not None:
+        verdict += " A new best."
+    notes = [Text(verdict, style="bold green"), table,
+             Text(f"How the reference does it: handwired puzzles solution {puzzle.name}", style="dim")]
+    if score.margin < NEAR_MISS:
+        notes.append(Text(f"The margin is under {logits(NEAR_MISS)}: it counts, but a more robust wiring "
+                          "would lead by more.", style="yellow"))
+    return Group(*notes)
+
+
+def submission_json(submission: Submission, best: Score | None, new_best: bool, near_miss: float = NEAR_MISS) -> dict:
+    """The verdict for programs: the report, solved, the score, par, the player's best."""
+    def figures(score: Score | None) -> dict | None:
+        return None if score is None else score.to_json()
+
+    return {"puzzle": submission.puzzle.name, **report_json(submission.report, near_miss),
+            "solved": submission.solved, "score": figures(submission.score), "par": figures(submission.par),
+            "best": figures(best), "new_best": new_best}

@@ -1,0 +1,125 @@
+"""Drawing a check's report: what was checked, the counts, the margin, the shortest failures."""
+
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from handwired.defaults import NEAR_MISS
+from handwired.engine.trace import trace
+from handwired.judge.report import Margin, Report
+from handwired.views import steps as explaining
+from handwired.views.matrices import step_panel
+from handwired.views.model import model_line
+from handwired.views.numbers import count, logits, probability
+from handwired.weightfile import Model
+
+
+def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> Group:
+    parts: list = [model_line(model), Text.assemble(("checked: ", "dim"), report.description),
+                   Text.assemble(("judged by: ", "dim"), report.rule)]
+    if report.interrupted:
+        parts.append(Text(f"Interrupted: {report.checked:,} of {report.total:,} contexts were checked.",
+                          style="yellow"))
+    counts = Table.grid(padding=(0, 2))
+    counts.add_column(justify="right")
+    counts.add_column()
+    counts.add_row(f"{report.checked:,}", "contexts checked")
+    counts.add_row(Text(f"{report.passed:,}", style="green"), "passed")
+    counts.add_row(Text(f"{report.failed:,}", style="red" if report.failed else "green"), "failed")
+    if report.ambiguous:
+        counts.add_row(f"{report.ambiguous:,}", "ambiguous (the rule allows more than one next token; not judged)")
+    if report.out_of_domain:
+        counts.add_row(f"{report.out_of_domain:,}", "out of domain (never occurs under the rule; not judged)")
+    parts.append(counts)
+    if report.decided:
+        accuracy = 100 * report.passed / report.decided
+        style = "bold green" if report.failed == 0 else "bold red"
+        parts.append(Text(f"accuracy {accuracy:.2f} % ({report.passed:,} / {report.decided:,} judged)", style=style))
+    else:
+        parts.append(Text("No context was judged: nothing to score.", style="yellow"))
+    if report.margin is not None:
+        near = report.near_miss(near_miss)
+        parts.append(margin_line(report.margin, near, explained=True))
+        if near:
+            parts.append(Text(f"Near miss: a margin under {logits(near_miss)} means a small change to the weights "
+                              "could flip that answer.", style="yellow"))
+    if report.failures:
+        parts.append(failures_table(model, report))
+    return Group(*parts)
+
+
+def margin_line(margin: Margin, near: bool, explained: bool = False) -> Text:
+    """``margin 1023 logits at 'aa' (b over a)``, yellow when it is a near miss; ``explained`` says what a margin is."""
+    line = Text.assemble(("margin ", "dim"), (logits(margin.value), "bold yellow" if near else "bold"),
+                         f" at {margin.context!r} ({margin.right} over {margin.wrong})")
+    if explained:
+        line.append(": the smallest lead of a right token over the best wrong one among passing contexts")
+    elif near:
+        line.append("  near miss", "yellow")
+    return line
+
+
+def failure_view(model: Model, report: Report, near_miss: float = NEAR_MISS, everything: bool = False,
+                 reveal: str | None = None) -> list:
+    """The report, then the attention view of the shortest failing context, if any.
+
+    ``reveal``: the command that shows that view with nothing folded, named in its fold lines.
+    """
+    parts: list = [report_view(model, report, near_miss)]
+    failure = report.shortest_failure
+    if failure is not None:
+        parts.append(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
+                          style="bold"))
+        run = trace(model, failure.context)
+        panels = explaining.steps(model, run, explaining.expand(["attention"]))
+        parts += [step_panel(panel, everything, **({"reveal": reveal} if reveal else {})) for panel in panels]
+    return parts
+
+
+def failures_table(model: Model, report: Report) -> Group:
+    shown = len(report.failures)
+    if shown < report.failed:
+        title = f"failures: the {shown} shortest distinct failing contexts (of {count(report.failed, 'failure')})"
+    else:
+        title = f"failures: all {shown}"
+    table = Table()
+    table.add_column("context")
+    table.add_column("expected")
+    table.add_column("predicted")
+    for token in model.vocab:
+        table.add_column(f"p({token})", justify="right")
+    for failure in report.failures:
+        table.add_row(
+            failure.context, " or ".join(failure.acceptable),
+            Text(failure.predicted + (" (tie)" if failure.tied else ""), style="red"),
+            *[probability(p) for p in failure.probs],
+        )
+    return Group(Text(title, style="bold"), table)
+
+
+def report_json(report: Report, near_miss: float = NEAR_MISS) -> dict:
+    """The report for programs: counts, failures with their logits, the margin."""
+    margin = report.margin
+    return {
+        "checked": report.description,
+        "rule": report.rule,
+        "total": report.total,
+        "contexts": report.checked,
+        "passed": report.passed,
+        "failed": report.failed,
+        "ambiguous": report.ambiguous,
+        "out_of_domain": report.out_of_domain,
+        "ok": report.ok,
+        "interrupted": report.interrupted,
+        "shortest_failure": report.shortest_failure.context if report.shortest_failure else None,
+        "failures": [
+            {"context": f.context, "expected": list(f.acceptable), "predicted": f.predicted, "tied": f.tied,
+             "logits": f.logits.tolist(), "probabilities": f.probs.tolist()}
+            for f in report.failures
+        ],
+        "margin": None if margin is None else {
+            "logits": margin.value, "context": margin.context, "right": margin.right, "wrong": margin.wrong,
+            "near_miss": report.near_miss(near_miss),
+        },
+    }

@@ -1,0 +1,79 @@
+"""The labelled sides of a model's matrices, and labels as they are printed.
+
+Every matrix in a weight file has labelled rows and columns: the residual
+dims (``dims``), vocab tokens, positions, the q/k/v columns of ``c_attn``, the
+``z`` rows of ``c_proj``, MLP hidden units. A sparse entry names its row and
+column by these labels (or by an index written as a string); views, errors and
+``diff`` print the same labels.
+"""
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One side of a matrix: what it is, and the labels a sparse entry may name it by."""
+
+    meaning: str  # for messages: "one per residual dim"
+    labels: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {label: i for i, label in enumerate(self.labels)}
+
+    def find(self, key: str) -> int | None:
+        """A label, or an index written as a string ("3"), -> its position; None if it is neither."""
+        if key in self._positions:
+            return self._positions[key]
+        index = as_index(key)
+        return index if index is not None and index < len(self.labels) else None
+
+    def describe(self) -> str:
+        """The valid labels, runs folded: ``q0…q7, k0…k7, v0…v7, or an index 0…23``."""
+        indices = f"0…{len(self.labels) - 1}" if len(self.labels) > 2 else ", ".join(map(str, range(len(self.labels))))
+        if all(label == str(i) for i, label in enumerate(self.labels)):
+            return indices
+        return f"{fold_labels(self.labels)}, or an index {indices}"
+
+
+def fold_labels(labels: tuple[str, ...] | list[str]) -> str:
+    """``q0, q1, q2, k0`` -> ``q0…q2, k0``: runs of a prefix with consecutive numbers folded."""
+    parts: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        parts.extend([f"{run[0]}…{run[-1]}"] if len(run) > 2 else run)
+        run.clear()
+
+    for label in labels:
+        match = _NUMBERED.fullmatch(label)
+        if run and match:
+            last = _NUMBERED.fullmatch(run[-1])
+            if last and last[1] == match[1] and int(last[2]) + 1 == int(match[2]):
+                run.append(label)
+                continue
+        flush()
+        run.append(shown(label))
+    flush()
+    return ", ".join(parts)
+
+
+_NUMBERED = re.compile(r"(.*?)(\d+)")
+
+
+def as_index(key: str) -> int | None:
+    """ "3" -> 3; anything that is not a plain non-negative whole number -> None."""
+    if key.isascii() and key.isdigit() and (key == "0" or not key.startswith("0")):
+        return int(key)
+    return None
+
+
+def shown(text: str) -> str:
+    """Text as it may be printed inside one line: unchanged, unless a control character
+    (a newline, a tab) would break or hide it — then quoted and escaped: ``'\\n'``."""
+    return text if text.isprintable() else repr(text)

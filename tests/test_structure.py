@@ -1,0 +1,139 @@
+"""The shape of the code: layers that import only downwards, no import circle, short modules and functions,
+a core that names parameters rather than command-line flags."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "handwired"
+# Bottom to top. A module may import its own layer and the layers below; views and interop sit side by side
+# and do not import each other.
+LAYERS = {
+    "handwired.errors": 0, "handwired.defaults": 0,
+    "handwired.weightfile": 1,
+    "handwired.engine": 2,
+    "handwired.judge": 3,
+    "handwired.views": 4, "handwired.interop": 4,
+    "handwired.cli": 5,
+    "handwired": 6, "handwired.__main__": 6,
+}
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+FLAG = re.compile(r"--[a-z]")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer(module: str) -> tuple[int, str]:
+    """The module's layer and the folder it belongs to."""
+    for prefix in sorted(LAYERS, key=len, reverse=True):
+        if module == prefix or module.startswith(prefix + "."):
+            return LAYERS[prefix], prefix
+    raise AssertionError(f"{module} is in no layer")
+
+
+def imports(module: str) -> set[str]:
+    """The handwired modules ``module`` imports, anywhere in it (a package import counts as its __init__)."""
+    found = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in MODULES else node.module
+                     for alias in node.names]
+        else:
+            continue
+        found |= {name for name in names if name in MODULES and name != module}
+    return found
+
+
+GRAPH = {module: imports(module) for module in MODULES}
+
+
+def test_every_module_imports_only_its_own_layer_and_the_layers_below():
+    assert {"handwired.engine.trace", "handwired.cli.common"} <= GRAPH["handwired.cli.predict"]  # the probe is real
+    wrong = []
+    for module, targets in GRAPH.items():
+        rank, folder = layer(module)
+        for target in targets:
+            target_rank, target_folder = layer(target)
+            if target_rank > rank or (target_rank == rank and target_folder != folder and rank > 0):
+                wrong.append(f"{module} imports {target}")
+    assert wrong == []
+
+
+def test_there_is_no_import_circle():
+    state: dict[str, str] = {}  # module -> "open" while on the path, "done" after
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for target in sorted(GRAPH[module]):
+            if module.startswith(target + ".") and MODULES[target].name == "__init__.py":
+                continue  # a module imports its own package (already running): not a circle of the module's making
+            if state.get(target) == "open":
+                raise AssertionError("import circle: " + " → ".join(path[path.index(target):] + [target]))
+            if target not in state:
+                visit(target, path + [target])
+        state[module] = "done"
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module, [module])
+
+
+def test_the_layers_are_folders_each_saying_what_it_is():
+    for folder in ("weightfile", "engine", "judge", "views", "interop", "cli"):
+        init = PACKAGE / folder / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and len(doc) > 200, f"{folder}/__init__.py says what the layer is"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_modules_and_functions_are_short(module):
+    text = MODULES[module].read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= MAX_MODULE_LINES, f"{module}: {len(text.splitlines())} lines"
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = node.end_lineno - node.lineno + 1
+            assert length <= MAX_FUNCTION_LINES, f"{module}.{node.name}: {length} lines"
+
+
+def error_texts(tree: ast.AST) -> list[str]:
+    """Every piece of text in a raise statement or in the making of a HandwiredError."""
+    texts: dict[int, str] = {}  # by node, so text in a HandwiredError inside a raise counts once
+    for node in ast.walk(tree):
+        made = isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("HandwiredError", "bad_value")
+        if isinstance(node, ast.Raise) or made:
+            texts |= {id(part): part.value for part in ast.walk(node)
+                      if isinstance(part, ast.Constant) and isinstance(part.value, str)}
+    return list(texts.values())
+
+
+@pytest.mark.parametrize("module", sorted(name for name in MODULES if not name.startswith("handwired.cli")))
+def test_the_core_names_parameters_never_flags(module):
+    """Errors below the command line name their parameters ({min_length}); the CLI spells them as flags."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    assert [text for text in error_texts(tree) if FLAG.search(text)] == []
+
+
+def test_the_probe_finds_flags_where_they_are():
+    caught = error_texts(ast.parse('raise HandwiredError(f"--length {n}: too short")\nbad_value("x", 1, "use --x")'))
+    assert [text for text in caught if FLAG.search(text)] == ["--length ", "use --x"]
+
+
+def test_a_core_error_is_spelled_as_the_command_spells_it():
+    from handwired.errors import HandwiredError, bad_value
+
+    error = bad_value("min_length", 0, "expected at least 1")
+    assert str(error) == "min_length 0: expected at least 1"
+    assert error.render(lambda name: "--" + name.replace("_", "-")) == "--min-length 0: expected at least 1"
+    literal = HandwiredError('expected {"kind": "first"}')  # braces that name no parameter are left alone
+    assert str(literal) == 'expected {"kind": "first"}'
