@@ -143,11 +143,17 @@ def test_a_bad_domain_is_one_line_naming_its_path(spec, rule_spec, message):
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
-def test_the_trie_gives_the_per_context_logits(tmp_path):
+@pytest.mark.parametrize("silenced", [(), ((0, "attn"),), ((1, "attn"),), ((0, "mlp"), (1, "attn")),
+                                      ((0, "attn"), (0, "mlp"), (1, "attn"), (1, "mlp"))])
+def test_the_trie_gives_the_per_context_logits(silenced):
+    """Against the batched forward pass, which computes every sublayer: the trie skips those whose c_proj.w is zero
+    (they add their bias alone), and must give the same logits."""
     from reference import params_to_document, random_params
 
     rng = np.random.default_rng(5)
     params = random_params(rng, n_vocab=5, n_ctx=9, n_embd=8, n_layer=2, n_hidden=6)
+    for block, sublayer in silenced:
+        params["blocks"][block][sublayer]["c_proj"]["w"][:] = 0.0
     model, problems = parse(params_to_document(params, 2, "abcd|", 9))
     assert problems == []
     made, _ = domain({"kind": "answer_so_far", "alphabet": "abcd", "length": [1, 4], "distinct": True},

@@ -81,8 +81,10 @@ def evaluate_trie(model: Model, trie: Trie, lengths: set[int] | None = None,
     """
     params, n_embd = model.params, model.n_embd
     table = qkv_table(params) if model.n_layer else None  # block 0's q, k, v depend on token and position only
-    # per block, every node's own key and value (its new position's), by node number: what its descendants read
-    store = [(np.empty((trie.nodes, n_embd)), np.empty((trie.nodes, n_embd))) for _ in params["blocks"]]
+    # per block, every node's own key and value (its new position's), by node number: what its descendants read;
+    # a silent attention's keys are never read
+    store = [None if silent(block["attn"]) else (np.empty((trie.nodes, n_embd)), np.empty((trie.nodes, n_embd)))
+             for block in params["blocks"]]
     logits: list[np.ndarray | None] = []
     for length, level in enumerate(trie.levels, start=1):
         wanted = lengths is None or length in lengths
@@ -103,6 +105,12 @@ def evaluate_trie(model: Model, trie: Trie, lengths: set[int] | None = None,
     return logits
 
 
+def silent(layer: dict) -> bool:
+    """An attention or MLP whose c_proj.w is all zeros adds exactly its c_proj.b, whatever it reads: a starter's
+    blocks, or one a player has not wired yet, cost nothing to evaluate."""
+    return not layer["c_proj"]["w"].any()
+
+
 def _new_position(model, table, level, rows, length, store, logits=True):
     # the nodes `rows` of level `length`: one new position each -> their next-token logits [n, n_vocab]
     # (without ``logits``: only their keys and values, which stop being needed after the last block's c_attn)
@@ -112,6 +120,12 @@ def _new_position(model, table, level, rows, length, store, logits=True):
     own = np.arange(level.first, level.first + len(tokens)) + rows.start  # [n] these nodes' numbers
     x = params["wte"][tokens] + params["wpe"][length - 1]  # [n, n_embd]
     for b, block in enumerate(params["blocks"]):
+        if store[b] is None:  # silent attention: only its bias reaches the residual stream
+            x = x + block["attn"]["c_proj"]["b"]  # [n, n_embd]
+            if not logits and all(kv is None for kv in store[b:]):
+                return None
+            x = _mlp(x, block)
+            continue
         if b == 0 and table is not None:
             qkv = table[tokens, length - 1]  # [n, 3*n_embd]
         else:
@@ -120,7 +134,7 @@ def _new_position(model, table, level, rows, length, store, logits=True):
         q, k, v = qkv[:, :n_embd], qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:]
         keys, values = store[b]
         keys[own], values[own] = k, v
-        if not logits and b == model.n_layer - 1:
+        if not logits and all(kv is None for kv in store[b + 1:]):  # no later block reads this node's keys
             return None
         # every key the node sees: its ancestors' at positions 0…length-2, then its own
         all_k = np.take(keys, np.concatenate([ancestors, own[:, None]], axis=1), axis=0)  # [n, length, n_embd]
@@ -128,9 +142,16 @@ def _new_position(model, table, level, rows, length, store, logits=True):
         mask = np.zeros((1, length))  # the causal mask lets the last position see every key
         z = attention(split_heads(q[:, None], n_head), split_heads(all_k, n_head), split_heads(all_v, n_head), mask)
         x = x + linear(merge_heads(z)[:, 0], **block["attn"]["c_proj"])  # [n, n_embd]
-        if "mlp" in block:
-            h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x
-            x = x + mlp(h, **block["mlp"])
+        x = _mlp(x, block)
     if "ln_f" in params:
         x = layer_norm(x, **params["ln_f"])
     return matmul(x, params["wte"].T)  # [n, n_vocab], tied unembedding
+
+
+def _mlp(x, block):  # [n, n_embd] -> [n, n_embd]: the residual stream after the block's MLP, if it has one
+    if "mlp" not in block:
+        return x
+    if silent(block["mlp"]):
+        return x + block["mlp"]["c_proj"]["b"]
+    h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x
+    return x + mlp(h, **block["mlp"])
