@@ -148,7 +148,8 @@ def test_a_good_statement_has_no_problems(statement):
         (lambda d: d.update(colour="red"), "colour: unknown key 'colour'"),
         (lambda d: d.update(level=0), "level: expected a whole number ≥ 1; found 0"),
         (lambda d: d.update(vocab=["a", "a"]), "vocab[1]: 'a' appears twice"),
-        (lambda d: d["caps"].update(mlp="no"), "caps.mlp: expected true or false; found the string 'no'"),
+        (lambda d: d["caps"].update(mlp="no"),
+         "caps.mlp: expected true, false or the largest number of hidden units; found the string 'no'"),
         (lambda d: d["caps"].update(n_head=3), "caps: n_embd 8 is not divisible by n_head 3"),
         (lambda d: d["caps"].pop("n_layer"), "caps: missing 'n_layer'"),
         (lambda d: d.update(rule={"kind": "magic"}), "rule.kind: expected one of pattern"),
@@ -181,7 +182,8 @@ def test_reading_a_bad_statement_is_one_line_with_the_file(tmp_path, statement):
 def test_unknown_puzzle_lists_the_valid_names(fixture_puzzles):
     with pytest.raises(HandwiredError) as error:
         load_puzzle("nope")
-    assert str(error.value) == "no puzzle named 'nope' (puzzles: first, aab)"  # by level, then name
+    # by level, then name
+    assert str(error.value) == "no puzzle named 'nope' (puzzles: first, aab; or give a statement's path, NAME.json)"
 
 
 # ---------------------------------------------------------------- fitting a file to the puzzle

@@ -178,11 +178,12 @@ def test_a_file_that_is_not_a_weight_file_is_one_line(tmp_path):
 def test_bad_puzzle_names_list_the_valid_ones(command, solution):
     extra = [solution] if command == ["check"] else []
     line = user_error("puzzles", *command, "abb", *extra)
-    assert line == "error: no puzzle named 'abb' (puzzles: first, aab)"
+    assert line == "error: no puzzle named 'abb' (puzzles: first, aab; or give a statement's path, NAME.json)"
 
 
 def test_bad_name_through_check_puzzle():
-    assert "no puzzle named 'nope' (puzzles: first, aab)" in user_error("check", "--puzzle", "nope")
+    assert "no puzzle named 'nope' (puzzles: first, aab; or give a statement's path, NAME.json)" in user_error(
+        "check", "--puzzle", "nope")
 
 
 def test_hints_one_more_each_time_and_all(handwired_home):
@@ -267,7 +268,8 @@ def test_a_folder_of_new_puzzles_can_be_played_through_the_environment(monkeypat
     shutil.copy(fixture_puzzles / "solutions" / "first.json", folder / "solutions")
     monkeypatch.setenv("HANDWIRED_PUZZLES", str(folder))
     assert catalogue.puzzles_dir() == folder
-    assert "no puzzle named 'aab' (puzzles: first)" in user_error("puzzles", "show", "aab")
+    assert "no puzzle named 'aab' (puzzles: first; or give a statement's path, NAME.json)" in user_error(
+        "puzzles", "show", "aab")
     assert invoke("puzzles", "check", "first", str(folder / "solutions" / "first.json")).exit_code == 0
 
 
@@ -283,3 +285,24 @@ def test_every_bundled_puzzle_shows_its_statement_and_par(monkeypatch, name):
     assert f"par: {nonzero_parameters(reference_solution(puzzle))} non-zero parameters" in out
     for context in puzzle.examples:
         assert f"{context} {answer(puzzle, context).text()}" in out
+
+
+def test_an_mlp_wider_than_the_hidden_cap_is_refused_saying_what_the_puzzle_allows(tmp_path):
+    statement = {"format": "handwired-puzzle/1", "name": "narrow", "level": 1, "title": "Narrow",
+                 "summary": "The first token.", "story": "Say the first token.", "vocab": ["a", "b"], "n_ctx": 3,
+                 "caps": {"n_embd": 4, "n_head": 1, "n_layer": 1, "mlp": 4}, "rule": {"kind": "first"},
+                 "examples": ["ab"], "hints": ["Look back."]}
+    (tmp_path / "narrow.json").write_text(json.dumps(statement))
+    rng = np.random.default_rng(4)
+    for hidden, fits in ((4, True), (6, False)):
+        params = random_params(rng, n_vocab=2, n_ctx=3, n_embd=4, n_layer=1, n_hidden=hidden)
+        doc = params_to_document(params, 1, "ab", 3)
+        path = tmp_path / f"hidden{hidden}.json"
+        path.write_text(json.dumps(doc))
+        result = invoke("puzzles", "check", str(tmp_path / "narrow.json"), str(path))
+        if fits:
+            assert result.exit_code in (0, 1), result.output  # judged, whatever the verdict
+        else:
+            assert result.exit_code == 2 and result.stderr.strip() == (
+                f"error: {path}: does not fit puzzle 'narrow': it expects an MLP of at most 4 hidden units, "
+                "the file has 6 in blocks[0]")

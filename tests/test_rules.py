@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from handwired.errors import HandwiredError
+from handwired.judge.kinds import rule_from_spec as rule_from_spec_checked
 from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, FunctionRule
-from handwired.judge.rules import rule_from_spec as rule_from_spec_checked
 from handwired.weightfile import Checker
 
 # Plain, one-context-at-a-time versions of each kind, written from the rule's words:
@@ -161,8 +161,8 @@ def test_descriptions_say_the_rule_in_words():
     "spec,message",
     [
         ({"kind": "nexttoken"},
-         "rule.kind: expected one of pattern, first, previous, max, majority, same_last_two, induction; "
-         "found the string 'nexttoken'"),
+         "rule.kind: expected one of pattern, first, previous, max, majority, same_last_two, induction, successor, "
+         "count_last, parity, copy, reverse, sort, sum; found the string 'nexttoken'"),
         ({"kind": 3}, "rule.kind: expected one of pattern,"),
         ({"kind": []}, "rule.kind: expected one of pattern,"),  # unhashable: once a TypeError
         ("previous", "rule: expected an object such as {\"kind\": \"first\"}; found the string 'previous'"),

@@ -48,6 +48,7 @@ MAJOR = TL_VERSION.split(".")[0]
 pytestmark = pytest.mark.filterwarnings("ignore:HookedTransformer is deprecated:DeprecationWarning")
 TOLERANCE = 1e-9
 MAX_LENGTH = 6
+MAX_CONTEXTS = 4096  # per length: every context while there are so few, else as many drawn at random (add: 12**6)
 ATTENTION_HOOKS = ("hook_q", "hook_k", "hook_v", "hook_pattern", "hook_z")
 
 
@@ -76,10 +77,14 @@ def load_in_transformer_lens(folder: Path):
     return namespace["load_handwired"](str(folder))
 
 
-def every_context(n_vocab: int, length: int) -> np.ndarray:  # -> [n_vocab**length, length]
-    grid = np.meshgrid(*[np.arange(n_vocab)] * length, indexing="ij")
+def contexts_of(n_vocab: int, length: int) -> np.ndarray:  # -> [min(n_vocab**length, MAX_CONTEXTS), length]
+    if n_vocab**length > MAX_CONTEXTS:
+        tokens = np.random.default_rng(length).integers(0, n_vocab, size=(MAX_CONTEXTS, length))
+    else:
+        grid = np.meshgrid(*[np.arange(n_vocab)] * length, indexing="ij")
+        tokens = np.array(grid).reshape(length, -1).T
     # contiguous: TransformerLens 3.x's MLP views its input and fails on a transposed batch
-    return np.ascontiguousarray(np.array(grid).reshape(length, -1).T)
+    return np.ascontiguousarray(tokens)
 
 
 def relative_error(found, expected) -> float:
@@ -102,7 +107,7 @@ def test_transformer_lens_computes_what_handwired_computes(name, tmp_path):
     assert next(tl_model.parameters()).dtype == torch.float64
     worst = {"logits": 0.0}
     for length in range(1, min(model.n_ctx, MAX_LENGTH) + 1):
-        tokens = every_context(model.n_vocab, length)  # [batch, length]
+        tokens = contexts_of(model.n_vocab, length)  # [batch, length]
         record: dict = {}
         expected = forward(model.params, tokens, model.n_head, record=record)
         with torch.no_grad():
@@ -190,7 +195,7 @@ def test_a_transformer_lens_state_dict_imports_exactly(tmp_path):
     (folder / "config.json").write_text(json.dumps(tl_model.cfg.to_dict(), default=str))
     model = import_folder(folder, tmp_path / "model.json", vocab="abcde")
     assert load(str(tmp_path / "model.json")).dims == model.dims
-    tokens = every_context(5, 4)
+    tokens = contexts_of(5, 4)
     with torch.no_grad():
         expected = tl_model(torch.from_numpy(tokens)).numpy()
     assert relative_error(forward(model.params, tokens, model.n_head), expected) <= TOLERANCE

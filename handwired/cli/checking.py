@@ -81,10 +81,10 @@ def puzzle_verdict(name: str, weights: str, show: int, near_miss: float, as_json
         raise submission.misfit_error()
     report = submission.report
     player = progressing.load(warn=warn)
-    best_before = player.best(name)
-    new_best = player.record(name, submission.score) if submission.solved else False
+    best_before = player.best(puzzle.key)
+    new_best = player.record(puzzle.key, submission.score) if submission.solved else False
     if as_json:
-        typer.echo(json.dumps(submission_json(submission, player.best(name), new_best, near_miss), indent=2,
+        typer.echo(json.dumps(submission_json(submission, player.best(puzzle.key), new_best, near_miss), indent=2,
                               ensure_ascii=False))
     else:
         def view(everything: bool) -> list:
@@ -93,7 +93,7 @@ def puzzle_verdict(name: str, weights: str, show: int, near_miss: float, as_json
             if submission.solved:
                 parts.append(score_view(submission, best_before, new_best))
             elif not report.interrupted:
-                parts.append(Text(f"\nNot solved yet. Stuck? handwired puzzles hint {name}", style="dim"))
+                parts.append(Text(f"\nNot solved yet. Stuck? handwired puzzles hint {puzzle.ref}", style="dim"))
             return parts
 
         out.show(view, show_all)

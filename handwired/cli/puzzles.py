@@ -24,7 +24,7 @@ from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
 from handwired.judge.catalogue import catalogue, load_puzzle, solution_path
-from handwired.judge.puzzle import starter
+from handwired.judge.puzzle import Puzzle, starter, template
 from handwired.views.puzzles import catalogue_view, score_text, statement_view
 from handwired.weightfile import load
 from handwired.weightfile.writing import dumps, write_new
@@ -35,7 +35,13 @@ app = typer.Typer(
     invoke_without_command=True,
 )
 
-NameArgument = Annotated[str, typer.Argument(help="The puzzle's name, e.g. previous (see: handwired puzzles).")]
+NameArgument = Annotated[str, typer.Argument(
+    metavar="PUZZLE", help="A puzzle's name, e.g. previous (see: handwired puzzles), or a statement's path.")]
+
+
+def answer_file(puzzle: Puzzle) -> str:
+    """Where start writes an answer and check looks for it: NAME.json, or NAME-answer.json beside a written one."""
+    return f"{puzzle.name}.json" if puzzle.ref == puzzle.name else f"{puzzle.name}-answer.json"
 
 
 def _progress() -> progressing.Progress:
@@ -70,17 +76,29 @@ def puzzles_start(
     name: NameArgument,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="The file to create; default NAME.json."),
+        typer.Option("--output", "-o", help="The file to create; default NAME.json (NAME-answer.json for a "
+                     "statement you wrote)."),
     ] = None,
     force: ForceOption = False,
 ) -> None:
     """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""
     puzzle = load_puzzle(name)
-    output = output or Path(f"{name}.json")
+    output = output or Path(answer_file(puzzle))
     write_new(output, dumps(starter(puzzle)), force=force)
     stdout().print(f"wrote {escape(str(output))}: vocab {' '.join(puzzle.vocab)}, n_ctx {puzzle.n_ctx}, "
                    f"{puzzle.caps.text()}; all zeros. Next: wire it, then "
-                   f"handwired puzzles check {name} {escape(str(output))}")
+                   f"handwired puzzles check {escape(puzzle.ref)} {escape(str(output))}")
+
+
+@app.command("new")
+def puzzles_new(
+    output: Annotated[Path, typer.Option("--output", "-o", help="The statement to create, e.g. my-puzzle.json.")],
+    force: ForceOption = False,
+) -> None:
+    """Write a puzzle statement to edit: a small working puzzle, every part commented."""
+    write_new(output, template(output.stem), force=force)
+    stdout().print(f"wrote {escape(str(output))}: a puzzle statement to edit. Next: handwired puzzles show "
+                   f"{escape(str(output))}, then handwired puzzles start {escape(str(output))}")
 
 
 @app.command("check")
@@ -98,7 +116,8 @@ def puzzles_check(
     force: ForceOption = False,
 ) -> None:
     """Judge PATH on every context by the puzzle's rule; exit code 0 only if it solves the puzzle."""
-    puzzle_verdict(name, weight_spec(file, weights, default=f"{name}.json"), show, near_miss, as_json, svg, html,
+    default = answer_file(load_puzzle(name))
+    puzzle_verdict(name, weight_spec(file, weights, default=default), show, near_miss, as_json, svg, html,
                    force, show_all)
 
 
@@ -110,17 +129,17 @@ def puzzles_hint(
     """Reveal the next hint (one more each time); the ones already revealed are shown again."""
     puzzle = load_puzzle(name)
     progress = _progress()
-    before = progress.hints(name)
+    before = progress.hints(puzzle.key)
     revealed = len(puzzle.hints) if every_hint else min(before + 1, len(puzzle.hints))
-    progress.reveal(name, revealed)
+    progress.reveal(puzzle.key, revealed)
     console = stdout()
     for number, hint in enumerate(puzzle.hints[:revealed], start=1):
         new = number > before
         console.print(Text.assemble((f"hint {number} of {len(puzzle.hints)}: ", "bold" if new else "dim"),
                                     (hint, "" if new else "dim")))
-    if revealed == len(puzzle.hints) and before == revealed:
+    if revealed == len(puzzle.hints) and before == revealed and puzzle.bundled:
         console.print(Text("That was the last hint. The reference solution: "
-                           f"handwired puzzles solution {name} (once solved, or with --spoil)", style="dim"))
+                           f"handwired puzzles solution {puzzle.ref} (once solved, or with --spoil)", style="dim"))
 
 
 @app.command("solution")
@@ -130,10 +149,10 @@ def puzzles_solution(
 ) -> None:
     """The reference solution, once you have solved the puzzle (or with --spoil)."""
     puzzle = load_puzzle(name)
-    path = solution_path(name)
+    path = solution_path(puzzle.name) if puzzle.ref == puzzle.name else None
     if path is None:
         raise HandwiredError(f"puzzle {name!r} has no reference solution")
-    if not spoil and not _progress().solved(name):
+    if not spoil and not _progress().solved(puzzle.key):
         raise HandwiredError(f"puzzle {name!r} is not solved yet: solve it first "
                              f"(handwired puzzles check {name} FILE), or add --spoil to see the solution anyway")
     model = load(str(path))

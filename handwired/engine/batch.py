@@ -21,7 +21,7 @@ CHUNK_POSITIONS = 8192
 
 
 @lru_cache(maxsize=1)
-def _pool() -> ThreadPoolExecutor:
+def pool() -> ThreadPoolExecutor:
     # numpy releases the GIL inside its loops, so chunks run side by side on every core.
     return ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="handwired")
 
@@ -41,7 +41,7 @@ def next_logits(model: Model, contexts: np.ndarray, chunk: int | None = None) ->
     def run(start: int) -> np.ndarray:
         return forward(model.params, contexts[start : start + chunk], model.n_head, last_only=True, table=table)
 
-    logits = run(0) if len(starts) == 1 else np.concatenate(list(_pool().map(run, starts)))
+    logits = run(0) if len(starts) == 1 else np.concatenate(list(pool().map(run, starts)))
     return require_finite(model, contexts, logits)
 
 

@@ -1,6 +1,8 @@
 """Finding puzzles: the bundled statements and their reference solutions, by name, in level order."""
 
+import hashlib
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from handwired.errors import HandwiredError
@@ -36,15 +38,31 @@ def reference_solution(puzzle: Puzzle) -> Model | None:
 
 
 def load_puzzle(name: str) -> Puzzle:
-    """A bundled puzzle by name; a wrong name is one line listing the valid ones."""
+    """A bundled puzzle by name, or a statement someone wrote by its path (``my-puzzle.json``).
+
+    A wrong name is one line listing the valid ones. A written statement's progress is kept under its name and
+    a hash of its content, so an edited statement is a new puzzle and never takes an old one's progress.
+    """
     found = bundled_puzzles()
-    if name not in found:
-        names = ", ".join(p.name for p in catalogue()) or "none are installed"
-        raise HandwiredError(f"no puzzle named {name!r} (puzzles: {names})")
-    return read_statement(found[name])
+    if name in found:
+        return _bundled(found[name])
+    path = Path(name)
+    if name.endswith(".json") or path.exists():
+        if not path.is_file():
+            raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
+        puzzle = read_statement(path)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+        return replace(puzzle, ref=str(path), key=f"{puzzle.name}#{digest}")
+    names = ", ".join(p.name for p in catalogue()) or "none are installed"
+    raise HandwiredError(f"no puzzle named {name!r} (puzzles: {names}; or give a statement's path, NAME.json)")
 
 
 def catalogue() -> list[Puzzle]:
     """Every bundled puzzle, by level, then name."""
-    puzzles = [read_statement(path) for path in bundled_puzzles().values()]
+    puzzles = [_bundled(path) for path in bundled_puzzles().values()]
     return sorted(puzzles, key=lambda p: (p.level, p.name))
+
+
+def _bundled(path: Path) -> Puzzle:
+    puzzle = read_statement(path, named_by_file=True)
+    return replace(puzzle, ref=puzzle.name, key=puzzle.name)

@@ -19,6 +19,7 @@ import numpy as np
 
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH
 from handwired.engine.tree import TreeBatch, evaluate_tree
+from handwired.engine.trie import build_trie, evaluate_trie
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
     BATCH,
@@ -31,6 +32,7 @@ from handwired.judge.contexts import (
     estimated_seconds,
     random_contexts,
 )
+from handwired.judge.domains import Domain
 from handwired.judge.rules import DECIDED, Judgement, PatternRule, Rule
 from handwired.weightfile import Model
 
@@ -152,5 +154,25 @@ def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_len
         description=f"{sample:,} random contexts of length {min_length}…{model.n_ctx} (seed {seed})",
         rule=rule.description,
         total=sample,
+        batches=batches,
+    )
+
+
+def domain_plan(model: Model, domain: Domain, rule: Rule) -> Plan:
+    """Every context of a puzzle's domain, evaluated as a trie of their prefixes (nothing outside it is run)."""
+
+    def batches() -> Iterator[Batch]:
+        trie = build_trie(list(domain.contexts))
+        logits = evaluate_trie(model, trie, {batch.shape[1] for batch in domain.contexts})  # per level judged
+        for contexts in domain.contexts:  # shortest first, each in vocab order
+            contexts = contexts.astype(np.min_scalar_type(model.n_vocab))
+            for start in range(0, len(contexts), BATCH):
+                chunk = contexts[start:start + BATCH]
+                yield Batch(chunk, rule.judge(chunk), logits[chunk.shape[1] - 1][trie.find(chunk)])
+
+    return Plan(
+        description=f"every context of the domain: {domain.description} ({domain.size:,} contexts)",
+        rule=rule.description,
+        total=domain.size,
         batches=batches,
     )

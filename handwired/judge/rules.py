@@ -10,21 +10,20 @@ acceptable and whether the context decides the answer at all:
 * ``OUT_OF_DOMAIN``: the context can never occur under the rule (``bb``, for ``aab``).
 
 Neither of the last two is ever counted as a failure. The rule *kinds* a puzzle
-names in its statement (``{"kind": "previous"}``) are implemented here, once,
-each vectorised over a batch of contexts of one length; :func:`rule_from_spec`
-builds one from a statement. Anything with a ``description`` and a ``judge``
-method fits as a rule, and :class:`FunctionRule` wraps a plain Python function.
+names in its statement (``{"kind": "previous"}``) are implemented here and in
+:mod:`handwired.judge.answers`, once, each vectorised over a batch of contexts
+of one length; :mod:`handwired.judge.kinds` builds one from a statement.
+Anything with a ``description`` and a ``judge`` method fits as a rule, and
+:class:`FunctionRule` wraps a plain Python function.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
-
-from handwired.weightfile.checker import Checker, join
 
 DECIDED, AMBIGUOUS, OUT_OF_DOMAIN = 0, 1, 2
 
@@ -43,7 +42,7 @@ class Rule(Protocol):
         ...
 
 
-def _status_from_counts(acceptable: np.ndarray) -> np.ndarray:
+def status_from_counts(acceptable: np.ndarray) -> np.ndarray:
     counts = acceptable.sum(axis=1)  # [n]
     return np.where(counts == 0, OUT_OF_DOMAIN, np.where(counts == 1, DECIDED, AMBIGUOUS)).astype(np.int8)
 
@@ -52,15 +51,15 @@ def _one_hot(tokens: np.ndarray, n_vocab: int) -> np.ndarray:
     return tokens[:, None] == np.arange(n_vocab)  # [n] -> [n, n_vocab] bool
 
 
-def _decided(answer: np.ndarray, n_vocab: int, in_domain: np.ndarray | None = None) -> Judgement:
+def decided(answer: np.ndarray, n_vocab: int, in_domain: np.ndarray | None = None) -> Judgement:
     """One right token per context ([n] ids); contexts outside ``in_domain`` are out of domain."""
     acceptable = _one_hot(answer, n_vocab)  # [n, n_vocab]
     if in_domain is not None:
         acceptable &= in_domain[:, None]
-    return Judgement(_status_from_counts(acceptable), acceptable)
+    return Judgement(status_from_counts(acceptable), acceptable)
 
 
-def _out_of_domain(n: int, n_vocab: int) -> Judgement:
+def out_of_domain(n: int, n_vocab: int) -> Judgement:
     return Judgement(np.full(n, OUT_OF_DOMAIN, dtype=np.int8), np.zeros((n, n_vocab), dtype=bool))
 
 
@@ -85,7 +84,7 @@ class PatternRule:
             fits = np.all(contexts == expected, axis=1)
             acceptable[fits, self.pattern[(phase + n_seq) % period]] = True
         # Several phases that agree on the next token still decide it.
-        return Judgement(_status_from_counts(acceptable), acceptable)
+        return Judgement(status_from_counts(acceptable), acceptable)
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ class FirstRule:
     description: str = "the context's first token"
 
     def judge(self, contexts: np.ndarray) -> Judgement:
-        return _decided(contexts[:, 0], self.n_vocab)  # [n]
+        return decided(contexts[:, 0], self.n_vocab)  # [n]
 
 
 @dataclass(frozen=True)
@@ -105,8 +104,8 @@ class PreviousRule:
     def judge(self, contexts: np.ndarray) -> Judgement:
         n, n_seq = contexts.shape
         if n_seq < 2:
-            return _out_of_domain(n, self.n_vocab)
-        return _decided(contexts[:, -2], self.n_vocab)  # [n]
+            return out_of_domain(n, self.n_vocab)
+        return decided(contexts[:, -2], self.n_vocab)  # [n]
 
 
 @dataclass(frozen=True)
@@ -118,7 +117,7 @@ class MaxRule:
         return f"the latest token in the order {', '.join(self.vocab)} that the context holds"
 
     def judge(self, contexts: np.ndarray) -> Judgement:
-        return _decided(contexts.max(axis=1), len(self.vocab))  # [n]
+        return decided(contexts.max(axis=1), len(self.vocab))  # [n]
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ class MajorityRule:
     def judge(self, contexts: np.ndarray) -> Judgement:
         counts = (contexts[:, :, None] == np.arange(self.n_vocab)).sum(axis=1)  # [n, n_seq, n_vocab] -> [n, n_vocab]
         top = counts == counts.max(axis=1, keepdims=True)  # [n, n_vocab]: the tied leaders are the candidates
-        return Judgement(_status_from_counts(top), top)
+        return Judgement(status_from_counts(top), top)
 
 
 @dataclass(frozen=True)
@@ -146,9 +145,9 @@ class SameLastTwoRule:
     def judge(self, contexts: np.ndarray) -> Judgement:
         n, n_seq = contexts.shape
         if n_seq < 2:
-            return _out_of_domain(n, len(self.vocab))
+            return out_of_domain(n, len(self.vocab))
         answer = np.where(contexts[:, -1] == contexts[:, -2], self.same, self.different)  # [n]
-        return _decided(answer, len(self.vocab))
+        return decided(answer, len(self.vocab))
 
 
 @dataclass(frozen=True)
@@ -162,11 +161,11 @@ class InductionRule:
     def judge(self, contexts: np.ndarray) -> Judgement:
         n, n_seq = contexts.shape
         if n_seq < 2:
-            return _out_of_domain(n, self.n_vocab)
+            return out_of_domain(n, self.n_vocab)
         earlier = contexts[:, :-1] == contexts[:, -1:]  # [n, n_seq-1]: earlier positions holding the last token
         p = n_seq - 2 - np.argmax(earlier[:, ::-1], axis=1)  # [n]: the latest of them (meaningless if none)
         answer = contexts[np.arange(n), p + 1]  # [n]
-        return _decided(answer, self.n_vocab, earlier.any(axis=1))
+        return decided(answer, self.n_vocab, earlier.any(axis=1))
 
 
 @dataclass(frozen=True)
@@ -198,39 +197,59 @@ class FunctionRule:
         return Judgement(status, acceptable)
 
 
-# ---------------------------------------------------------------- from a puzzle statement
+@dataclass(frozen=True)
+class SuccessorRule:
+    """The token after the last one in a cycle (``abcd``: a → b, …, d → a)."""
 
-KINDS: dict[str, tuple[str, ...]] = {  # kind -> its parameters, all required
-    "pattern": ("pattern",),
-    "first": (),
-    "previous": (),
-    "max": (),
-    "majority": (),
-    "same_last_two": ("same", "different"),
-    "induction": (),
-}
+    order: tuple[int, ...]  # token ids, the cycle
+    vocab: tuple[str, ...]
+
+    @property
+    def description(self) -> str:
+        cycle = "".join(self.vocab[i] for i in self.order)
+        return (f"the token after the last one in the cycle {cycle}, {self.vocab[self.order[-1]]} → "
+                f"{self.vocab[self.order[0]]}")
+
+    def judge(self, contexts: np.ndarray) -> Judgement:
+        following = np.full(len(self.vocab), -1)  # token id -> the next one in the cycle; -1: not in it
+        following[list(self.order)] = np.roll(self.order, -1)
+        answer = following[contexts[:, -1]]  # [n]
+        return decided(np.maximum(answer, 0), len(self.vocab), answer >= 0)
 
 
-def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker, path: str = "rule") -> Rule | None:
-    """A statement's ``rule`` object, e.g. ``{"kind": "same_last_two", "same": "a", "different": "b"}`` -> a rule.
+@dataclass(frozen=True)
+class CountLastRule:
+    """How many times the last token occurs in the context, as a token: ``counts[k-1]`` for k times."""
 
-    Problems go to ``check`` with their JSON path (``rule.kind``, ``rule.same``, …); None then.
-    """
-    vocab = tuple(vocab)
-    kind = check.kind(spec, path, KINDS)
-    if kind is None:
-        return None
-    n_vocab = len(vocab)
-    if kind == "pattern":
-        text = check.tokens(spec["pattern"], join(path, "pattern"), vocab)
-        return None if text is None else PatternRule(np.array([vocab.index(t) for t in text]), n_vocab, text)
-    if kind == "same_last_two":
-        same = check.token(spec["same"], join(path, "same"), vocab)
-        different = check.token(spec["different"], join(path, "different"), vocab)
-        if same is None or different is None:
-            return None
-        return SameLastTwoRule(vocab, vocab.index(same), vocab.index(different))
-    if kind == "max":
-        return MaxRule(vocab)
-    return {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule,
-            "induction": InductionRule}[kind](n_vocab)
+    counts: tuple[int, ...]  # token ids for 1, 2, 3, …
+    vocab: tuple[str, ...]
+
+    @property
+    def description(self) -> str:
+        names = ", ".join(f"{k} → {self.vocab[t]}" for k, t in enumerate(self.counts, start=1))
+        return f"how many times the last token occurs in the context ({names}); more than that is out of domain"
+
+    def judge(self, contexts: np.ndarray) -> Judgement:
+        times = (contexts == contexts[:, -1:]).sum(axis=1)  # [n], at least 1
+        counted = times <= len(self.counts)
+        answer = np.array(self.counts)[np.minimum(times, len(self.counts)) - 1]  # [n]
+        return decided(answer, len(self.vocab), counted)
+
+
+@dataclass(frozen=True)
+class ParityRule:
+    """``even`` if the context holds an even number of the token ``of``, else ``odd``."""
+
+    of: int  # token ids
+    even: int
+    odd: int
+    vocab: tuple[str, ...]
+
+    @property
+    def description(self) -> str:
+        v = self.vocab
+        return f"{v[self.even]!r} if the context holds an even number of {v[self.of]!r}, else {v[self.odd]!r}"
+
+    def judge(self, contexts: np.ndarray) -> Judgement:
+        odd = (contexts == self.of).sum(axis=1) % 2 == 1  # [n]
+        return decided(np.where(odd, self.odd, self.even), len(self.vocab))

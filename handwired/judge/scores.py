@@ -15,6 +15,7 @@ from handwired.weightfile.checker import MAX_SIZE, Checker, join
 
 SCORE_KEYS = {"parameters": True, "n_embd": True, "n_head": True, "n_layer": True, "margin": True}
 MAX_PARAMETERS = MAX_SIZE**3  # far beyond any file handwired reads; a bound for numbers read back
+MARGIN_DECIMALS = 6  # a score's margin, in logits, is kept to this many decimals
 
 
 @dataclass(frozen=True)
@@ -67,4 +68,6 @@ def score(model: Model, report: Report) -> Score | None:
     """The score of a solved puzzle; None when the report is not a solution."""
     if not report.ok or report.margin is None:
         return None
-    return Score(nonzero_parameters(model), model.n_embd, model.n_head, model.n_layer, report.margin.value)
+    # to a millionth of a logit: a reference copied by hand scores level with par, not 2e-14 below it
+    margin = round(report.margin.value, MARGIN_DECIMALS)
+    return Score(nonzero_parameters(model), model.n_embd, model.n_head, model.n_layer, margin)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from handwired.defaults import FAILURES_SHOWN, stream_length
 from handwired.errors import HandwiredError
 from handwired.judge.contexts import count_contexts
-from handwired.judge.plans import exhaustive_plan, pattern_rule, stream_plan
+from handwired.judge.plans import Plan, domain_plan, exhaustive_plan, pattern_rule, stream_plan
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import Report, run
 from handwired.judge.scores import Score, score
@@ -67,7 +67,18 @@ def fit_problems(puzzle: Puzzle, model: Model) -> list[str]:
     with_mlp = [f"blocks[{i}]" for i, block in enumerate(model.params["blocks"]) if "mlp" in block]
     if with_mlp and not caps.mlp:
         problems.append(f"no MLP, the file has one in {', '.join(with_mlp)}")
+    for i, block in enumerate(model.params["blocks"]):
+        width = block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0
+        if caps.mlp and caps.hidden is not None and width > caps.hidden:
+            problems.append(f"an MLP of at most {caps.hidden} hidden units, the file has {width} in blocks[{i}]")
     return problems
+
+
+def puzzle_plan(puzzle: Puzzle, model: Model) -> Plan:
+    """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule."""
+    if puzzle.domain is None:
+        return exhaustive_plan(model, puzzle.rule)
+    return domain_plan(model, puzzle.domain, puzzle.rule)
 
 
 def submit(puzzle: Puzzle, model: Model, show: int = FAILURES_SHOWN,
@@ -80,7 +91,7 @@ def submit(puzzle: Puzzle, model: Model, show: int = FAILURES_SHOWN,
     misfit = tuple(fit_problems(puzzle, model))
     if misfit:
         return Submission(puzzle, model, misfit, None, None)
-    report = run(model, exhaustive_plan(model, puzzle.rule), show, progress, should_stop)
+    report = run(model, puzzle_plan(puzzle, model), show, progress, should_stop)
     return Submission(puzzle, model, (), report, score(model, report))
 
 

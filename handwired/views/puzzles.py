@@ -32,8 +32,8 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress) -> Group:
     table.caption = ("caps: at most n_embd, heads, blocks; MLP where allowed · par and solved: non-zero parameters "
                      "of the reference and of your best")
     for puzzle in catalogue:
-        best = progress.best(puzzle.name)
-        solved = progress.solved(puzzle.name)
+        best = progress.best(puzzle.key)
+        solved = progress.solved(puzzle.key)
         caps = puzzle.caps
         table.add_row(
             str(puzzle.level), Text(puzzle.name, style="bold"), puzzle.summary, " ".join(map(shown, puzzle.vocab)),
@@ -41,7 +41,7 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress) -> Group:
             str(puzzle.par.parameters) if puzzle.par else "—",
             Text(f"✓ {best.parameters}" if solved and best else "·", style="green" if solved else "dim"),
         )
-    unsolved = [p.name for p in catalogue if not progress.solved(p.name)]
+    unsolved = [p.name for p in catalogue if not progress.solved(p.key)]
     solved = f"{len(catalogue) - len(unsolved)} of {len(catalogue)} solved."
     if not unsolved:
         footer = f"{solved} Every puzzle is solved: now beat par (fewer non-zero parameters)."
@@ -59,31 +59,44 @@ def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
     for context in puzzle.examples:
         said = answer(puzzle, context)
         examples.add_row(context, Text(said.text(), style="bold green" if said.status == DECIDED else "yellow"))
-    best = progress.best(puzzle.name)
-    vocab = ", ".join(map(shown, puzzle.vocab))
+    best = progress.best(puzzle.key)
     parts = [
         Text(puzzle.story),
         Text.assemble(("\nrule: ", "bold"), puzzle.rule.description),
-        Text.assemble(("judged: ", "bold"), f"on every context of length 1…{puzzle.n_ctx} over {vocab} "
-                      f"({puzzle.n_contexts:,} contexts), each fed from position 0, by this rule alone — not by the "
-                      "stream test that `handwired check` runs on a model's target"
-                      + (", which starts the pattern at phase 0" if puzzle.rule_spec["kind"] == "pattern" else "")
-                      + ". A context passes when the right token's logit is strictly above every other; "
-                      "ambiguous and out-of-domain contexts are counted, never judged."),
+        Text.assemble(("judged: ", "bold"), judged_text(puzzle)),
         Text.assemble(("caps: ", "bold"), f"vocab {' '.join(map(shown, puzzle.vocab))} (in this order), "
                       f"n_ctx {puzzle.n_ctx}, ", puzzle.caps.text(), "; LayerNorm always allowed"),
         examples,
         Text.assemble(("par: ", "bold"), score_text(puzzle.par) if puzzle.par else "no reference solution"),
     ]
+    if puzzle.record is not None:
+        parts.append(Text.assemble(("record: ", "bold"), score_text(puzzle.record),
+                                   (" (the leanest answer known: beat it)", "dim")))
     if best is not None:
         parts.append(Text.assemble(("your best: ", "bold"), score_text(best)))
-    parts.append(Text(f"hints: {progress.hints(puzzle.name)} of {len(puzzle.hints)} revealed "
-                      f"(handwired puzzles hint {puzzle.name})", style="dim"))
-    parts.append(Text(f"Next: handwired puzzles start {puzzle.name} -o {puzzle.name}.json, wire it, then "
-                      f"handwired puzzles check {puzzle.name} {puzzle.name}.json", style="dim"))
+    answer_path = f"{puzzle.name}-answer.json" if puzzle.ref != puzzle.name else f"{puzzle.name}.json"
+    parts.append(Text(f"hints: {progress.hints(puzzle.key)} of {len(puzzle.hints)} revealed "
+                      f"(handwired puzzles hint {puzzle.ref})", style="dim"))
+    parts.append(Text(f"Next: handwired puzzles start {puzzle.ref} -o {answer_path}, wire it, then "
+                      f"handwired puzzles check {puzzle.ref} {answer_path}", style="dim"))
     title = Text.assemble((f"{puzzle.name}", "bold magenta"), f" — {puzzle.title}  (level {puzzle.level})",
-                          ("  solved ✓" if progress.solved(puzzle.name) else "", "green"))
+                          ("  solved ✓" if progress.solved(puzzle.key) else "", "green"))
     return Panel(Group(*parts), title=title, title_align="left", expand=False)
+
+
+def judged_text(puzzle: Puzzle) -> str:
+    """Which contexts the puzzle judges, and how, in words."""
+    if puzzle.domain is not None:
+        which = (f"on every context of its domain, {puzzle.domain.description} ({puzzle.n_contexts:,} contexts); "
+                 "a context outside it is never judged, whatever the model says there")
+    else:
+        vocab = ", ".join(map(shown, puzzle.vocab))
+        which = (f"on every context of length 1…{puzzle.n_ctx} over {vocab} ({puzzle.n_contexts:,} contexts), each fed "
+                 "from position 0, by this rule alone — not by the stream test that `handwired check` runs on a "
+                 "model's target" + (", which starts the pattern at phase 0" if puzzle.rule_spec["kind"] == "pattern"
+                                     else ""))
+    return which + (". A context passes when the right token's logit is strictly above every other; ambiguous and "
+                    "out-of-domain contexts are counted, never judged.")
 
 
 def puzzle_line(puzzle: Puzzle) -> Text:
@@ -98,7 +111,8 @@ def score_view(submission: Submission, best_before: Score | None, new_best: bool
     table.add_column("")
     for column in ("non-zero parameters", "n_embd", "heads", "blocks", "margin"):
         table.add_column(column, justify="right")
-    for label, figures in (("yours", score), ("par", par), ("your best before", best_before)):
+    record = puzzle.record
+    for label, figures in (("yours", score), ("par", par), ("record", record), ("your best before", best_before)):
         if figures is not None:
             table.add_row(label, str(figures.parameters), str(figures.n_embd), str(figures.n_head),
                           str(figures.n_layer), number(figures.margin))
@@ -107,10 +121,15 @@ def score_view(submission: Submission, best_before: Score | None, new_best: bool
         verdict += " Better than par."
     elif par is not None and score.key() == par.key():
         verdict += " Level with par."
+    if record is not None and score.key() < record.key():
+        verdict += " Better than the record: the leanest answer known until now!"
+    elif record is not None and score.key() == record.key():
+        verdict += " Level with the record."
     if new_best and best_before is not None:
         verdict += " A new best."
-    notes = [Text(verdict, style="bold green"), table,
-             Text(f"How the reference does it: handwired puzzles solution {puzzle.name}", style="dim")]
+    notes = [Text(verdict, style="bold green"), table]
+    if puzzle.bundled:
+        notes.append(Text(f"How the reference does it: handwired puzzles solution {puzzle.ref}", style="dim"))
     if score.margin < NEAR_MISS:
         notes.append(Text(f"The margin is under {logits(NEAR_MISS)}: it counts, but a more robust wiring "
                           "would lead by more.", style="yellow"))
@@ -124,4 +143,4 @@ def submission_json(submission: Submission, best: Score | None, new_best: bool, 
 
     return {"puzzle": submission.puzzle.name, **report_json(submission.report, near_miss),
             "solved": submission.solved, "score": figures(submission.score), "par": figures(submission.par),
-            "best": figures(best), "new_best": new_best}
+            "record": figures(submission.puzzle.record), "best": figures(best), "new_best": new_best}

@@ -206,24 +206,32 @@ class Checker:
             return None
         return value
 
-    def kind(self, value: Any, path: str, kinds: dict[str, tuple[str, ...]]) -> str | None:
-        """An object ``{"kind": K, …}`` whose K is one of ``kinds`` (kind -> its parameters, all required),
-        with exactly K's parameters beside it; the kind's name, or None after reporting what is wrong."""
+    def kind(self, value: Any, path: str, kinds: dict[str, tuple[str, ...] | dict[str, bool]]) -> str | None:
+        """An object ``{"kind": K, …}`` whose K is one of ``kinds``, with K's parameters beside it and nothing else.
+
+        ``kinds`` maps each kind to its parameters: a tuple (all required) or a dict (parameter -> required).
+        Returns the kind's name, or None after reporting what is wrong.
+        """
+        def parameters(kind: str) -> dict[str, bool]:
+            spec = kinds[kind]
+            return spec if isinstance(spec, dict) else dict.fromkeys(spec, True)
+
         if not isinstance(value, dict) or "kind" not in value:
-            example = next((kind for kind, parameters in kinds.items() if not parameters), next(iter(kinds)))
-            self.problem(path, f"expected an object such as {{\"kind\": \"{example}\"}}; found {describe(value)}")
+            example = next((kind for kind in kinds if not parameters(kind)), next(iter(kinds)))
+            found = "an object without 'kind'" if isinstance(value, dict) else describe(value)
+            self.problem(path, f"expected an object such as {{\"kind\": \"{example}\"}}; found {found}")
             return None
         kind = self.one_of(value["kind"], join(path, "kind"), list(kinds))
         if kind is None:
             return None
         ok = True
         for key in value:
-            if key != "kind" and key not in kinds[kind]:
-                allowed = ", ".join(kinds[kind]) or "none"
+            if key != "kind" and key not in parameters(kind):
+                allowed = ", ".join(parameters(kind)) or "none"
                 self.problem(join(path, key), f"not a parameter of kind {kind!r} (its parameters: {allowed})")
                 ok = False
-        for key in kinds[kind]:
-            if key not in value:
+        for key, required in parameters(kind).items():
+            if required and key not in value:
                 self.problem(path, f"kind {kind!r} needs {key!r}")
                 ok = False
         return kind if ok else None

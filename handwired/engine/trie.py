@@ -1,0 +1,157 @@
+"""Next-token logits for the contexts of a domain, evaluated as a trie of their prefixes, level by level.
+
+A puzzle's domain is a set of contexts; their prefixes form a trie. Level L
+holds every distinct prefix of length L, each its parent (a prefix of length
+L-1) plus one token. Under the causal mask nothing at positions 0…L-2 depends
+on that token, so in every block a node's keys and values there are its
+ancestors', and each node computes one new position: its q, k and v, its
+attention over its ancestors' keys and its own, c_proj and the MLP. Unlike
+:mod:`handwired.engine.tree`, which walks every string over the vocab depth
+first, the trie holds only the prefixes the domain reaches, and keeps every
+node's own keys and values (one position per node and block) for its
+descendants: a domain's size bounds the memory, not n_vocab ** n_ctx.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from handwired.engine.batch import pool
+from handwired.engine.forward import attention, layer_norm, linear, matmul, merge_heads, mlp, qkv_table, split_heads
+from handwired.weightfile import Model
+
+CHUNK = 4096  # nodes evaluated together: numpy's per-call cost amortised, the gathered keys kept small
+
+
+@dataclass(frozen=True)
+class Level:
+    """The distinct prefixes of one length L."""
+
+    prefixes: np.ndarray  # [m, L] token ids, in sorted order
+    first: int  # the node number of the first of them: nodes are numbered level by level, through the whole trie
+    ancestors: np.ndarray  # [m, L-1]: the node numbers of each prefix's ancestors, of lengths 1…L-1
+
+
+@dataclass(frozen=True)
+class Trie:
+    levels: tuple[Level, ...]  # levels[L-1]: the prefixes of length L
+
+    @property
+    def nodes(self) -> int:
+        return sum(len(level.prefixes) for level in self.levels)
+
+    def find(self, contexts: np.ndarray) -> np.ndarray:
+        """[n, L] contexts of one length, all in the trie -> [n] their indices in level L."""
+        level = self.levels[contexts.shape[1] - 1]
+        return np.searchsorted(_rows(level.prefixes), _rows(contexts))
+
+
+def _rows(array: np.ndarray) -> np.ndarray:  # [n, L] -> [n] one comparable value per row (bytewise order)
+    array = np.ascontiguousarray(array)
+    return array.view(np.dtype((np.void, array.dtype.itemsize * array.shape[1]))).ravel()
+
+
+def build_trie(contexts: list[np.ndarray]) -> Trie:
+    """Every prefix of every context given (arrays [n, L] of token ids, any lengths), level by level."""
+    longest = max(batch.shape[1] for batch in contexts)
+    levels: list[Level] = []
+    first = 0
+    for length in range(1, longest + 1):
+        cut = [batch[:, :length] for batch in contexts if batch.shape[1] >= length]
+        stacked = np.ascontiguousarray(np.concatenate(cut))  # [n, length]
+        distinct = np.unique(_rows(stacked))  # sorted, as searchsorted will want them
+        prefixes = distinct.view(stacked.dtype).reshape(len(distinct), length)  # [m, length]
+        if length == 1:
+            ancestors = np.zeros((len(prefixes), 0), dtype=np.intp)
+        else:
+            previous = levels[-1]
+            parent = np.searchsorted(_rows(previous.prefixes), _rows(prefixes[:, :-1]))  # [m], in the level above
+            ancestors = np.concatenate([previous.ancestors[parent], previous.first + parent[:, None]], axis=1)
+        levels.append(Level(prefixes, first, ancestors))
+        first += len(prefixes)
+    return Trie(tuple(levels))
+
+
+def evaluate_trie(model: Model, trie: Trie, lengths: set[int] | None = None,
+                  chunk: int = CHUNK) -> list[np.ndarray | None]:
+    """The next-token logits of every node whose length is in ``lengths`` (default: all): per level, [m, n_vocab].
+
+    The other levels are evaluated only as far as their descendants need: their keys and values in every
+    block, not the last block's attention and MLP, nor the unembedding. Their entry is None.
+    """
+    params, n_embd = model.params, model.n_embd
+    table = qkv_table(params) if model.n_layer else None  # block 0's q, k, v depend on token and position only
+    # per block, every node's own key and value (its new position's), by node number: what its descendants read;
+    # a silent attention's keys are never read
+    store = [None if silent(block["attn"]) else (np.empty((trie.nodes, n_embd)), np.empty((trie.nodes, n_embd)))
+             for block in params["blocks"]]
+    logits: list[np.ndarray | None] = []
+    for length, level in enumerate(trie.levels, start=1):
+        wanted = lengths is None or length in lengths
+        out = np.empty((len(level.prefixes), model.n_vocab)) if wanted else None
+
+        def run(start: int, level=level, length=length, out=out) -> None:
+            rows = slice(start, start + chunk)
+            result = _new_position(model, table, level, rows, length, store, out is not None)
+            if out is not None:
+                out[rows] = result
+
+        starts = range(0, len(level.prefixes), chunk)
+        if len(starts) > 1:  # numpy releases the GIL: chunks of one level side by side on every core
+            list(pool().map(run, starts))
+        else:
+            run(0)
+        logits.append(out)
+    return logits
+
+
+def silent(layer: dict) -> bool:
+    """An attention or MLP whose c_proj.w is all zeros adds exactly its c_proj.b, whatever it reads: a starter's
+    blocks, or one a player has not wired yet, cost nothing to evaluate."""
+    return not layer["c_proj"]["w"].any()
+
+
+def _new_position(model, table, level, rows, length, store, logits=True):
+    # the nodes `rows` of level `length`: one new position each -> their next-token logits [n, n_vocab]
+    # (without ``logits``: only their keys and values, which stop being needed after the last block's c_attn)
+    params, n_embd, n_head = model.params, model.n_embd, model.n_head
+    tokens = level.prefixes[rows, -1]  # [n]
+    ancestors = level.ancestors[rows]  # [n, length-1] node numbers
+    own = np.arange(level.first, level.first + len(tokens)) + rows.start  # [n] these nodes' numbers
+    x = params["wte"][tokens] + params["wpe"][length - 1]  # [n, n_embd]
+    for b, block in enumerate(params["blocks"]):
+        if store[b] is None:  # silent attention: only its bias reaches the residual stream
+            x = x + block["attn"]["c_proj"]["b"]  # [n, n_embd]
+            if not logits and all(kv is None for kv in store[b:]):
+                return None
+            x = _mlp(x, block)
+            continue
+        if b == 0 and table is not None:
+            qkv = table[tokens, length - 1]  # [n, 3*n_embd]
+        else:
+            h = layer_norm(x, **block["ln_1"]) if "ln_1" in block else x
+            qkv = linear(h, **block["attn"]["c_attn"])  # [n, 3*n_embd]
+        q, k, v = qkv[:, :n_embd], qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:]
+        keys, values = store[b]
+        keys[own], values[own] = k, v
+        if not logits and all(kv is None for kv in store[b + 1:]):  # no later block reads this node's keys
+            return None
+        # every key the node sees: its ancestors' at positions 0…length-2, then its own
+        all_k = np.take(keys, np.concatenate([ancestors, own[:, None]], axis=1), axis=0)  # [n, length, n_embd]
+        all_v = np.take(values, np.concatenate([ancestors, own[:, None]], axis=1), axis=0)
+        mask = np.zeros((1, length))  # the causal mask lets the last position see every key
+        z = attention(split_heads(q[:, None], n_head), split_heads(all_k, n_head), split_heads(all_v, n_head), mask)
+        x = x + linear(merge_heads(z)[:, 0], **block["attn"]["c_proj"])  # [n, n_embd]
+        x = _mlp(x, block)
+    if "ln_f" in params:
+        x = layer_norm(x, **params["ln_f"])
+    return matmul(x, params["wte"].T)  # [n, n_vocab], tied unembedding
+
+
+def _mlp(x, block):  # [n, n_embd] -> [n, n_embd]: the residual stream after the block's MLP, if it has one
+    if "mlp" not in block:
+        return x
+    if silent(block["mlp"]):
+        return x + block["mlp"]["c_proj"]["b"]
+    h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x
+    return x + mlp(h, **block["mlp"])

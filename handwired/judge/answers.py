@@ -1,0 +1,114 @@
+"""Rules whose answer follows a separator: an input, the separator, then the answer so far.
+
+``copy``, ``reverse`` and ``sort`` answer with the input copied, reversed or
+sorted (in vocab order); ``sum`` with the zero-padded sum of the two numbers in
+the input (``19+01=`` → ``020``). The right next token is the answer's next one:
+after ``abc|ab``, ``c``. A context without the separator, whose answer so far is
+not the start of the answer, or whose answer is already complete, is out of
+domain. Used with the domain kind ``answer_so_far`` (teacher forcing: every
+prefix of the answer is a context of its own).
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from handwired.judge.rules import Judgement, status_from_counts
+
+# inputs [n, p] token ids -> (answers [n, A] token ids, valid [n] bool): one answer length per input length
+Answering = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def judge_after(contexts: np.ndarray, separator: int, answering: Answering, n_vocab: int) -> Judgement:
+    """[n, L] contexts -> which token follows each: the next of its input's answer after what follows the separator."""
+    n, length = contexts.shape
+    at_separator = contexts == separator  # [n, L]
+    has = at_separator.any(axis=1)
+    first = np.argmax(at_separator, axis=1)  # [n]: the first separator, where there is one
+    acceptable = np.zeros((n, n_vocab), dtype=bool)
+    for p in np.unique(first[has]):
+        rows = np.flatnonzero(has & (first == p))
+        answers, valid = answering(contexts[rows, :p])  # [k, A], [k]
+        so_far = length - p - 1  # answer tokens the context already holds
+        if so_far >= answers.shape[1]:
+            continue  # the answer is complete: nothing follows in the domain
+        right = valid & (contexts[rows, p + 1:] == answers[:, :so_far]).all(axis=1)  # [k]
+        acceptable[rows[right], answers[right, so_far]] = True
+    return Judgement(status_from_counts(acceptable), acceptable)
+
+
+@dataclass(frozen=True)
+class AnswerRule:
+    """The input, after the separator: copied, reversed or sorted in vocab order."""
+
+    kind: str  # copy, reverse or sort
+    separator: int  # token id
+    vocab: tuple[str, ...]
+
+    @property
+    def description(self) -> str:
+        done = {"copy": "copied", "reverse": "reversed", "sort": "sorted in the order " + ", ".join(self.vocab)}
+        return (f"the input before {self.vocab[self.separator]!r}, {done[self.kind]}: the token after the answer "
+                "so far")
+
+    def answering(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [n, p] -> [n, p], [n]
+        answers = {"copy": lambda x: x, "reverse": lambda x: x[:, ::-1], "sort": lambda x: np.sort(x, axis=1)}
+        return answers[self.kind](inputs), np.ones(len(inputs), dtype=bool)
+
+    def judge(self, contexts: np.ndarray) -> Judgement:
+        return judge_after(contexts, self.separator, self.answering, len(self.vocab))
+
+
+@dataclass(frozen=True)
+class SumRule:
+    """The sum of the two numbers before ``equals`` (``12+34``), zero-padded to ``width`` digits."""
+
+    plus: int  # token ids
+    equals: int
+    digits: tuple[int, ...]  # the tokens of 0…9
+    width: int
+    vocab: tuple[str, ...]
+
+    @property
+    def separator(self) -> int:
+        return self.equals
+
+    @property
+    def description(self) -> str:
+        v = self.vocab
+        return (f"the sum of the two numbers before {v[self.equals]!r}, zero-padded to {self.width} digits "
+                f"({v[self.digits[1]]}{v[self.digits[9]]}{v[self.plus]}{v[self.digits[0]]}{v[self.digits[1]]}"
+                f"{v[self.equals]} → {''.join(v[self.digits[d]] for d in _padded(20, self.width))}): "
+                "the token after the answer so far")
+
+    def answering(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [n, p] -> [n, width], [n]
+        value = np.full(len(self.vocab), -1)  # token id -> its digit; -1: not a digit
+        value[list(self.digits)] = np.arange(len(self.digits))
+        n, p = inputs.shape
+        at_plus = inputs == self.plus
+        valid = at_plus.sum(axis=1) == 1
+        split = np.argmax(at_plus, axis=1)  # [n]
+        total = np.zeros(n, dtype=np.int64)
+        for q in np.unique(split[valid]):
+            rows = np.flatnonzero(valid & (split == q))
+            left, right = value[inputs[rows, :q]], value[inputs[rows, q + 1:]]  # [k, q], [k, p-q-1]
+            ok = (left >= 0).all(axis=1) & (right >= 0).all(axis=1) & (q > 0) & (q < p - 1)
+            total[rows] = _number(left) + _number(right)
+            valid[rows] &= ok
+        valid &= total < 10**self.width
+        places = 10 ** np.arange(self.width - 1, -1, -1)  # [width]
+        answers = np.array(self.digits)[(total[:, None] // places) % 10]  # [n, width]
+        return answers, valid
+
+    def judge(self, contexts: np.ndarray) -> Judgement:
+        return judge_after(contexts, self.equals, self.answering, len(self.vocab))
+
+
+def _number(digits: np.ndarray) -> np.ndarray:  # [n, d] digit values, most significant first -> [n]
+    places = 10 ** np.arange(digits.shape[1] - 1, -1, -1, dtype=np.int64)
+    return (np.maximum(digits, 0) * places).sum(axis=1)
+
+
+def _padded(value: int, width: int) -> list[int]:
+    return [int(d) for d in f"{value:0{width}d}"]

@@ -1,0 +1,95 @@
+"""The rule kinds a puzzle statement may name, with their parameters: ``{"kind": "parity", "of": "b", …}`` -> a rule.
+
+Each kind is implemented once, in :mod:`handwired.judge.rules` (a rule of the
+context) or :mod:`handwired.judge.answers` (an answer after a separator). A
+statement is data: it can only name these kinds, never run code.
+"""
+
+from typing import Any
+
+import numpy as np
+
+from handwired.judge.answers import AnswerRule, SumRule
+from handwired.judge.rules import (
+    CountLastRule,
+    FirstRule,
+    InductionRule,
+    MajorityRule,
+    MaxRule,
+    ParityRule,
+    PatternRule,
+    PreviousRule,
+    Rule,
+    SameLastTwoRule,
+    SuccessorRule,
+)
+from handwired.weightfile.checker import Checker, join
+
+KINDS: dict[str, tuple[str, ...]] = {  # kind -> its parameters, all required
+    "pattern": ("pattern",),
+    "first": (),
+    "previous": (),
+    "max": (),
+    "majority": (),
+    "same_last_two": ("same", "different"),
+    "induction": (),
+    "successor": ("order",),
+    "count_last": ("counts",),
+    "parity": ("of", "even", "odd"),
+    "copy": ("separator",),
+    "reverse": ("separator",),
+    "sort": ("separator",),
+    "sum": ("plus", "equals", "digits", "width"),
+}
+ANSWERS = ("copy", "reverse", "sort", "sum")  # the kinds that answer after a separator
+SINGLE = ("same", "different", "of", "even", "odd", "separator", "plus", "equals")  # parameters that are one token
+
+
+def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker, path: str = "rule") -> Rule | None:
+    """A statement's ``rule`` object -> a rule; problems go to ``check`` with their JSON path; None then."""
+    vocab = tuple(vocab)
+    kind = check.kind(spec, path, KINDS)
+    if kind is None:
+        return None
+    tokens = {key: (check.token if key in SINGLE else check.tokens)(spec[key], join(path, key), vocab)
+              for key in KINDS[kind] if key != "width"}
+    if None in tokens.values():
+        return None
+    ids = {key: [vocab.index(token) for token in value] for key, value in tokens.items()}
+    n_vocab = len(vocab)
+    if kind == "pattern":
+        return PatternRule(np.array(ids["pattern"]), n_vocab, tokens["pattern"])
+    if kind == "same_last_two":
+        return SameLastTwoRule(vocab, ids["same"][0], ids["different"][0])
+    if kind == "parity":
+        return ParityRule(ids["of"][0], ids["even"][0], ids["odd"][0], vocab)
+    if kind in ("copy", "reverse", "sort"):
+        return AnswerRule(kind, ids["separator"][0], vocab)
+    if kind == "sum":
+        return _sum(check, spec, path, ids, vocab)
+    if kind == "successor":
+        return _distinct(check, path, tokens, "order") and SuccessorRule(tuple(ids["order"]), vocab)
+    if kind == "count_last":
+        return _distinct(check, path, tokens, "counts") and CountLastRule(tuple(ids["counts"]), vocab)
+    if kind == "max":
+        return MaxRule(vocab)
+    plain = {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule, "induction": InductionRule}
+    return plain[kind](n_vocab)
+
+
+def _distinct(check: Checker, path: str, tokens: dict[str, str], key: str) -> bool:
+    if len(set(tokens[key])) != len(tokens[key]):
+        check.problem(join(path, key), f"{tokens[key]!r} names a token twice")
+        return False
+    return True
+
+
+def _sum(check: Checker, spec: dict, path: str, ids: dict[str, list[int]], vocab: tuple[str, ...]) -> SumRule | None:
+    ok = True
+    if len(ids["digits"]) != 10 or len(set(ids["digits"])) != 10:
+        check.problem(join(path, "digits"), f"expected the ten tokens of 0…9, each once; found {len(ids['digits'])}")
+        ok = False
+    width = check.whole(spec["width"], join(path, "width"), 1, 18)
+    if not ok or width is None:
+        return None
+    return SumRule(ids["plus"][0], ids["equals"][0], tuple(ids["digits"]), width, vocab)

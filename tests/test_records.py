@@ -1,0 +1,43 @@
+"""Records: the leanest answer the project knows for each puzzle, kept here (not in the wheel) and proven here.
+
+Each bundled statement states its record's figures; the file in tests/data/records/ is the answer itself.
+The proof: it fits the puzzle, it solves it (every judged context), its score is what the statement says,
+and it is at least as lean as par and as every answer a player is known to have found.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from handwired.judge.catalogue import bundled_puzzles, load_puzzle
+from handwired.judge.scores import Score
+from handwired.judge.verdict import submit
+from handwired.weightfile import load
+
+RECORDS = Path(__file__).resolve().parent / "data" / "records"
+# Answers players found before the records were kept: (non-zero parameters, n_embd). A record must be at least
+# as lean by the score's order.
+FOUND_BY_PLAYERS = {"ab": (3, 2), "aab": (11, 2), "first": (11, 3), "previous": (22, 4), "max": (11, 2),
+                    "majority": (4, 1), "xor": (17, 2), "induction": (36, 6)}
+
+
+@pytest.mark.parametrize("name", list(bundled_puzzles()))
+def test_every_puzzle_has_a_record_that_solves_it_as_stated(name):
+    puzzle = load_puzzle(name)
+    path = RECORDS / f"{name}.json"
+    assert path.is_file(), f"{name} has no record"
+    assert puzzle.record is not None, f"{name}'s statement states no record"
+    submission = submit(puzzle, load(str(path)))
+    assert submission.fits, submission.misfit
+    assert submission.solved, submission.report.shortest_failure
+    assert submission.score == puzzle.record, "the statement's record is not the record's score"
+    assert puzzle.record.key() <= puzzle.par.key(), "par is leaner than the record"
+    if name in FOUND_BY_PLAYERS:
+        parameters, n_embd = FOUND_BY_PLAYERS[name]
+        found = Score(parameters, n_embd, 1, 1, 0.0)
+        assert puzzle.record.key()[:2] <= found.key()[:2], f"a player found {found}; the record is {puzzle.record}"
+
+
+def test_records_are_not_shipped():
+    shipped = Path(load_puzzle("ab").source).parent
+    assert not (shipped / "records").exists() and not (shipped / "solutions" / "records").exists()
