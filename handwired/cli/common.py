@@ -2,10 +2,16 @@
 
 Errors from the core name its parameters (``{min_length}``); :func:`guard`
 prints them with the flag the running command maps each one to
-(``--min-length``), on one line of stderr, and exits with code 2.
+(``--min-length``), on one line of stderr, and exits with code 2. Anything
+else that escapes a command is a bug in handwired: :func:`internal_error`
+says so in one line and exits with code 70 (``EX_SOFTWARE``), the traceback
+kept for ``HANDWIRED_DEBUG=1``.
 """
 
 import io
+import os
+import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -16,11 +22,14 @@ from rich.markup import escape
 
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
+from handwired.weightfile.axes import printable
 from handwired.weightfile.writing import check_writable, write_new
 
 EXIT_CHECK_FAILED = 1
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE in sysexits.h: a bug, not the user's input
+DEBUG_VARIABLE = "HANDWIRED_DEBUG"
 # Columns of a saved --svg/--html page: EXPORT_WIDTH, or as wide as its widest table up to EXPORT_MAX_WIDTH.
 # Never the width of the terminal that made it, so the same command always saves the same picture.
 EXPORT_WIDTH = 120
@@ -76,7 +85,28 @@ def stderr() -> Console:
 
 
 def warn(message: str) -> None:
-    stderr().print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
+    stderr().print(f"[yellow]warning:[/] {escape(printable(message))}", soft_wrap=True)
+
+
+def debugging() -> bool:
+    return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
+
+
+def internal_error(error: BaseException) -> typer.Exit:
+    """Report an exception no check foresaw: one line (the traceback too with HANDWIRED_DEBUG=1); exit code 70."""
+    if debugging():
+        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+    what = "ran out of memory" if isinstance(error, MemoryError) else f"{type(error).__name__}: {error}"
+    hint = ("the traceback is above" if debugging()
+            else f"run again with {DEBUG_VARIABLE}=1 or --debug for the traceback")
+    stderr().print(f"[bold red]internal error:[/] {escape(printable(what))} — a bug in handwired, not in your "
+                   f"input; please report it ({hint})", soft_wrap=True)
+    return typer.Exit(EXIT_INTERNAL_ERROR)
+
+
+def _is_control_flow(error: BaseException) -> bool:
+    """typer's and click's own exceptions (exit, abort, usage errors): they are how a command ends, not bugs."""
+    return isinstance(error, (typer.Exit, typer.Abort)) or type(error).__module__.split(".")[0] in ("typer", "click")
 
 
 def spelling(command) -> Callable[[str], str]:
@@ -95,7 +125,8 @@ def spelling(command) -> Callable[[str], str]:
 
 
 def guard(command):
-    """Make ``command`` (and every sub-command of a group) report a HandwiredError as one line, exit code 2."""
+    """Make ``command`` (and every sub-command of a group) report a HandwiredError as one line, exit code 2,
+    and anything unforeseen as one line naming it a bug, exit code 70."""
     for sub in getattr(command, "commands", {}).values():
         guard(sub)
     invoke = command.invoke
@@ -104,8 +135,15 @@ def guard(command):
         try:
             return invoke(ctx)
         except HandwiredError as error:
-            stderr().print(f"[bold red]error:[/] {escape(error.render(spelling(ctx.command)))}", soft_wrap=True)
+            message = printable(error.render(spelling(ctx.command)))
+            stderr().print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
             raise typer.Exit(EXIT_USER_ERROR) from None
+        except KeyboardInterrupt:  # a command that does not stop cleanly on Ctrl-C still ends without a traceback
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Exception as error:
+            if _is_control_flow(error):
+                raise
+            raise internal_error(error) from None
 
     command.invoke = guarded
     return command
