@@ -30,6 +30,7 @@ EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE in sysexits.h: a bug, not the user's input
 DEBUG_VARIABLE = "HANDWIRED_DEBUG"
+STDOUT = "-"  # as an output file: write it to stdout
 # Columns of a saved --svg/--html page: EXPORT_WIDTH, or as wide as its widest table up to EXPORT_MAX_WIDTH.
 # Never the width of the terminal that made it, so the same command always saves the same picture.
 EXPORT_WIDTH = 120
@@ -53,11 +54,13 @@ ShowAllOption = Annotated[
 PositionOption = Annotated[int | None, typer.Option(help="The position the why step explains; default: the last.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a machine-readable result on stdout.")]
 SvgOption = Annotated[
-    Path | None, typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns wide.")
+    Path | None, typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns "
+                                            "wide (- for stdout, instead of the view).")
 ]
 HtmlOption = Annotated[
     Path | None,
-    typer.Option("--html", help=f"Also save the view as HTML, nothing folded, {EXPORT_WIDTH}+ columns wide."),
+    typer.Option("--html", help=f"Also save the view as HTML, nothing folded, {EXPORT_WIDTH}+ columns wide "
+                                "(- for stdout, instead of the view)."),
 ]
 ForceOption = Annotated[bool, typer.Option("--force", help="Replace an existing output file.")]
 NoMaskOption = Annotated[
@@ -149,6 +152,23 @@ def guard(command):
     return command
 
 
+def is_stdout(path: Path | None) -> bool:
+    return path is not None and str(path) == STDOUT
+
+
+def write_output(path: Path, text: str, force: bool = False) -> Console:
+    """Write ``text`` to the file ``path`` (atomically, see write_new), or to stdout when it is ``-``.
+
+    Returns the console to say what was written on: stdout, or stderr when stdout carries the file itself.
+    """
+    if is_stdout(path):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return stderr()
+    write_new(path, text, force=force)
+    return stdout()
+
+
 def save_view(build: Callable[[bool], list], svg: Path | None, html: Path | None, force: bool) -> None:
     """Save a view as SVG and/or HTML with nothing folded: ``build(True)`` gives its parts, all rows and columns shown.
 
@@ -167,18 +187,25 @@ def save_view(build: Callable[[bool], list], svg: Path | None, html: Path | None
         console.print(part)
     for path, export in ((svg, console.export_svg), (html, console.export_html)):
         if path is not None:
-            write_new(path, export(clear=False), force=force)
-            stderr().print(f"saved {escape(str(path))}")
+            write_output(path, export(clear=False), force)
+            if not is_stdout(path):
+                stderr().print(f"saved {escape(str(path))}")
 
 
 def check_outputs(weights_path: Path | None, force: bool, *paths: Path | None, what: str = "weight file") -> None:
     """Refuse bad output paths before doing any work."""
     for path in paths:
-        if path is None:
+        if path is None or is_stdout(path):
             continue
         if weights_path is not None and path.resolve() == weights_path.resolve():
             raise HandwiredError(f"{path}: that is the {what} being read; choose another file")
         check_writable(path, force)
+
+
+def _same_output(first: Path, second: Path) -> bool:
+    if is_stdout(first) or is_stdout(second):
+        return is_stdout(first) and is_stdout(second)
+    return first.resolve() == second.resolve()
 
 
 class Output:
@@ -194,12 +221,13 @@ class Output:
             raise HandwiredError("--json prints data for programs and --svg/--html save the view: choose one")
         for source in reading or (None,):
             check_outputs(source, force, svg, html, what=what)
-        if svg is not None and html is not None and svg.resolve() == html.resolve():
+        if svg is not None and html is not None and _same_output(svg, html):
             raise HandwiredError(f"--svg and --html: both are {svg}; choose two files")
         self.svg, self.html, self.force = svg, html, force
 
     def show(self, view: Callable[[bool], list], show_all: bool = False) -> None:
-        console = stdout()
-        for part in view(show_all):
-            console.print(part)
+        if not (is_stdout(self.svg) or is_stdout(self.html)):  # else stdout carries the picture alone
+            console = stdout()
+            for part in view(show_all):
+                console.print(part)
         save_view(view, self.svg, self.html, self.force)

@@ -17,9 +17,11 @@ from handwired.cli.common import (
     ShowAllOption,
     SvgOption,
     WeightsOption,
+    is_stdout,
     stdout,
     warn,
     weight_spec,
+    write_output,
 )
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
 from handwired.errors import HandwiredError
@@ -28,7 +30,7 @@ from handwired.judge.catalogue import catalogue, load_puzzle, solution_path
 from handwired.judge.puzzle import Puzzle, starter, template
 from handwired.views.puzzles import catalogue_json, catalogue_view, score_text, statement_view
 from handwired.weightfile import load
-from handwired.weightfile.writing import dumps, write_new
+from handwired.weightfile.writing import dumps
 
 app = typer.Typer(
     name="puzzles",
@@ -91,8 +93,8 @@ def puzzles_start(
     """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""
     puzzle = load_puzzle(name)
     output = output or Path(answer_file(puzzle))
-    write_new(output, dumps(starter(puzzle)), force=force)
-    stdout().print(f"wrote {escape(str(output))}: vocab {' '.join(puzzle.vocab)}, n_ctx {puzzle.n_ctx}, "
+    say = write_output(output, dumps(starter(puzzle)), force)
+    say.print(f"wrote {escape(str(output))}: vocab {' '.join(puzzle.vocab)}, n_ctx {puzzle.n_ctx}, "
                    f"{puzzle.caps.text()}; all zeros. Next: wire it, then "
                    f"handwired puzzles check {escape(puzzle.ref)} {escape(str(output))}")
 
@@ -103,8 +105,8 @@ def puzzles_new(
     force: ForceOption = False,
 ) -> None:
     """Write a puzzle statement to edit: a small working puzzle, every part commented."""
-    write_new(output, template(output.stem), force=force)
-    stdout().print(f"wrote {escape(str(output))}: a puzzle statement to edit. Next: handwired puzzles show "
+    say = write_output(output, template("my-puzzle" if is_stdout(output) else output.stem), force)
+    say.print(f"wrote {escape(str(output))}: a puzzle statement to edit. Next: handwired puzzles show "
                    f"{escape(str(output))}, then handwired puzzles start {escape(str(output))}")
 
 
