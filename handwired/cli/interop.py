@@ -19,6 +19,7 @@ from handwired.cli.common import (
 from handwired.errors import HandwiredError
 from handwired.views.numbers import count
 from handwired.weightfile import load
+from handwired.weightfile.axes import shown
 
 export_app = typer.Typer()
 import_app = typer.Typer()
@@ -60,6 +61,6 @@ def import_model(
     else:
         model = interop.import_folder(folder, output, force=force, vocab=vocab)
         say = stdout()
-    say.print(f"wrote {escape(str(output))}: vocab {' '.join(model.vocab)}, n_ctx {model.n_ctx}, "
-                   f"n_embd {model.n_embd}, n_head {model.n_head}, {count(model.n_layer, 'block')}. "
-                   f"Next: handwired explain -w {escape(str(output))}")
+    say.print(f"wrote {escape(str(output))}: vocab {escape(' '.join(map(shown, model.vocab)))}, n_ctx {model.n_ctx}, "
+              f"n_embd {model.n_embd}, n_head {model.n_head}, {count(model.n_layer, 'block')}. "
+              f"Next: handwired explain -w {escape(str(output))}")

@@ -30,6 +30,7 @@ from handwired.judge.catalogue import catalogue, load_puzzle, solution_path
 from handwired.judge.puzzle import Puzzle, starter, template
 from handwired.views.puzzles import catalogue_json, catalogue_view, score_text, statement_view
 from handwired.weightfile import load
+from handwired.weightfile.axes import shown
 from handwired.weightfile.writing import dumps
 
 app = typer.Typer(
@@ -94,9 +95,9 @@ def puzzles_start(
     puzzle = load_puzzle(name)
     output = output or Path(answer_file(puzzle))
     say = write_output(output, dumps(starter(puzzle)), force)
-    say.print(f"wrote {escape(str(output))}: vocab {' '.join(puzzle.vocab)}, n_ctx {puzzle.n_ctx}, "
-                   f"{puzzle.caps.text()}; all zeros. Next: wire it, then "
-                   f"handwired puzzles check {escape(puzzle.ref)} {escape(str(output))}")
+    say.print(f"wrote {escape(str(output))}: vocab {escape(' '.join(map(shown, puzzle.vocab)))}, n_ctx {puzzle.n_ctx}, "
+              f"{puzzle.caps.text()}; all zeros. Next: wire it, then "
+              f"handwired puzzles check {escape(puzzle.ref)} {escape(str(output))}")
 
 
 @app.command("new")
@@ -107,7 +108,7 @@ def puzzles_new(
     """Write a puzzle statement to edit: a small working puzzle, every part commented."""
     say = write_output(output, template("my-puzzle" if is_stdout(output) else output.stem), force)
     say.print(f"wrote {escape(str(output))}: a puzzle statement to edit. Next: handwired puzzles show "
-                   f"{escape(str(output))}, then handwired puzzles start {escape(str(output))}")
+              f"{escape(str(output))}, then handwired puzzles start {escape(str(output))}")
 
 
 @app.command("check")

@@ -26,6 +26,7 @@ from handwired.errors import HandwiredError
 from handwired.views.model import model_line, weights_view
 from handwired.views.numbers import count
 from handwired.weightfile import bundled_models, load, validate
+from handwired.weightfile.axes import printable, shown
 from handwired.weightfile.forms import FORMS, document, entry_counts
 from handwired.weightfile.starter import starter_document
 from handwired.weightfile.writing import dumps
@@ -72,7 +73,7 @@ def weights_convert(
     say = write_output(output, dumps(document(model, to)), force)
     written, total = entry_counts(model)
     say.print(f"wrote {escape(str(output))} ({to}): {count(total, 'entry', 'entries')}, "
-                   f"{written:,} of them non-zero")
+              f"{written:,} of them non-zero")
 
 
 @app.command("validate")
@@ -85,7 +86,7 @@ def weights_validate(
     if problems:
         err = stderr()
         for problem in problems:
-            err.print(f"{escape(str(path))}: {escape(problem)}", soft_wrap=True)
+            err.print(escape(printable(f"{path}: {problem}")), soft_wrap=True)
         err.print(count(len(problems), "problem"))
         raise typer.Exit(EXIT_USER_ERROR)
     stdout().print(Text.assemble(("OK ", "bold green"), f"{path}: ", model_line(model)))
@@ -104,9 +105,9 @@ def weights_new(
     """Write a zero-filled starter weight file that validates."""
     doc = starter_document(vocab, n_ctx, n_embd, n_head, n_layer)
     say = write_output(output, dumps(doc), force)
-    say.print(f"wrote {escape(str(output))}: vocab {' '.join(vocab)}, n_ctx {n_ctx}, n_embd {n_embd}, "
-                   f"n_head {n_head}, {count(n_layer, 'block')}, all zeros. Next: edit it, then "
-                   f"handwired explain -w {escape(str(output))}")
+    say.print(f"wrote {escape(str(output))}: vocab {escape(' '.join(map(shown, vocab)))}, n_ctx {n_ctx}, "
+              f"n_embd {n_embd}, n_head {n_head}, {count(n_layer, 'block')}, all zeros. Next: edit it, then "
+              f"handwired explain -w {escape(str(output))}")
 
 
 @app.command("list")
