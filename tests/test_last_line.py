@@ -74,3 +74,11 @@ def test_outside_any_command_the_entry_point_is_the_net(tmp_path):
     assert run.stderr.splitlines() == [
         "internal error: ModuleNotFoundError: No module named 'handwired.no_such_module' — a bug in handwired, "
         "not in your input; please report it (run again with HANDWIRED_DEBUG=1 or --debug for the traceback)"]
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**64)])
+def test_a_seed_numpy_cannot_take_is_a_user_error_before_the_net(seed):
+    for command in (["check", "--sample", "10"], ["diff", "aab", "aab", "--sample", "10"]):
+        result = runner.invoke(app, [*command, "--seed", seed])
+        assert result.exit_code == 2 and result.stderr.splitlines() == [
+            f"error: --seed {seed}: expected a whole number from 0 to 18,446,744,073,709,551,615"]

@@ -1,6 +1,7 @@
 """The progress file: what is remembered, atomic saves, and a bad file set aside, never lost."""
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -180,3 +181,58 @@ def test_a_lock_held_too_long_is_one_warning_and_the_command_goes_on(handwired_h
     assert len(warnings) == 1 and warnings[0].count(str(handwired_home)) == 1
     assert "could not save progress: another handwired command has held progress.json.lock" in warnings[0]
     assert not (handwired_home / "progress.json").exists()
+
+
+def test_a_fifo_in_place_of_the_progress_file_blocks_no_command(handwired_home):
+    import subprocess
+    import sys
+
+    handwired_home.mkdir()
+    os.mkfifo(handwired_home / "progress.json")
+    environment = {**os.environ, "HANDWIRED_HOME": str(handwired_home), "NO_COLOR": "1", "COLUMNS": "300"}
+    run = subprocess.run([sys.executable, "-m", "handwired", "puzzles", "hint", "aab"], capture_output=True,
+                         text=True, env=environment, timeout=60)  # before: blocked forever opening the FIFO
+    assert run.returncode == 0 and run.stdout.startswith("hint 1 of ")
+    assert len(run.stderr.splitlines()) == 1 and "is a FIFO (named pipe), not a file to read" in run.stderr
+    assert progressing.load().hints("aab") == 1
+
+
+def test_randomly_corrupted_progress_files_are_read_or_set_aside_never_an_exception(handwired_home):
+    """Cut, flipped, duplicated, retyped and enormous pieces of a good file: each either reads as progress (every
+    number a finite float or a bounded whole number) or is set aside with one warning and the command goes on."""
+    import random
+
+    rng = random.Random(16)
+    good = json.dumps({"format": "handwired-progress/1", "puzzles": {
+        "aab": {"solved": True, "best": GOOD.to_json(), "hints": 2},
+        "ab": {"solved": False, "best": None, "hints": 1}}})
+    pieces = ['"', "{", "}", "[", "]", ",", ":", "-", "1e400", "NaN", "Infinity", "9" * 5000, "null", "true", "0.5",
+              '"\\u0000"', "\n", '"solved"', '"hints": ', "[" * 3000, "\xff"]
+    for trial in range(400):
+        text = list(good)
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(text))
+            how = rng.choice(("cut", "insert", "replace", "swap"))
+            if how == "cut":
+                del text[at:at + rng.randint(1, 20)]
+            elif how == "insert":
+                text[at:at] = rng.choice(pieces)
+            elif how == "replace":
+                text[at] = rng.choice(pieces)
+            else:
+                other = rng.randrange(len(text))
+                text[at], text[other] = text[other], text[at]
+        for path in handwired_home.glob("progress.json*"):
+            path.unlink()
+        handwired_home.mkdir(exist_ok=True)
+        (handwired_home / "progress.json").write_bytes("".join(text).encode("utf-8", "surrogateescape"))
+        warnings = []
+        progress = progressing.load(warn=warnings.append)
+        assert len(warnings) <= 1, trial
+        if warnings:
+            assert "set aside as progress.json.bad-" in warnings[0] and "\n" not in warnings[0], trial
+        for entry in progress.puzzles.values():
+            assert isinstance(entry.solved, bool) and 0 <= entry.hints <= progressing.MAX_HINTS
+            assert entry.best is None or math.isfinite(entry.best.margin)
+        progress.reveal("aab", 1)  # and the command goes on to save
+        assert progressing.load().hints("aab") >= 1, trial
