@@ -82,3 +82,14 @@ def test_a_seed_numpy_cannot_take_is_a_user_error_before_the_net(seed):
         result = runner.invoke(app, [*command, "--seed", seed])
         assert result.exit_code == 2 and result.stderr.splitlines() == [
             f"error: --seed {seed}: expected a whole number from 0 to 18,446,744,073,709,551,615"]
+
+
+@pytest.mark.parametrize("given,said", [
+    ("[[1" + "0" * 400 + "]]", "error: --x[0][0]: a number of more than 20 digits is not a finite number"),
+    ("[[1" + "0" * 5000 + "]]", "error: --x '[[10000000000000000000000000000000000…': a number with more digits than "
+                                "can be read"),
+    ("[[1, [2]]]", "error: --x[0][1]: a list of 1 is not a number"),
+])
+def test_attend_numbers_beyond_float64_are_a_user_error_before_the_net(given, said):
+    result = runner.invoke(app, ["attend", "--x", given])
+    assert result.exit_code == 2 and result.stderr.splitlines() == [said]
