@@ -93,3 +93,9 @@ def test_a_seed_numpy_cannot_take_is_a_user_error_before_the_net(seed):
 def test_attend_numbers_beyond_float64_are_a_user_error_before_the_net(given, said):
     result = runner.invoke(app, ["attend", "--x", given])
     assert result.exit_code == 2 and result.stderr.splitlines() == [said]
+
+
+def test_a_reader_that_went_away_is_not_called_a_bug(monkeypatch):
+    plant(monkeypatch, BrokenPipeError(32, "Broken pipe"))  # as `handwired … | head -1` meets it
+    result = runner.invoke(app, ["predict", "aab"])
+    assert result.exit_code == 1 and "internal error" not in result.output

@@ -108,8 +108,10 @@ def internal_error(error: BaseException) -> typer.Exit:
 
 
 def _is_control_flow(error: BaseException) -> bool:
-    """typer's and click's own exceptions (exit, abort, usage errors): they are how a command ends, not bugs."""
-    return isinstance(error, (typer.Exit, typer.Abort)) or type(error).__module__.split(".")[0] in ("typer", "click")
+    """typer's and click's own exceptions (exit, abort, usage errors), and stdout's reader gone (``| head``, which
+    click ends quietly): how a command ends, not bugs."""
+    return (isinstance(error, (typer.Exit, typer.Abort, BrokenPipeError))
+            or type(error).__module__.split(".")[0] in ("typer", "click"))
 
 
 def spelling(command) -> Callable[[str], str]:
