@@ -161,12 +161,13 @@ def is_stdout(path: Path | None) -> bool:
 def write_output(path: Path, text: str, force: bool = False) -> Console:
     """Write ``text`` to the file ``path`` (atomically, see write_new), or to stdout when it is ``-``.
 
-    Returns the console to say what was written on: stdout, or stderr when stdout carries the file itself.
+    Returns the console to say what was written on: stdout, or a silent one when stdout carries the file
+    itself (``-o - > x.json``, ``-o - | jq``: only the file, nothing to skip over).
     """
     if is_stdout(path):
         sys.stdout.write(text)
         sys.stdout.flush()
-        return stderr()
+        return Console(file=io.StringIO())
     write_new(path, text, force=force)
     return stdout()
 
