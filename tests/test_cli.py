@@ -253,8 +253,9 @@ def test_missing_file_not_json_and_too_large(tmp_path, monkeypatch):
         "predict", "a", "-w", str(tmp_path / "nope.json"))
     broken = tmp_path / "broken.json"
     broken.write_text('{"vocab": ["a", "b"],}')
-    assert ("broken.json: not valid JSON: Expecting property name enclosed in double quotes (line 1, column 22)"
-            in user_error("predict", "a", "-w", str(broken)))
+    # the position, not the wording: Python 3.13's json words this error differently from 3.11's
+    assert re.fullmatch(rf"error: {re.escape(str(broken))}: not valid JSON: [^\n]+ \(line 1, column 2[12]\)",
+                        user_error("predict", "a", "-w", str(broken)))
     from handwired.weightfile import jsonfile
 
     monkeypatch.setattr(jsonfile, "MAX_FILE_BYTES", 10)
@@ -413,5 +414,8 @@ def test_check_refuses_values_it_would_otherwise_replace_by_defaults(args, expec
 
 
 def test_attend_refuses_deeply_nested_input_in_one_short_line():
-    line = user_error("attend", "--x", "[" * 5000)
-    assert "nested too deeply" in line and len(line) < 120
+    line = user_error("attend", "--x", "[" * 5000)  # user_error: exit code 2, one line
+    # Python 3.11's json overflows on this nesting, 3.13's reads to the end and finds no value: either way one short
+    # line naming the option and what is wrong with it
+    assert line.startswith("error: --x '[[[") and len(line) < 120
+    assert "nested too deeply" in line or "not a valid JSON list" in line

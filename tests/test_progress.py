@@ -1,6 +1,9 @@
 """The progress file: what is remembered, atomic saves, and a bad file set aside, never lost."""
 
 import json
+import math
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -26,7 +29,8 @@ def test_a_fresh_start_then_solved_best_and_hints_are_remembered(handwired_home)
     assert warnings == []
     data = json.loads((handwired_home / "progress.json").read_text())
     assert data["format"] == "handwired-progress/1"
-    assert [p.name for p in handwired_home.iterdir()] == ["progress.json"]  # no temporary files left behind
+    # no temporary files left behind; the lock file stays (deleting it could let two commands in at once)
+    assert sorted(p.name for p in handwired_home.iterdir()) == ["progress.json", "progress.json.lock"]
 
 
 def test_entries_for_puzzles_not_installed_are_kept(handwired_home):
@@ -105,3 +109,130 @@ def test_saving_into_a_folder_that_cannot_exist_warns(tmp_path, monkeypatch):
     warnings = []
     progressing.load(warn=warnings.append).record("aab", GOOD)
     assert len(warnings) == 1 and "could not save progress" in warnings[0]
+
+
+def test_two_commands_holding_stale_copies_merge_instead_of_overwriting(handwired_home):
+    first, second = progressing.load(), progressing.load()  # both read the same (missing) file
+    assert first.record("aab", GOOD) is True
+    second.reveal("ab", 2)  # knew nothing of aab when it read
+    assert second.record("aab", Score(30, 8, 1, 1, 5.0)) is False  # worse than what the first saved meanwhile
+    first.reveal("ab", 1)  # fewer hints than the file holds: hints never go back
+    again = progressing.load()
+    assert again.solved("aab") and again.best("aab") == GOOD and again.hints("ab") == 2
+
+
+def test_revealing_the_next_hint_counts_from_the_file_not_from_a_stale_read(handwired_home):
+    first, second = progressing.load(), progressing.load()
+    assert first.reveal_next("aab", 3) == (0, 1)
+    assert second.reveal_next("aab", 3) == (1, 2)  # not (0, 1) again: the first one's hint is on disk
+    assert second.reveal_next("aab", 3, every=True) == (2, 3)
+    assert first.reveal_next("aab", 3) == (3, 3)  # no more than there are
+    assert progressing.load().hints("aab") == 3
+
+
+@pytest.mark.parametrize("make", ["fifo", "folder"])
+def test_something_other_than_a_file_is_set_aside_without_being_opened(handwired_home, make):
+    handwired_home.mkdir()
+    path = handwired_home / "progress.json"
+    if make == "fifo":
+        os.mkfifo(path)  # opening it for reading would wait for a writer forever
+    else:
+        path.mkdir()
+    warnings = []
+    progress = progressing.load(warn=warnings.append)
+    kind = {"fifo": "is a FIFO (named pipe)", "folder": "is a folder"}[make]
+    assert len(warnings) == 1 and f"unreadable progress ({kind}, not a file to read); set aside as" in warnings[0]
+    aside = next(handwired_home.glob("progress.json.bad-*"))
+    assert stat.S_ISFIFO(aside.lstat().st_mode) if make == "fifo" else aside.is_dir()
+    progress.record("aab", GOOD)
+    assert progressing.load().solved("aab") and path.is_file()
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400", "1" + "0" * 400, "1" + "0" * 5000])
+def test_a_number_that_is_not_a_finite_float_sets_the_file_aside(handwired_home, number):
+    handwired_home.mkdir()
+    content = ('{"format": "handwired-progress/1", "puzzles": {"aab": {"solved": true, "hints": 1, "best": '
+               '{"parameters": 26, "n_embd": 8, "n_head": 1, "n_layer": 1, "margin": ' + number + '}}}}')
+    (handwired_home / "progress.json").write_text(content)
+    warnings = []
+    assert progressing.load(warn=warnings.append).puzzles == {}
+    assert len(warnings) == 1 and "set aside as progress.json.bad-" in warnings[0]
+    assert "\n" not in warnings[0] and len(warnings[0]) < 300
+    assert next(handwired_home.glob("progress.json.bad-*")).read_text() == content
+
+
+def test_a_lock_held_too_long_is_one_warning_and_the_command_goes_on(handwired_home, monkeypatch):
+    import fcntl
+
+    from handwired.judge import progress_lock
+
+    handwired_home.mkdir()
+    monkeypatch.setattr(progress_lock, "WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(progressing, "locked", lambda path: progress_lock.locked(path, wait=0.05))
+    holder = os.open(handwired_home / "progress.json.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # another open file description: as another process would hold it
+        warnings = []
+        progress = progressing.load(warn=warnings.append)
+        assert progress.record("aab", GOOD) is True and progress.solved("aab")  # remembered for this command
+        progress.reveal("aab", 1)
+    finally:
+        os.close(holder)
+    assert len(warnings) == 1 and warnings[0].count(str(handwired_home)) == 1
+    assert "could not save progress: another handwired command has held progress.json.lock" in warnings[0]
+    assert not (handwired_home / "progress.json").exists()
+
+
+def test_a_fifo_in_place_of_the_progress_file_blocks_no_command(handwired_home):
+    import subprocess
+    import sys
+
+    handwired_home.mkdir()
+    os.mkfifo(handwired_home / "progress.json")
+    environment = {**os.environ, "HANDWIRED_HOME": str(handwired_home), "NO_COLOR": "1", "COLUMNS": "300"}
+    run = subprocess.run([sys.executable, "-m", "handwired", "puzzles", "hint", "aab"], capture_output=True,
+                         text=True, env=environment, timeout=60)  # before: blocked forever opening the FIFO
+    assert run.returncode == 0 and run.stdout.startswith("hint 1 of ")
+    assert len(run.stderr.splitlines()) == 1 and "is a FIFO (named pipe), not a file to read" in run.stderr
+    assert progressing.load().hints("aab") == 1
+
+
+def test_randomly_corrupted_progress_files_are_read_or_set_aside_never_an_exception(handwired_home):
+    """Cut, flipped, duplicated, retyped and enormous pieces of a good file: each either reads as progress (every
+    number a finite float or a bounded whole number) or is set aside with one warning and the command goes on."""
+    import random
+
+    rng = random.Random(16)
+    good = json.dumps({"format": "handwired-progress/1", "puzzles": {
+        "aab": {"solved": True, "best": GOOD.to_json(), "hints": 2},
+        "ab": {"solved": False, "best": None, "hints": 1}}})
+    pieces = ['"', "{", "}", "[", "]", ",", ":", "-", "1e400", "NaN", "Infinity", "9" * 5000, "null", "true", "0.5",
+              '"\\u0000"', "\n", '"solved"', '"hints": ', "[" * 3000, "\xff"]
+    for trial in range(400):
+        text = list(good)
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(text))
+            how = rng.choice(("cut", "insert", "replace", "swap"))
+            if how == "cut":
+                del text[at:at + rng.randint(1, 20)]
+            elif how == "insert":
+                text[at:at] = rng.choice(pieces)
+            elif how == "replace":
+                text[at] = rng.choice(pieces)
+            else:
+                other = rng.randrange(len(text))
+                text[at], text[other] = text[other], text[at]
+        for path in handwired_home.glob("progress.json*"):
+            path.unlink()
+        handwired_home.mkdir(exist_ok=True)
+        (handwired_home / "progress.json").write_bytes("".join(text).encode("utf-8", "surrogateescape"))
+        warnings = []
+        progress = progressing.load(warn=warnings.append)
+        assert len(warnings) <= 1, trial
+        if warnings:
+            assert "set aside as progress.json.bad-" in warnings[0] and "\n" not in warnings[0], trial
+        for entry in progress.puzzles.values():
+            assert isinstance(entry.solved, bool) and 0 <= entry.hints <= progressing.MAX_HINTS
+            assert entry.best is None or math.isfinite(entry.best.margin)
+        progress.reveal("aab", 1)  # and the command goes on to save
+        assert progressing.load().hints("aab") >= 1, trial

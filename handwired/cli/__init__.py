@@ -25,7 +25,7 @@ for _message in ("overflow encountered", "invalid value encountered"):
 import typer  # noqa: E402
 from typer.core import TyperGroup  # noqa: E402
 
-from handwired.cli.common import guard  # noqa: E402
+from handwired.cli.common import DEBUG_VARIABLE, guard, internal_error  # noqa: E402
 
 COMMANDS = {  # name -> "module:app", in the order --help lists them; a module is imported when its command runs
     "predict": "handwired.cli.predict:app",
@@ -65,6 +65,11 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _debug(value: bool) -> None:
+    if value:
+        os.environ[DEBUG_VARIABLE] = "1"
+
+
 app = typer.Typer(
     cls=LazyGroup,
     help="Wire a transformer's weights by hand, run it, see every number, and prove it right.",
@@ -78,12 +83,21 @@ app = typer.Typer(
 def handwired(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print handwired's version and exit.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", callback=_debug, is_eager=True,
+                                        help=f"Show the traceback of an internal error (as {DEBUG_VARIABLE}=1 does).")
+                     ] = False,
 ) -> None:
     """Wire a transformer's weights by hand, run it, see every number, and prove it right."""
 
 
 def main() -> None:
-    app()
+    """The entry point: the commands guard themselves (see common.guard); this catches what fails around them."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except Exception as error:  # outside any command: loading one, or typer itself
+        raise SystemExit(internal_error(error).exit_code) from None
 
 
 __all__ = ["app", "main"]

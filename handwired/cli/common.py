@@ -2,10 +2,16 @@
 
 Errors from the core name its parameters (``{min_length}``); :func:`guard`
 prints them with the flag the running command maps each one to
-(``--min-length``), on one line of stderr, and exits with code 2.
+(``--min-length``), on one line of stderr, and exits with code 2. Anything
+else that escapes a command is a bug in handwired: :func:`internal_error`
+says so in one line and exits with code 70 (``EX_SOFTWARE``), the traceback
+kept for ``HANDWIRED_DEBUG=1``.
 """
 
 import io
+import os
+import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -16,11 +22,15 @@ from rich.markup import escape
 
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
+from handwired.weightfile.axes import printable
 from handwired.weightfile.writing import check_writable, write_new
 
 EXIT_CHECK_FAILED = 1
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE in sysexits.h: a bug, not the user's input
+DEBUG_VARIABLE = "HANDWIRED_DEBUG"
+STDOUT = "-"  # as an output file: write it to stdout
 # Columns of a saved --svg/--html page: EXPORT_WIDTH, or as wide as its widest table up to EXPORT_MAX_WIDTH.
 # Never the width of the terminal that made it, so the same command always saves the same picture.
 EXPORT_WIDTH = 120
@@ -44,11 +54,13 @@ ShowAllOption = Annotated[
 PositionOption = Annotated[int | None, typer.Option(help="The position the why step explains; default: the last.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a machine-readable result on stdout.")]
 SvgOption = Annotated[
-    Path | None, typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns wide.")
+    Path | None, typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns "
+                                            "wide (- for stdout, instead of the view).")
 ]
 HtmlOption = Annotated[
     Path | None,
-    typer.Option("--html", help=f"Also save the view as HTML, nothing folded, {EXPORT_WIDTH}+ columns wide."),
+    typer.Option("--html", help=f"Also save the view as HTML, nothing folded, {EXPORT_WIDTH}+ columns wide "
+                                "(- for stdout, instead of the view)."),
 ]
 ForceOption = Annotated[bool, typer.Option("--force", help="Replace an existing output file.")]
 NoMaskOption = Annotated[
@@ -76,7 +88,30 @@ def stderr() -> Console:
 
 
 def warn(message: str) -> None:
-    stderr().print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
+    stderr().print(f"[yellow]warning:[/] {escape(printable(message))}", soft_wrap=True)
+
+
+def debugging() -> bool:
+    return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
+
+
+def internal_error(error: BaseException) -> typer.Exit:
+    """Report an exception no check foresaw: one line (the traceback too with HANDWIRED_DEBUG=1); exit code 70."""
+    if debugging():
+        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+    what = "ran out of memory" if isinstance(error, MemoryError) else f"{type(error).__name__}: {error}"
+    hint = ("the traceback is above" if debugging()
+            else f"run again with {DEBUG_VARIABLE}=1 or --debug for the traceback")
+    stderr().print(f"[bold red]internal error:[/] {escape(printable(what))} — a bug in handwired, not in your "
+                   f"input; please report it ({hint})", soft_wrap=True)
+    return typer.Exit(EXIT_INTERNAL_ERROR)
+
+
+def _is_control_flow(error: BaseException) -> bool:
+    """typer's and click's own exceptions (exit, abort, usage errors), and stdout's reader gone (``| head``, which
+    click ends quietly): how a command ends, not bugs."""
+    return (isinstance(error, (typer.Exit, typer.Abort, BrokenPipeError))
+            or type(error).__module__.split(".")[0] in ("typer", "click"))
 
 
 def spelling(command) -> Callable[[str], str]:
@@ -95,7 +130,8 @@ def spelling(command) -> Callable[[str], str]:
 
 
 def guard(command):
-    """Make ``command`` (and every sub-command of a group) report a HandwiredError as one line, exit code 2."""
+    """Make ``command`` (and every sub-command of a group) report a HandwiredError as one line, exit code 2,
+    and anything unforeseen as one line naming it a bug, exit code 70."""
     for sub in getattr(command, "commands", {}).values():
         guard(sub)
     invoke = command.invoke
@@ -104,11 +140,36 @@ def guard(command):
         try:
             return invoke(ctx)
         except HandwiredError as error:
-            stderr().print(f"[bold red]error:[/] {escape(error.render(spelling(ctx.command)))}", soft_wrap=True)
+            message = printable(error.render(spelling(ctx.command)))
+            stderr().print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
             raise typer.Exit(EXIT_USER_ERROR) from None
+        except KeyboardInterrupt:  # a command that does not stop cleanly on Ctrl-C still ends without a traceback
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Exception as error:
+            if _is_control_flow(error):
+                raise
+            raise internal_error(error) from None
 
     command.invoke = guarded
     return command
+
+
+def is_stdout(path: Path | None) -> bool:
+    return path is not None and str(path) == STDOUT
+
+
+def write_output(path: Path, text: str, force: bool = False) -> Console:
+    """Write ``text`` to the file ``path`` (atomically, see write_new), or to stdout when it is ``-``.
+
+    Returns the console to say what was written on: stdout, or a silent one when stdout carries the file
+    itself (``-o - > x.json``, ``-o - | jq``: only the file, nothing to skip over).
+    """
+    if is_stdout(path):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return Console(file=io.StringIO())
+    write_new(path, text, force=force)
+    return stdout()
 
 
 def save_view(build: Callable[[bool], list], svg: Path | None, html: Path | None, force: bool) -> None:
@@ -129,18 +190,25 @@ def save_view(build: Callable[[bool], list], svg: Path | None, html: Path | None
         console.print(part)
     for path, export in ((svg, console.export_svg), (html, console.export_html)):
         if path is not None:
-            write_new(path, export(clear=False), force=force)
-            stderr().print(f"saved {escape(str(path))}")
+            write_output(path, export(clear=False), force)
+            if not is_stdout(path):
+                stderr().print(f"saved {escape(str(path))}")
 
 
 def check_outputs(weights_path: Path | None, force: bool, *paths: Path | None, what: str = "weight file") -> None:
     """Refuse bad output paths before doing any work."""
     for path in paths:
-        if path is None:
+        if path is None or is_stdout(path):
             continue
         if weights_path is not None and path.resolve() == weights_path.resolve():
             raise HandwiredError(f"{path}: that is the {what} being read; choose another file")
         check_writable(path, force)
+
+
+def _same_output(first: Path, second: Path) -> bool:
+    if is_stdout(first) or is_stdout(second):
+        return is_stdout(first) and is_stdout(second)
+    return first.resolve() == second.resolve()
 
 
 class Output:
@@ -156,12 +224,13 @@ class Output:
             raise HandwiredError("--json prints data for programs and --svg/--html save the view: choose one")
         for source in reading or (None,):
             check_outputs(source, force, svg, html, what=what)
-        if svg is not None and html is not None and svg.resolve() == html.resolve():
+        if svg is not None and html is not None and _same_output(svg, html):
             raise HandwiredError(f"--svg and --html: both are {svg}; choose two files")
         self.svg, self.html, self.force = svg, html, force
 
     def show(self, view: Callable[[bool], list], show_all: bool = False) -> None:
-        console = stdout()
-        for part in view(show_all):
-            console.print(part)
+        if not (is_stdout(self.svg) or is_stdout(self.html)):  # else stdout carries the picture alone
+            console = stdout()
+            for part in view(show_all):
+                console.print(part)
         save_view(view, self.svg, self.html, self.force)

@@ -25,6 +25,7 @@ from handwired.views import steps as explaining
 from handwired.views.matrices import step_panel
 from handwired.views.model import mask_note, model_line, window_note
 from handwired.weightfile import load
+from handwired.weightfile.axes import shown
 
 app = typer.Typer()
 
@@ -64,7 +65,7 @@ def explain(
     def view(everything: bool) -> list:
         notes = [note for note in (window_note(model, run), mask_note(run)) if note]
         return [model_line(model),
-                Text.assemble(("context ", "dim"), (run.window, "bold"), f"  ({len(run.window)} tokens)"),
+                Text.assemble(("context ", "dim"), (shown(run.window), "bold"), f"  ({len(run.window)} tokens)"),
                 *notes,
                 *[step_panel(panel, everything) for panel in panels]]
 

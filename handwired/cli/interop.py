@@ -7,10 +7,19 @@ import typer
 from rich.markup import escape
 
 from handwired import interop
-from handwired.cli.common import WeightsArgument, WeightsOption, check_outputs, stdout, weight_spec
+from handwired.cli.common import (
+    WeightsArgument,
+    WeightsOption,
+    check_outputs,
+    is_stdout,
+    stdout,
+    weight_spec,
+    write_output,
+)
 from handwired.errors import HandwiredError
 from handwired.views.numbers import count
 from handwired.weightfile import load
+from handwired.weightfile.axes import shown
 
 export_app = typer.Typer()
 import_app = typer.Typer()
@@ -46,7 +55,12 @@ def import_model(
 ) -> None:
     """Read a TransformerLens folder back into a handwired/1 weight file."""
     check_outputs(folder, force, output)
-    model = interop.import_folder(folder, output, force=force, vocab=vocab)
-    stdout().print(f"wrote {escape(str(output))}: vocab {' '.join(model.vocab)}, n_ctx {model.n_ctx}, "
-                   f"n_embd {model.n_embd}, n_head {model.n_head}, {count(model.n_layer, 'block')}. "
-                   f"Next: handwired explain -w {escape(str(output))}")
+    if is_stdout(output):
+        text, model = interop.read_folder(folder, vocab)
+        say = write_output(output, text)
+    else:
+        model = interop.import_folder(folder, output, force=force, vocab=vocab)
+        say = stdout()
+    say.print(f"wrote {escape(str(output))}: vocab {escape(' '.join(map(shown, model.vocab)))}, n_ctx {model.n_ctx}, "
+              f"n_embd {model.n_embd}, n_head {model.n_head}, {count(model.n_layer, 'block')}. "
+              f"Next: handwired explain -w {escape(str(output))}")

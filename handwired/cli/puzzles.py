@@ -1,5 +1,6 @@
 """puzzles: the game. List, show, start, check, hint and the reference solution."""
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -16,18 +17,21 @@ from handwired.cli.common import (
     ShowAllOption,
     SvgOption,
     WeightsOption,
+    is_stdout,
     stdout,
     warn,
     weight_spec,
+    write_output,
 )
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
 from handwired.judge.catalogue import catalogue, load_puzzle, solution_path
 from handwired.judge.puzzle import Puzzle, starter, template
-from handwired.views.puzzles import catalogue_view, score_text, statement_view
+from handwired.views.puzzles import catalogue_json, catalogue_view, score_text, statement_view
 from handwired.weightfile import load
-from handwired.weightfile.writing import dumps, write_new
+from handwired.weightfile.axes import shown
+from handwired.weightfile.writing import dumps
 
 app = typer.Typer(
     name="puzzles",
@@ -49,16 +53,22 @@ def _progress() -> progressing.Progress:
 
 
 @app.callback()
-def puzzles_main(ctx: typer.Context) -> None:
+def puzzles_main(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """With no command: the list of puzzles and your progress."""
     if ctx.invoked_subcommand is None:
-        puzzles_list()
+        puzzles_list(as_json)
+    elif as_json:
+        raise HandwiredError(f"--json before {ctx.invoked_subcommand}: it belongs to the list "
+                             "(handwired puzzles --json); give a command's own options after its name")
 
 
 @app.command("list")
-def puzzles_list() -> None:
+def puzzles_list(as_json: JsonOption = False) -> None:
     """Every puzzle: level, name, what to build, caps, par, solved?, your best score."""
     puzzles = catalogue()
+    if as_json:
+        typer.echo(json.dumps(catalogue_json(puzzles, _progress()), indent=2, ensure_ascii=False))
+        return
     if not puzzles:
         stdout().print("No puzzles are installed.")
         return
@@ -84,10 +94,10 @@ def puzzles_start(
     """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""
     puzzle = load_puzzle(name)
     output = output or Path(answer_file(puzzle))
-    write_new(output, dumps(starter(puzzle)), force=force)
-    stdout().print(f"wrote {escape(str(output))}: vocab {' '.join(puzzle.vocab)}, n_ctx {puzzle.n_ctx}, "
-                   f"{puzzle.caps.text()}; all zeros. Next: wire it, then "
-                   f"handwired puzzles check {escape(puzzle.ref)} {escape(str(output))}")
+    say = write_output(output, dumps(starter(puzzle)), force)
+    say.print(f"wrote {escape(str(output))}: vocab {escape(' '.join(map(shown, puzzle.vocab)))}, n_ctx {puzzle.n_ctx}, "
+              f"{puzzle.caps.text()}; all zeros. Next: wire it, then "
+              f"handwired puzzles check {escape(puzzle.ref)} {escape(str(output))}")
 
 
 @app.command("new")
@@ -96,9 +106,9 @@ def puzzles_new(
     force: ForceOption = False,
 ) -> None:
     """Write a puzzle statement to edit: a small working puzzle, every part commented."""
-    write_new(output, template(output.stem), force=force)
-    stdout().print(f"wrote {escape(str(output))}: a puzzle statement to edit. Next: handwired puzzles show "
-                   f"{escape(str(output))}, then handwired puzzles start {escape(str(output))}")
+    say = write_output(output, template("my-puzzle" if is_stdout(output) else output.stem), force)
+    say.print(f"wrote {escape(str(output))}: a puzzle statement to edit. Next: handwired puzzles show "
+              f"{escape(str(output))}, then handwired puzzles start {escape(str(output))}")
 
 
 @app.command("check")
@@ -128,10 +138,7 @@ def puzzles_hint(
 ) -> None:
     """Reveal the next hint (one more each time); the ones already revealed are shown again."""
     puzzle = load_puzzle(name)
-    progress = _progress()
-    before = progress.hints(puzzle.key)
-    revealed = len(puzzle.hints) if every_hint else min(before + 1, len(puzzle.hints))
-    progress.reveal(puzzle.key, revealed)
+    before, revealed = _progress().reveal_next(puzzle.key, len(puzzle.hints), every_hint)
     console = stdout()
     for number, hint in enumerate(puzzle.hints[:revealed], start=1):
         new = number > before

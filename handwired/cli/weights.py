@@ -20,14 +20,16 @@ from handwired.cli.common import (
     stderr,
     stdout,
     weight_spec,
+    write_output,
 )
 from handwired.errors import HandwiredError
 from handwired.views.model import model_line, weights_view
 from handwired.views.numbers import count
 from handwired.weightfile import bundled_models, load, validate
+from handwired.weightfile.axes import printable, shown
 from handwired.weightfile.forms import FORMS, document, entry_counts
 from handwired.weightfile.starter import starter_document
-from handwired.weightfile.writing import dumps, write_new
+from handwired.weightfile.writing import dumps
 
 app = typer.Typer(name="weights", help="Show, convert, validate, create and list weight files.", no_args_is_help=True)
 
@@ -68,10 +70,10 @@ def weights_convert(
         raise HandwiredError(f"--to {to!r}: expected {' or '.join(FORMS)}")
     model = load(weight_spec(file, weights))
     check_outputs(Path(model.source), force, output)
-    write_new(output, dumps(document(model, to)), force=force)
+    say = write_output(output, dumps(document(model, to)), force)
     written, total = entry_counts(model)
-    stdout().print(f"wrote {escape(str(output))} ({to}): {count(total, 'entry', 'entries')}, "
-                   f"{written:,} of them non-zero")
+    say.print(f"wrote {escape(str(output))} ({to}): {count(total, 'entry', 'entries')}, "
+              f"{written:,} of them non-zero")
 
 
 @app.command("validate")
@@ -84,7 +86,7 @@ def weights_validate(
     if problems:
         err = stderr()
         for problem in problems:
-            err.print(f"{escape(str(path))}: {escape(problem)}", soft_wrap=True)
+            err.print(escape(printable(f"{path}: {problem}")), soft_wrap=True)
         err.print(count(len(problems), "problem"))
         raise typer.Exit(EXIT_USER_ERROR)
     stdout().print(Text.assemble(("OK ", "bold green"), f"{path}: ", model_line(model)))
@@ -102,10 +104,10 @@ def weights_new(
 ) -> None:
     """Write a zero-filled starter weight file that validates."""
     doc = starter_document(vocab, n_ctx, n_embd, n_head, n_layer)
-    write_new(output, dumps(doc), force=force)
-    stdout().print(f"wrote {escape(str(output))}: vocab {' '.join(vocab)}, n_ctx {n_ctx}, n_embd {n_embd}, "
-                   f"n_head {n_head}, {count(n_layer, 'block')}, all zeros. Next: edit it, then "
-                   f"handwired explain -w {escape(str(output))}")
+    say = write_output(output, dumps(doc), force)
+    say.print(f"wrote {escape(str(output))}: vocab {escape(' '.join(map(shown, vocab)))}, n_ctx {n_ctx}, "
+              f"n_embd {n_embd}, n_head {n_head}, {count(n_layer, 'block')}, all zeros. Next: edit it, then "
+              f"handwired explain -w {escape(str(output))}")
 
 
 @app.command("list")

@@ -10,6 +10,7 @@ import json
 import math
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from handwired.interop.readme import readme
 from handwired.weightfile import Model, parse, read_json
 from handwired.weightfile.checker import Checker
 from handwired.weightfile.forms import document
-from handwired.weightfile.jsonfile import MAX_FILE_BYTES
+from handwired.weightfile.jsonfile import MAX_FILE_BYTES, kind_of
 from handwired.weightfile.writing import dumps
 
 CONFIG, WEIGHTS, VOCAB, LABELS, README = "config.json", "model.safetensors", "vocab.json", "handwired.json", "README.md"
@@ -105,10 +106,14 @@ def check_output_folder(folder: Path, force: bool) -> None:
             raise HandwiredError(f"{folder}: already exists and is not a folder; choose another name")
         if not force:
             raise HandwiredError(f"{folder}: already exists; use {{force}} to replace it", ("force",))
-        strangers = sorted(entry.name for entry in folder.iterdir() if entry.name not in FILES)
-        if strangers:
-            raise HandwiredError(f"{folder}: holds {strangers[0]!r}, which an export does not write; "
-                                 "not replacing it, even with {force}", ("force",))
+        for entry in sorted(folder.iterdir()):
+            if entry.name not in FILES:
+                raise HandwiredError(f"{folder}: holds {entry.name!r}, which an export does not write; "
+                                     "not replacing it, even with {force}", ("force",))
+            if not stat.S_ISREG(entry.lstat().st_mode):  # README.md/ a folder of notes, a link: not an export's own
+                raise HandwiredError(f"{folder}: holds {entry.name!r}, which is {kind_of(entry.lstat().st_mode)}, "
+                                     "not the file an export writes; not replacing it, even with {force}",
+                                     ("force",))
     parent = folder.parent
     if not parent.is_dir():
         raise HandwiredError(f"{folder}: folder {parent} does not exist")

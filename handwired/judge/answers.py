@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.judge.rules import Judgement, status_from_counts
+from handwired.weightfile.axes import shown
 
 # inputs [n, p] token ids -> (answers [n, A] token ids, valid [n] bool): one answer length per input length
 Answering = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -48,7 +49,8 @@ class AnswerRule:
 
     @property
     def description(self) -> str:
-        done = {"copy": "copied", "reverse": "reversed", "sort": "sorted in the order " + ", ".join(self.vocab)}
+        order = ", ".join(map(shown, self.vocab))
+        done = {"copy": "copied", "reverse": "reversed", "sort": f"sorted in the order {order}"}
         return (f"the input before {self.vocab[self.separator]!r}, {done[self.kind]}: the token after the answer "
                 "so far")
 

@@ -22,6 +22,7 @@ from handwired.judge.contexts import count_contexts, exhaustive_contexts, random
 from handwired.judge.plans import pattern_rule
 from handwired.judge.rules import DECIDED
 from handwired.weightfile import Model
+from handwired.weightfile.axes import shown
 from handwired.weightfile.checker import locate
 
 # Contexts compared one by one (two per-context forward passes each) before diff samples instead; check --exhaustive's
@@ -143,8 +144,8 @@ def compare(
     ``sample`` is asked for); otherwise ``sample`` (default DIFF_SAMPLE) random ones.
     """
     if old.vocab != new.vocab:
-        raise HandwiredError(f"{new.source}: vocab {' '.join(new.vocab)} differs from {old.source}'s "
-                             f"{' '.join(old.vocab)}; diff compares two versions of one model")
+        raise HandwiredError(f"{new.source}: vocab {' '.join(map(shown, new.vocab))} differs from {old.source}'s "
+                             f"{' '.join(map(shown, old.vocab))}; diff compares two versions of one model")
     if old.n_ctx != new.n_ctx:
         raise HandwiredError(f"{new.source}: n_ctx {new.n_ctx} differs from {old.source}'s {old.n_ctx}; "
                              "diff compares two versions of one model")
@@ -153,7 +154,7 @@ def compare(
     total = count_contexts(old)
     if sample is None and total <= limit:
         batches: Iterator[np.ndarray] = exhaustive_contexts(old)
-        checked = f"every context of length 1…{old.n_ctx} over {', '.join(old.vocab)} ({total:,} contexts)"
+        checked = f"every context of length 1…{old.n_ctx} over {', '.join(map(shown, old.vocab))} ({total:,} contexts)"
     else:
         n = DIFF_SAMPLE if sample is None else sample
         batches = random_contexts(old, n, seed)()

@@ -93,6 +93,9 @@ def duration(seconds: float) -> str:
     return f"{whole} second{'s' * (whole != 1)}"
 
 
+MAX_SEED = 2**64  # seeds are whole numbers: numpy refuses a negative one, and this bounds what reports print
+
+
 def random_contexts(model: Model, sample: int, seed: int = SEED,
                     min_length: int = MIN_LENGTH) -> Callable[[], Iterator[np.ndarray]]:
     """``sample`` contexts drawn uniformly (with replacement) from :func:`exhaustive_contexts`'s set, shortest first.
@@ -101,6 +104,8 @@ def random_contexts(model: Model, sample: int, seed: int = SEED,
     """
     if sample < 1:
         raise bad_value("sample", sample, "expected at least 1 context")
+    if not 0 <= seed < MAX_SEED:
+        raise bad_value("seed", seed, f"expected a whole number from 0 to {MAX_SEED - 1:,}")
     lengths = np.array(_lengths(model, min_length))
     # Weight each length by how many contexts it has, so every context is equally likely.
     weights = np.array([float(model.n_vocab) ** (length - lengths[-1]) for length in lengths])

@@ -35,6 +35,7 @@ from handwired.judge.contexts import (
 from handwired.judge.domains import Domain
 from handwired.judge.rules import DECIDED, Judgement, PatternRule, Rule
 from handwired.weightfile import Model
+from handwired.weightfile.axes import shown
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
             yield judged(pending[length])
 
     return Plan(
-        description=f"every context of length {min_length}…{model.n_ctx} over {', '.join(model.vocab)} "
+        description=f"every context of length {min_length}…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
         f"({total:,} contexts)",
         rule=rule.description,
         total=total,

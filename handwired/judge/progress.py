@@ -3,8 +3,15 @@
 Kept in ``progress.json`` in handwired's application directory (typer's
 ``get_app_dir("handwired")``, or ``$HANDWIRED_HOME`` when set). Progress is a
 convenience, never a reason to stop: a file that cannot be read or makes no
-sense is reported in one line, renamed aside (never deleted) and replaced; a
-file that cannot be written is reported and the command goes on.
+sense (or is no regular file at all) is reported in one line, renamed aside
+(never deleted) and replaced; a file that cannot be written is reported once
+and the command goes on.
+
+Two commands may run at once (``watch --puzzle`` in one terminal, ``puzzles
+check`` in another): every save reads the file again under a lock
+(:mod:`.progress_lock`), merges, and replaces it atomically. Progress only
+grows — solved stays solved, the better score wins, hints only go up — so the
+merge never drops what either command learnt.
 """
 
 import json
@@ -18,6 +25,7 @@ from typing import Any
 import typer
 
 from handwired.errors import HandwiredError
+from handwired.judge.progress_lock import locked
 from handwired.judge.scores import Score, read_score
 from handwired.weightfile.checker import Checker
 from handwired.weightfile.jsonfile import read_json
@@ -25,6 +33,7 @@ from handwired.weightfile.writing import write_new
 
 FORMAT = "handwired-progress/1"
 FILE_NAME = "progress.json"
+LOCK_SUFFIX = ".lock"
 HOME_VARIABLE = "HANDWIRED_HOME"
 FILE_KEYS = {"format": True, "puzzles": True, "par": False}  # "par": a cache earlier versions kept; read and dropped
 ENTRY_KEYS = {"solved": False, "best": False, "hints": False}
@@ -47,16 +56,23 @@ class Entry:
     def to_json(self) -> dict[str, Any]:
         return {"solved": self.solved, "best": None if self.best is None else self.best.to_json(), "hints": self.hints}
 
+    def merged(self, other: "Entry") -> "Entry":
+        """What both entries know: solved if either is, the better best, the more hints."""
+        best = other.best if other.best is not None and other.best.better_than(self.best) else self.best
+        return Entry(self.solved or other.solved, best, max(self.hints, other.hints))
+
+
+def merge(ours: dict[str, Entry], theirs: dict[str, Entry]) -> dict[str, Entry]:
+    """Every puzzle of either, each entry merged: nothing either side knows is lost."""
+    return {name: ours.get(name, Entry()).merged(theirs.get(name, Entry())) for name in sorted({*ours, *theirs})}
+
 
 @dataclass
 class Progress:
     path: Path
     puzzles: dict[str, Entry] = field(default_factory=dict)
-    writable: bool = True  # False when a bad file could not be set aside: never overwrite it
+    writable: bool = True  # False when a bad file could not be set aside, or saving failed: stop trying
     warn: Callable[[str], None] = lambda message: None
-
-    def entry(self, name: str) -> Entry:
-        return self.puzzles.setdefault(name, Entry())
 
     def solved(self, name: str) -> bool:
         return name in self.puzzles and self.puzzles[name].solved
@@ -68,57 +84,106 @@ class Progress:
         return self.puzzles[name].hints if name in self.puzzles else 0
 
     def record(self, name: str, score: Score) -> bool:
-        """Mark a puzzle solved with this score; True if it is a new best. Saves."""
-        entry = self.entry(name)
-        entry.solved = True
-        improved = score.better_than(entry.best)
-        if improved:
-            entry.best = score
-        self.save()
-        return improved
+        """Mark a puzzle solved with this score; True if it is a new best (over every command's). Saves."""
+        improved = []
+
+        def change() -> None:
+            improved.append(score.better_than(self.best(name)))
+            self.puzzles = merge(self.puzzles, {name: Entry(True, score)})
+
+        self.update(change)
+        return improved[0]
 
     def reveal(self, name: str, count: int) -> None:
         """At least ``count`` hints are now revealed. Saves."""
-        entry = self.entry(name)
-        if count > entry.hints:
-            entry.hints = count
-            self.save()
+        self.update(lambda: self._merge(name, Entry(hints=count)))
+
+    def reveal_next(self, name: str, available: int, every: bool = False) -> tuple[int, int]:
+        """One more hint (of ``available``), or ``every`` one: (revealed before, revealed now). Saves.
+
+        Counted from the file as it is under the lock, so two commands asking at once reveal two hints.
+        """
+        before = []
+
+        def change() -> None:
+            before.append(min(self.hints(name), available))
+            self._merge(name, Entry(hints=available if every else min(before[0] + 1, available)))
+
+        self.update(change)
+        return before[0], min(self.hints(name), available)
+
+    def _merge(self, name: str, entry: Entry) -> None:
+        self.puzzles = merge(self.puzzles, {name: entry})
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "puzzles": {name: entry.to_json() for name, entry in sorted(self.puzzles.items())}}
 
-    def save(self) -> None:
-        """Write atomically; a failure is reported, not raised."""
-        if not self.writable:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_new(self.path, json.dumps(self.to_json(), indent=2) + "\n", force=True)
-        except OSError as error:
-            self.warn(f"{self.path}: could not save progress: {error.strerror or error}")
-        except HandwiredError as error:
-            self.warn(f"could not save progress: {error}")
+    def update(self, change: Callable[[], None]) -> None:
+        """Under the lock: read the file again and merge it in, ``change()`` the entries, replace the file atomically.
+
+        When progress cannot be saved, ``change()`` still happens (the command shows it) and the failure is
+        reported once.
+        """
+        changed = False
+        if self.writable:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with locked(self.path.with_name(self.path.name + LOCK_SUFFIX)):
+                    on_disk = _read(self.path, self.warn)
+                    if on_disk is None:  # a bad file that could not be set aside: never overwrite it
+                        self.writable = False
+                    else:
+                        self.puzzles = merge(on_disk, self.puzzles)
+                        change()
+                        changed = True
+                        write_new(self.path, json.dumps(self.to_json(), indent=2) + "\n", force=True)
+            except OSError as error:
+                self._give_up(f"{self.path}: could not save progress: {error.strerror or error}")
+            except HandwiredError as error:  # its message names the path already
+                self._give_up(f"could not save progress: {error}")
+        if not changed:
+            change()
+
+    def _give_up(self, message: str) -> None:
+        self.writable = False
+        self.warn(f"{message}; this session's progress will not be saved")
 
 
 def load(path: Path | None = None, warn: Callable[[str], None] = lambda message: None) -> Progress:
     """Read progress; a missing file is a fresh start, a bad one is set aside with a warning."""
     path = path or home() / FILE_NAME
     progress = Progress(path, warn=warn)
-    if not path.exists():
+    if not os.path.lexists(path):
         return progress
     try:
-        progress.puzzles = parse(read_json(path))
+        with locked(path.with_name(path.name + LOCK_SUFFIX)):  # so a bad file is set aside by one command only
+            entries = _read(path, warn)
+    except OSError:  # no lock in a read-only folder: reading is still safe, as every save is an atomic replace
+        entries = _read(path, warn, set_aside=False)
+    if entries is None:
+        progress.writable = False
+    else:
+        progress.puzzles = entries
+    return progress
+
+
+def _read(path: Path, warn: Callable[[str], None], set_aside: bool = True) -> dict[str, Entry] | None:
+    """The entries in the file ({} if there is none or it was set aside); None if it is bad and must stay."""
+    if not os.path.lexists(path):
+        return {}
+    try:
+        return parse(read_json(path))
     except HandwiredError as error:
         reason = str(error).removeprefix(f"{path}: ")
-        aside = _set_aside(path)
-        if aside is None:
-            progress.writable = False
-            warn(f"{path}: unreadable progress ({reason}); could not set it aside, so it is left as it is "
-                 "and this session's progress will not be saved")
-        else:
-            warn(f"{path}: unreadable progress ({reason}); set aside as {aside.name}, starting afresh")
-            progress.save()
-    return progress
+    except ValueError:  # Python refuses to convert an integer of thousands of digits
+        reason = "a number with more digits than can be read"
+    aside = _set_aside(path) if set_aside else None
+    if aside is None:
+        warn(f"{path}: unreadable progress ({reason}); could not set it aside, so it is left as it is "
+             "and this session's progress will not be saved")
+        return None
+    warn(f"{path}: unreadable progress ({reason}); set aside as {aside.name}, starting afresh")
+    return {}
 
 
 def parse(doc: Any) -> dict[str, Entry]:

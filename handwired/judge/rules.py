@@ -25,6 +25,8 @@ from typing import Protocol
 
 import numpy as np
 
+from handwired.weightfile.axes import shown
+
 DECIDED, AMBIGUOUS, OUT_OF_DOMAIN = 0, 1, 2
 
 
@@ -114,7 +116,7 @@ class MaxRule:
 
     @property
     def description(self) -> str:
-        return f"the latest token in the order {', '.join(self.vocab)} that the context holds"
+        return f"the latest token in the order {', '.join(map(shown, self.vocab))} that the context holds"
 
     def judge(self, contexts: np.ndarray) -> Judgement:
         return decided(contexts.max(axis=1), len(self.vocab))  # [n]
@@ -226,7 +228,7 @@ class CountLastRule:
 
     @property
     def description(self) -> str:
-        names = ", ".join(f"{k} → {self.vocab[t]}" for k, t in enumerate(self.counts, start=1))
+        names = ", ".join(f"{k} → {shown(self.vocab[t])}" for k, t in enumerate(self.counts, start=1))
         return f"how many times the last token occurs in the context ({names}); more than that is out of domain"
 
     def judge(self, contexts: np.ndarray) -> Judgement:

@@ -7,6 +7,7 @@ list of explain-style :class:`~handwired.views.steps.Step` objects.
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from handwired.engine.attend import Attention
 from handwired.errors import HandwiredError
 from handwired.views.figures import Matrix, Step
 from handwired.weightfile import read_json
+from handwired.weightfile.checker import describe
 
 INPUT_KEYS = ("q", "k", "v", "x")
 
@@ -41,6 +43,8 @@ def parse_inline(text: str, what: str) -> np.ndarray:
             raise HandwiredError(f"{what} {_short(text)}: not a valid JSON list ({error.msg})") from None
         except RecursionError:
             raise HandwiredError(f"{what} {_short(text)}: nested too deeply; expected a list of rows") from None
+        except ValueError:  # an integer of more digits than Python converts
+            raise HandwiredError(f"{what} {_short(text)}: a number with more digits than can be read") from None
     if not text:
         raise HandwiredError(f"{what}: empty; expected numbers, e.g. 60,64,68 or 64,85;61,80")
     if ";" not in text:
@@ -66,8 +70,11 @@ def _number(part: str, what: str, text: str) -> float:
 def to_matrix(value: Any, what: str) -> np.ndarray:
     """A number, a list of numbers (one a row) or a list of rows -> [rows, cols] float64."""
     def number(item: Any, where: str) -> float:
-        if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(float(item)):
-            raise HandwiredError(f"{where}: {item!r} is not a number")
+        if isinstance(item, bool) or not isinstance(item, (int, float)):
+            raise HandwiredError(f"{where}: {_short(item) if isinstance(item, str) else describe(item)} "
+                                 "is not a number")
+        if abs(item) > sys.float_info.max or not math.isfinite(item):  # an integer beyond float64's range too
+            raise HandwiredError(f"{where}: {describe(item)} is not a finite number")
         return float(item)
 
     if isinstance(value, (int, float)) and not isinstance(value, bool):

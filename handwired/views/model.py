@@ -14,6 +14,7 @@ from handwired.views.figures import Matrix
 from handwired.views.matrices import matrix_table
 from handwired.views.numbers import exact, number, probability
 from handwired.weightfile import Model, bundled_dir
+from handwired.weightfile.axes import shown
 from handwired.weightfile.checker import locate
 
 
@@ -23,7 +24,7 @@ def model_line(model: Model) -> Text:
     return Text.assemble(
         ("model ", "dim"), (model.name or "(unnamed)", "bold"),
         (" (bundled)" if bundled else f" ({model.source})", "dim"),
-        ("  vocab ", "dim"), " ".join(model.vocab), ("  n_ctx ", "dim"), str(model.n_ctx),
+        ("  vocab ", "dim"), " ".join(map(shown, model.vocab)), ("  n_ctx ", "dim"), str(model.n_ctx),
         ("  n_embd ", "dim"), str(model.n_embd), "  ", plural(model.n_head, "head"), ", ",
         plural(model.n_layer, "block"),
     )
@@ -56,7 +57,7 @@ def prediction_view(model: Model, trace: Trace, every_position: bool = False) ->
         parts.append(_positions_table(model, trace))
     best, tied = top_token(trace.logits[-1])
     parts.append(Text.assemble(
-        (trace.window, "bold"), " → ", (model.vocab[best], "bold green"),
+        (shown(trace.window), "bold"), " → ", (shown(model.vocab[best]), "bold green"),
         (f"  (tied with {', '.join(_tied_with(model, trace.logits[-1], best))}; argmax takes the first)", "yellow")
         if tied else "",
     ))
@@ -65,7 +66,7 @@ def prediction_view(model: Model, trace: Trace, every_position: bool = False) ->
 
 
 def _tied_with(model: Model, logits: np.ndarray, best: int) -> list[str]:
-    return [model.vocab[i] for i in np.flatnonzero(logits == logits[best]) if i != best]
+    return [shown(model.vocab[i]) for i in np.flatnonzero(logits == logits[best]) if i != best]
 
 
 def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best: int) -> Table:
@@ -77,7 +78,7 @@ def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best:
     for i, token in enumerate(model.vocab):
         bar = "█" * int(round(probs[i] * 20))
         style = "bold green" if i == best else ""
-        table.add_row(Text(token, style=style), number(logits[i]), probability(probs[i]),
+        table.add_row(Text(shown(token), style=style), number(logits[i]), probability(probs[i]),
                       Text(bar, style="green" if i == best else "blue"))
     return table
 
@@ -93,8 +94,9 @@ def _positions_table(model: Model, trace: Trace) -> Table:
         actual = trace.window[i + 1] if i + 1 < len(trace.window) else ""
         verdict = "" if not actual else (" ✓" if actual == predicted and not tied else " ✗")
         table.add_row(
-            str(i), token, trace.window[: i + 1], predicted + (" (tie)" if tied else ""),
-            probability(trace.probs[i, best]), Text(actual + verdict, style="green" if verdict == " ✓" else "red"),
+            str(i), shown(token), shown(trace.window[: i + 1]), shown(predicted) + (" (tie)" if tied else ""),
+            probability(trace.probs[i, best]),
+            Text((shown(actual) if actual else "") + verdict, style="green" if verdict == " ✓" else "red"),
         )
     return table
 

@@ -51,6 +51,17 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress) -> Group:
     return Group(table, Text(footer, style="dim"))
 
 
+def catalogue_json(catalogue: list[Puzzle], progress: Progress) -> dict:
+    """Every puzzle with the player's progress, for programs: solved, best score, hints revealed of how many."""
+    def figures(score: Score | None) -> dict | None:
+        return None if score is None else score.to_json()
+
+    return {"puzzles": [{"name": puzzle.name, "level": puzzle.level, "title": puzzle.title,
+                         "solved": progress.solved(puzzle.key), "best": figures(progress.best(puzzle.key)),
+                         "hints": progress.hints(puzzle.key), "hints_available": len(puzzle.hints),
+                         "par": figures(puzzle.par)} for puzzle in catalogue]}
+
+
 def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
     """The statement: story, rule, how it is judged, caps, examples with the rule's answers, par, hints."""
     examples = Table(title="examples (the answers are the rule's)", title_justify="left")

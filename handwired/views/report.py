@@ -13,6 +13,7 @@ from handwired.views.matrices import step_panel
 from handwired.views.model import model_line
 from handwired.views.numbers import count, logits, probability
 from handwired.weightfile import Model
+from handwired.weightfile.axes import shown
 
 
 def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> Group:
@@ -78,17 +79,17 @@ def failure_view(model: Model, report: Report, near_miss: float = NEAR_MISS, eve
 
 
 def failures_table(model: Model, report: Report) -> Group:
-    shown = len(report.failures)
-    if shown < report.failed:
-        title = f"failures: the {shown} shortest distinct failing contexts (of {count(report.failed, 'failure')})"
+    listed = len(report.failures)
+    if listed < report.failed:
+        title = f"failures: the {listed} shortest distinct failing contexts (of {count(report.failed, 'failure')})"
     else:
-        title = f"failures: all {shown}"
+        title = f"failures: all {listed}"
     table = Table()
     table.add_column("context")
     table.add_column("expected")
     table.add_column("predicted")
     for token in model.vocab:
-        table.add_column(f"p({token})", justify="right")
+        table.add_column(f"p({shown(token)})", justify="right")
     for failure in report.failures:
         table.add_row(
             failure.context, " or ".join(failure.acceptable),

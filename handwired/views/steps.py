@@ -14,6 +14,7 @@ from handwired.engine.trace import Trace
 from handwired.errors import bad_value
 from handwired.views.figures import Matrix, Prediction, Step
 from handwired.weightfile import Model
+from handwired.weightfile.axes import shown
 
 HEAD_STEPS = ("qkv", "scores", "mask", "pattern", "z")
 BLOCK_STEPS = ("heads", "concat")  # every head together: shown by "all" only on a model with several heads
@@ -89,7 +90,7 @@ class _View:
         self.model = model
         self.trace = trace
         self.record = trace.record
-        self.positions = tuple(f"{i}:{token}" for i, token in enumerate(trace.window))
+        self.positions = tuple(f"{i}:{shown(token)}" for i, token in enumerate(trace.window))
         self.dims = model.dims
         self.n = len(trace.window)
 

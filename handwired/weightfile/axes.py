@@ -77,3 +77,10 @@ def shown(text: str) -> str:
     """Text as it may be printed inside one line: unchanged, unless a control character
     (a newline, a tab) would break or hide it — then quoted and escaped: ``'\\n'``."""
     return text if text.isprintable() else repr(text)
+
+
+def printable(text: str) -> str:
+    """A message with every control character escaped (a newline in a token becomes ``\\n``), so it is one line."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() or char == " " else repr(char)[1:-1] for char in text)

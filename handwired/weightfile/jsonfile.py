@@ -5,6 +5,8 @@ exported folder are all read here, so each is refused the same way.
 """
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -15,21 +17,49 @@ MAX_FILE_BYTES = 32 * 1024 * 1024
 
 def read_json(path: Path) -> Any:
     """The parsed document; a HandwiredError naming the file (and line and column) if it cannot be read."""
+    return parse_json(read_text(path), str(path))
+
+
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, for messages: ``a folder``, ``a FIFO``, ``a device``."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "not a regular file"
+
+
+def read_text(path: Path) -> str:
+    """A regular file's UTF-8 text, at most MAX_FILE_BYTES; a FIFO or device is never opened (it could block)."""
+    limit = MAX_FILE_BYTES
     try:
-        size = path.stat().st_size
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):
+            raise HandwiredError(f"{path}: is {kind_of(status.st_mode)}, not a file to read")
+        _refuse_size(path, status.st_size, limit)
+        # O_NONBLOCK: if a FIFO took the file's place since the stat, the open must not wait for a writer
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as error:
-        raise HandwiredError(f"{path}: cannot read: {error.strerror}") from None
-    if size > MAX_FILE_BYTES:
-        raise HandwiredError(
-            f"{path}: {size:,} bytes, far too large for a hand-written file (at most {MAX_FILE_BYTES:,})"
-        )
+        raise HandwiredError(f"{path}: cannot read: {error.strerror or error}") from None
+    with os.fdopen(handle, "rb") as file:
+        try:
+            mode = os.fstat(handle).st_mode
+            if not stat.S_ISREG(mode):
+                raise HandwiredError(f"{path}: is {kind_of(mode)}, not a file to read")
+            data = file.read(limit + 1)
+        except OSError as error:
+            raise HandwiredError(f"{path}: cannot read: {error.strerror or error}") from None
+    _refuse_size(path, len(data), limit)  # it grew since the stat
     try:
-        text = path.read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise HandwiredError(f"{path}: not UTF-8 text (byte {error.start})") from None
-    except OSError as error:
-        raise HandwiredError(f"{path}: cannot read: {error.strerror}") from None
-    return parse_json(text, str(path))
 
 
 def parse_json(text: str, source: str) -> Any:
@@ -46,6 +76,11 @@ def parse_json(text: str, source: str) -> Any:
         ) from None
     except RecursionError:
         raise HandwiredError(f"{source}: not valid JSON for handwired: nested too deeply") from None
+
+
+def _refuse_size(path: Path, size: int, limit: int) -> None:
+    if size > limit:
+        raise HandwiredError(f"{path}: {size:,} bytes, far too large for a hand-written file (at most {limit:,})")
 
 
 class _DuplicateKey(ValueError):

@@ -2,11 +2,13 @@
 
 import json
 import os
-import tempfile
+import secrets
+import stat
 from pathlib import Path
 from typing import Any
 
 from handwired.errors import HandwiredError
+from handwired.weightfile.jsonfile import kind_of
 
 
 def dumps(doc: Any) -> str:
@@ -33,31 +35,69 @@ def dumps(doc: Any) -> str:
     return render(doc, 0) + "\n"
 
 
+def target(path: Path) -> Path:
+    """Where writing ``path`` lands: a symbolic link is written through to the file it points to (made if missing)."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
 def check_writable(path: Path, force: bool = False) -> None:
-    """Refuse an output path before any work: an existing file (without ``force``), a folder, no such folder."""
-    if path.is_dir():
-        raise HandwiredError(f"{path}: is a folder; give a file name")
-    if path.exists() and not force:
-        raise HandwiredError(f"{path}: already exists; use {{force}} to replace it", ("force",))
-    folder = path.parent if str(path.parent) else Path(".")
+    """Refuse an output path before any work: an existing file (without ``force``), anything but a regular file
+    (a folder, a device, a FIFO: even with ``force``), no such folder."""
+    where = target(path)
+    through = f" (a link to {where})" if where != path else ""
+    try:
+        mode = where.stat().st_mode
+    except OSError:
+        mode = None  # nothing there yet
+    if mode is not None and stat.S_ISDIR(mode):
+        raise HandwiredError(f"{path}{through}: is a folder; give a file name")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise HandwiredError(f"{path}{through}: is {kind_of(mode)}; handwired writes only regular files, "
+                             "never replacing anything else")
+    if mode is not None and not force:
+        raise HandwiredError(f"{path}{through}: already exists; use {{force}} to replace it", ("force",))
+    folder = where.parent if str(where.parent) else Path(".")
     if not folder.is_dir():
-        raise HandwiredError(f"{path}: folder {folder} does not exist")
+        raise HandwiredError(f"{path}{through}: folder {folder} does not exist")
 
 
 def write_new(path: Path, text: str, force: bool = False) -> None:
-    """Write a file atomically; refuse to replace an existing one unless ``force``."""
+    """Write a file atomically; refuse to replace an existing one unless ``force``, and anything but a regular file.
+
+    A new file gets the mode the user's umask gives, as any program's would; a replaced file keeps its own
+    mode. A symbolic link is written through: the file it points to is replaced, the link stays.
+    """
     check_writable(path, force)
+    where = target(path)
+    folder = where.parent if str(where.parent) else Path(".")
     try:
-        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                        dir=path.parent if str(path.parent) else ".")
+        old_mode = stat.S_IMODE(where.stat().st_mode)
+    except OSError:
+        old_mode = None
+    try:
+        temp, handle = _create_temporary(folder, where.name)
     except OSError as error:  # a read-only folder
         raise HandwiredError(f"{path}: cannot write: {error.strerror or error}") from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
-        os.replace(temp, path)
+        if old_mode is not None:
+            os.chmod(temp, old_mode)
+        os.replace(temp, where)
     except BaseException as error:
-        Path(temp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         if isinstance(error, OSError):  # a full disk, a path that became a folder
             raise HandwiredError(f"{path}: cannot write: {error.strerror or error}") from None
         raise
+
+
+def _create_temporary(folder: Path, name: str) -> tuple[Path, int]:
+    """A new, empty file beside the one to write, created with mode 0o666 for the umask to narrow
+    (tempfile.mkstemp's are always 0o600, which would make every written file private)."""
+    for _ in range(100):
+        temp = folder / f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(17, "could not find a free temporary name", str(folder))
