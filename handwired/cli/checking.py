@@ -16,16 +16,17 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.text import Text
 
 from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, warn
 from handwired.defaults import DEFAULT_MODEL
+from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
 from handwired.judge.catalogue import load_puzzle
+from handwired.judge.puzzle import Puzzle
 from handwired.judge.verdict import submit
-from handwired.views.puzzles import puzzle_line, score_view, submission_json
+from handwired.views.puzzles import puzzle_line, score_view, submission_json, unsolved_line
 from handwired.views.report import failure_view
-from handwired.weightfile import Model, load
+from handwired.weightfile import Model, bundled_models, load
 
 BAR_AFTER = 1.0  # seconds: a check quicker than this never shows a progress bar
 
@@ -68,12 +69,20 @@ def explain_command(model: Model, weights: str, context: str) -> str:
     return shlex.join(again)
 
 
+def load_answer(puzzle: Puzzle, weights: str) -> Model:
+    """The player's weight file; a missing one points at the command that writes a starter."""
+    if not Path(weights).exists() and weights not in bundled_models():
+        raise HandwiredError(f"{weights}: no such file; write a starter with handwired puzzles start "
+                             f"{shlex.quote(puzzle.ref)} -o {shlex.quote(weights)}")
+    return load(weights)
+
+
 def puzzle_verdict(name: str, weights: str, show: int, near_miss: float, as_json: bool,
                    svg: Path | None = None, html: Path | None = None, force: bool = False,
                    show_all: bool = False) -> None:
     """Judge a weight file as an answer to a puzzle, record the player's progress, and show the verdict."""
     puzzle = load_puzzle(name)
-    model = load(weights)
+    model = load_answer(puzzle, weights)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     with progress_and_stop(not as_json) as (progress, should_stop):
         submission = submit(puzzle, model, show, progress, should_stop)
@@ -93,7 +102,7 @@ def puzzle_verdict(name: str, weights: str, show: int, near_miss: float, as_json
             if submission.solved:
                 parts.append(score_view(submission, best_before, new_best))
             elif not report.interrupted:
-                parts.append(Text(f"\nNot solved yet. Stuck? handwired puzzles hint {puzzle.ref}", style="dim"))
+                parts.append(unsolved_line(submission))
             return parts
 
         out.show(view, show_all)

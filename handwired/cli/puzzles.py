@@ -62,7 +62,8 @@ def puzzles_list() -> None:
     if not puzzles:
         stdout().print("No puzzles are installed.")
         return
-    stdout().print(catalogue_view(puzzles, _progress()))
+    console = stdout()
+    console.print(catalogue_view(puzzles, _progress(), console.width))
 
 
 @app.command("show")
@@ -146,8 +147,13 @@ def puzzles_hint(
 def puzzles_solution(
     name: NameArgument,
     spoil: Annotated[bool, typer.Option("--spoil", help="Show it even though you have not solved the puzzle.")] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the solution's weight file here instead of showing it.")
+    ] = None,
+    force: ForceOption = False,
 ) -> None:
-    """The reference solution, once you have solved the puzzle (or with --spoil)."""
+    """The reference solution, once you have solved the puzzle (or with --spoil). In a pipe, or with -o, the weight
+    file alone, as it is written."""
     puzzle = load_puzzle(name)
     path = solution_path(puzzle.name) if puzzle.ref == puzzle.name else None
     if path is None:
@@ -155,11 +161,20 @@ def puzzles_solution(
     if not spoil and not _progress().solved(puzzle.key):
         raise HandwiredError(f"puzzle {name!r} is not solved yet: solve it first "
                              f"(handwired puzzles check {name} FILE), or add --spoil to see the solution anyway")
-    model = load(str(path))
+    text = path.read_text(encoding="utf-8")
     console = stdout()
+    if output is not None:
+        write_new(output, text, force=force)
+        console.print(f"wrote {escape(str(output))}: the reference solution of {escape(name)}. "
+                      f"See it: handwired weights show {escape(str(output))}")
+        return
+    if not console.is_terminal:  # the file alone, so `> f` is a weight file
+        typer.echo(text, nl=not text.endswith("\n"))
+        return
+    model = load(str(path))
     console.print(Text.assemble(("reference solution of ", "dim"), (name, "bold"), ("  ", ""), (str(path), "dim")))
     if model.description:
         console.print(Text(model.description, style="italic"))
     console.print(Text.assemble(("par: ", "bold"), score_text(puzzle.par) if puzzle.par else "not stated"))
-    console.print(Syntax(path.read_text(encoding="utf-8"), "json", theme="ansi_dark", word_wrap=True))
+    console.print(Syntax(text, "json", theme="ansi_dark", word_wrap=True))
     console.print(Text(f"Every matrix, labelled: handwired weights show {path}", style="dim"))

@@ -110,7 +110,7 @@ def weights_new(
 
 @app.command("list")
 def weights_list() -> None:
-    """List the bundled models."""
+    """List the bundled models, one a line: its name and its path (never wrapped, so a pipe can split them)."""
     console = stdout()
     for name, path in bundled_models().items():
-        console.print(Text.assemble((name, "bold"), f"  {path}"))
+        console.print(Text.assemble((name, "bold"), f"  {path}"), soft_wrap=True)
