@@ -21,7 +21,7 @@ from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, wa
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
-from handwired.judge.catalogue import load_puzzle
+from handwired.judge.catalogue import load_puzzle, named_puzzle
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.verdict import submit
 from handwired.views.puzzles import puzzle_line, score_view, submission_json, unsolved_line
@@ -69,6 +69,15 @@ def explain_command(model: Model, weights: str, context: str) -> str:
     return shlex.join(again)
 
 
+def files_puzzle(model: Model) -> Puzzle | None:
+    """The puzzle the file names, if any; a statement edited since the file was started is judged as it is now,
+    with a warning."""
+    puzzle, note = named_puzzle(model)
+    if note:
+        warn(note)
+    return puzzle
+
+
 def load_answer(puzzle: Puzzle, weights: str) -> Model:
     """The player's weight file; a missing one points at the command that writes a starter."""
     if not Path(weights).exists() and weights not in bundled_models():
@@ -77,12 +86,13 @@ def load_answer(puzzle: Puzzle, weights: str) -> Model:
     return load(weights)
 
 
-def puzzle_verdict(name: str, weights: str, show: int, near_miss: float, as_json: bool,
+def puzzle_verdict(name: str | Puzzle, weights: str, show: int, near_miss: float, as_json: bool,
                    svg: Path | None = None, html: Path | None = None, force: bool = False,
-                   show_all: bool = False) -> None:
-    """Judge a weight file as an answer to a puzzle, record the player's progress, and show the verdict."""
-    puzzle = load_puzzle(name)
-    model = load_answer(puzzle, weights)
+                   show_all: bool = False, model: Model | None = None) -> None:
+    """Judge a weight file as an answer to a puzzle (by name, or as loaded), record the player's progress, and show
+    the verdict."""
+    puzzle = load_puzzle(name) if isinstance(name, str) else name
+    model = model or load_answer(puzzle, weights)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     with progress_and_stop(not as_json) as (progress, should_stop):
         submission = submit(puzzle, model, show, progress, should_stop)

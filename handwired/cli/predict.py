@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from handwired.cli.checking import files_puzzle
 from handwired.cli.common import (
     ForceOption,
     HtmlOption,
@@ -17,7 +18,10 @@ from handwired.cli.common import (
     weight_spec,
 )
 from handwired.engine.trace import trace
+from handwired.judge.catalogue import load_puzzle
+from handwired.judge.verdict import Submission, fit_problems
 from handwired.views.model import prediction_json, prediction_view
+from handwired.views.puzzles import rule_answers, rule_view
 from handwired.weightfile import load
 
 app = typer.Typer()
@@ -31,6 +35,9 @@ def predict(
         bool,
         typer.Option("--every-position", help="Show the prediction at every position."),
     ] = False,
+    puzzle: Annotated[
+        str | None, typer.Option(help="Also show this puzzle's answer (default: the one the file names).")
+    ] = None,
     as_json: JsonOption = False,
     no_mask: NoMaskOption = False,
     svg: SvgOption = None,
@@ -40,8 +47,15 @@ def predict(
     """Predict the next token after TEXT."""
     model = load(weight_spec(None, weights))
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
+    judge = load_puzzle(puzzle) if puzzle is not None else files_puzzle(model)
+    if judge is not None and fit_problems(judge, model):
+        raise Submission(judge, model, tuple(fit_problems(judge, model)), None, None).misfit_error()
     run = trace(model, text, causal=not no_mask)
     if as_json:
-        typer.echo(json.dumps(prediction_json(model, run, every_position), indent=2, ensure_ascii=False))
+        data = prediction_json(model, run, every_position)
+        if judge is not None:
+            data["puzzle"] = {"name": judge.name, "answers": rule_answers(judge, model, run, every_position)}
+        typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
-        out.show(lambda everything: [prediction_view(model, run, every_position)])
+        rule = [rule_view(judge, model, run, every_position)] if judge is not None else []
+        out.show(lambda everything: [prediction_view(model, run, every_position), *rule])

@@ -23,7 +23,7 @@ from handwired.cli.common import (
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
-from handwired.judge.catalogue import catalogue, load_puzzle, solution_path
+from handwired.judge.catalogue import catalogue, load_puzzle, puzzle_reference, solution_path
 from handwired.judge.puzzle import Puzzle, starter, template
 from handwired.views.puzzles import catalogue_view, score_text, statement_view
 from handwired.weightfile import load
@@ -85,9 +85,10 @@ def puzzles_start(
     """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""
     puzzle = load_puzzle(name)
     output = output or Path(answer_file(puzzle))
-    write_new(output, dumps(starter(puzzle)), force=force)
+    write_new(output, dumps(starter(puzzle, puzzle_reference(puzzle, output.parent))), force=force)
     stdout().print(f"wrote {escape(str(output))}: vocab {' '.join(puzzle.vocab)}, n_ctx {puzzle.n_ctx}, "
-                   f"{puzzle.caps.text()}; all zeros. Next: wire it, then "
+                   f"{puzzle.caps.text()}; all zeros; it names its puzzle, so check, watch, diff and predict "
+                   f"judge it by {escape(puzzle.name)}. Next: wire it, then "
                    f"handwired puzzles check {escape(puzzle.ref)} {escape(str(output))}")
 
 

@@ -37,6 +37,9 @@ def reference_solution(puzzle: Puzzle) -> Model | None:
     return None if path is None else load(str(path))
 
 
+HASH_MARK = "#"  # a written statement's reference: its path, "#", the first characters of its content's hash
+
+
 def load_puzzle(name: str) -> Puzzle:
     """A bundled puzzle by name, or a statement someone wrote by its path (``my-puzzle.json``).
 
@@ -52,7 +55,7 @@ def load_puzzle(name: str) -> Puzzle:
             raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
         puzzle = read_statement(path)
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-        return replace(puzzle, ref=str(path), key=f"{puzzle.name}#{digest}")
+        return replace(puzzle, ref=str(path), key=f"{puzzle.name}{HASH_MARK}{digest}")
     names = ", ".join(p.name for p in catalogue()) or "none are installed"
     raise HandwiredError(f"no puzzle named {name!r} (puzzles: {names}; or give a statement's path, NAME.json)")
 
@@ -66,3 +69,35 @@ def catalogue() -> list[Puzzle]:
 def _bundled(path: Path) -> Puzzle:
     puzzle = read_statement(path, named_by_file=True)
     return replace(puzzle, ref=puzzle.name, key=puzzle.name)
+
+
+def puzzle_reference(puzzle: Puzzle, folder: Path) -> str:
+    """What a weight file in ``folder`` writes as its ``puzzle``: a bundled puzzle's name, or the statement's
+    path from that folder, ``#`` and its content's hash (as progress keeps it), so an edited statement is noticed."""
+    if puzzle.bundled:
+        return puzzle.name
+    path = Path(os.path.relpath(Path(puzzle.ref).resolve(), folder.resolve())).as_posix()
+    return f"{path}{HASH_MARK}{puzzle.key.rpartition(HASH_MARK)[2]}"
+
+
+def named_puzzle(model: Model) -> tuple[Puzzle | None, str | None]:
+    """The puzzle a weight file names (None if it names none), and a note when its statement has changed since."""
+    if model.puzzle is None:
+        return None, None
+    where = f"{model.source}: puzzle"
+    path, mark, digest = model.puzzle.rpartition(HASH_MARK)
+    if not mark:
+        if model.puzzle not in bundled_puzzles():
+            names = ", ".join(p.name for p in catalogue()) or "none are installed"
+            raise HandwiredError(f"{where}: no puzzle named {model.puzzle!r} (puzzles: {names}; a statement you "
+                                 "wrote is named by its path and hash, as handwired puzzles start writes it)")
+        return load_puzzle(model.puzzle), None
+    statement = Path(model.source).parent / path
+    if not statement.is_file():
+        raise HandwiredError(f"{where}: the statement {statement} is not there any more (the file names "
+                             f"{model.puzzle!r}); give the puzzle with {{puzzle}}", ("puzzle",))
+    puzzle = load_puzzle(str(statement))
+    now = puzzle.key.rpartition(HASH_MARK)[2]
+    note = None if now == digest else (f"{model.source} was started on {statement} as it was ({HASH_MARK}{digest}); "
+                                       f"it has changed since ({HASH_MARK}{now}): judged as it is now")
+    return puzzle, note

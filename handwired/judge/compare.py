@@ -19,7 +19,7 @@ from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, SEED
 from handwired.engine.batch import next_logits_distinct
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import count_contexts, exhaustive_contexts, random_contexts, shortest_first
-from handwired.judge.plans import pattern_rule
+from handwired.judge.plans import Plan, pattern_rule
 from handwired.judge.rules import DECIDED
 from handwired.weightfile import Model
 from handwired.weightfile.checker import locate
@@ -59,11 +59,13 @@ class Diff:
     weights: list[WeightChange]
     checked: str  # which contexts were compared, in words
     target: str | None  # the pattern that judged right and wrong, if any
+    puzzle: str | None = None  # the puzzle whose rule judged right and wrong, on its contexts only, if any
     contexts: int = 0  # how many were compared
     changed: int = 0  # contexts whose prediction or margin changed
     predictions: int = 0  # of those, the prediction (or tie) changed
-    now_right: int = 0  # judged contexts the old model got wrong and the new one gets right
-    now_wrong: int = 0
+    now_right: int = 0  # judged contexts the old model got wrong and the new one gets right: fixed
+    now_wrong: int = 0  # broken
+    margin_only: int = 0  # judged contexts that changed and are right (or wrong) in both
     shown: list[ContextChange] = field(default_factory=list)  # the shortest changes, at most `show`
 
 
@@ -136,11 +138,14 @@ def compare(
     seed: int = SEED,
     show: int = CHANGES_SHOWN,
     limit: int = MAX_EVERY,
+    puzzle: tuple[str, Plan] | None = None,
 ) -> Diff:
     """Compare two models with the same vocab and n_ctx: weights by label, then answers context by context.
 
     Every context is compared when there are at most ``limit`` of them (and no
     ``sample`` is asked for); otherwise ``sample`` (default DIFF_SAMPLE) random ones.
+    With ``puzzle`` (its name, and the plan that judges the old model by it), exactly
+    the contexts the puzzle judges are compared, each sorted fixed, broken or margin only.
     """
     if old.vocab != new.vocab:
         raise HandwiredError(f"{new.source}: vocab {' '.join(new.vocab)} differs from {old.source}'s "
@@ -150,6 +155,8 @@ def compare(
                              "diff compares two versions of one model")
     if show < 1:
         raise bad_value("show", show, "expected 1 or more")
+    if puzzle is not None:
+        return _by_puzzle(old, new, show, *puzzle)
     total = count_contexts(old)
     if sample is None and total <= limit:
         batches: Iterator[np.ndarray] = exhaustive_contexts(old)
@@ -186,5 +193,33 @@ def compare(
             expected = tuple(old.vocab[i] for i in np.flatnonzero(acceptable[row])) if judged[row] else ()
             kept.setdefault(context, ContextChange(context, expected, _answer(old, before, row, judged[row]),
                                                    _answer(new, after, row, judged[row])))
+    result.shown = sorted(kept.values(), key=lambda c: shortest_first(old.vocab, c.context))[:show]
+    return result
+
+
+def _by_puzzle(old: Model, new: Model, show: int, name: str, plan: Plan) -> Diff:
+    """Both models on every context the puzzle judges: each change fixed, broken or margin only."""
+    result = Diff(weight_changes(old, new), plan.description, None, name)
+    kept: dict[str, ContextChange] = {}
+    for batch in plan.batches():
+        judged = batch.judgement.status == DECIDED  # [n]; an ambiguous context is not judged
+        contexts, acceptable = batch.contexts[judged], batch.judgement.acceptable[judged]
+        old_logits = next_logits_distinct(old, contexts) if batch.logits is None else batch.logits[judged]
+        before = _answers(old, old_logits, acceptable)
+        after = _answers(new, next_logits_distinct(new, contexts), acceptable)
+        moved = (before["best"] != after["best"]) | (before["tied"] != after["tied"])
+        changed = moved | ~_same(before["margin"], after["margin"])
+        fixed, broken = ~before["right"] & after["right"], before["right"] & ~after["right"]
+        result.contexts += len(contexts)
+        result.changed += int(changed.sum())
+        result.predictions += int(moved.sum())
+        result.now_right += int(fixed.sum())
+        result.now_wrong += int(broken.sum())
+        result.margin_only += int((changed & ~fixed & ~broken).sum())
+        for row in np.flatnonzero(changed)[:show]:  # batches come shortest first, each in vocab order
+            context = old.decode(contexts[row])
+            expected = tuple(old.vocab[i] for i in np.flatnonzero(acceptable[row]))
+            kept.setdefault(context, ContextChange(context, expected, _answer(old, before, row, True),
+                                                   _answer(new, after, row, True)))
     result.shown = sorted(kept.values(), key=lambda c: shortest_first(old.vocab, c.context))[:show]
     return result

@@ -7,14 +7,19 @@ from rich.table import Table
 from rich.text import Text
 
 from handwired.defaults import NEAR_MISS
+from handwired.engine.logits import top_token
+from handwired.engine.trace import Trace
 from handwired.judge.progress import Progress
-from handwired.judge.puzzle import Caps, Puzzle, answer
-from handwired.judge.rules import DECIDED
+from handwired.judge.puzzle import Answer, Caps, Puzzle, answer
+from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
 from handwired.judge.scores import Score, nonzero_parameters
 from handwired.judge.verdict import Submission
 from handwired.views.numbers import count, logits, number
 from handwired.views.report import report_json
+from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
+
+STATUS = {DECIDED: "decided", AMBIGUOUS: "ambiguous", OUT_OF_DOMAIN: "out of domain"}
 
 
 def score_text(score: Score) -> str:
@@ -175,3 +180,33 @@ def submission_json(submission: Submission, best: Score | None, new_best: bool, 
             "solved": submission.solved, "parameters": nonzero_parameters(submission.model),
             "score": figures(submission.score), "par": figures(submission.par),
             "record": figures(submission.puzzle.record), "best": figures(best), "new_best": new_best}
+
+
+def rule_answers(puzzle: Puzzle, model: Model, run: Trace, every_position: bool) -> list[dict]:
+    """At the last position (or every one): the context, the rule's answer, the model's, and whether it is right."""
+    positions = range(len(run.window)) if every_position else [len(run.window) - 1]
+    answers = []
+    for i in positions:
+        context = run.window[:i + 1]
+        best, tied = top_token(run.logits[i])
+        said = answer(puzzle, context) if not run.truncated else Answer(context, OUT_OF_DOMAIN, ())
+        right = None if said.status != DECIDED else model.vocab[best] in said.tokens and not tied
+        answers.append({"position": i, "context": context, "rule": said.text(), "tokens": list(said.tokens),
+                        "status": STATUS[said.status], "prediction": model.vocab[best], "tied": tied, "right": right})
+    return answers
+
+
+def rule_view(puzzle: Puzzle, model: Model, run: Trace, every_position: bool) -> Table:
+    """The puzzle's rule beside the model: what should follow each context, and what the model predicts."""
+    table = Table(title=f"puzzle {puzzle.name}", title_justify="left")
+    for column in ("context", "the rule says", "the model says"):
+        table.add_column(column)
+    for row in rule_answers(puzzle, model, run, every_position):
+        mark = {True: " ✓", False: " ✗", None: ""}[row["right"]]
+        table.add_row(row["context"], Text(row["rule"], style="" if row["status"] == "decided" else "dim"),
+                      Text(row["prediction"] + (" (tie)" if row["tied"] else "") + mark,
+                           style={True: "green", False: "red", None: ""}[row["right"]]))
+    if run.truncated:
+        table.caption = f"the puzzle judges contexts of at most {puzzle.n_ctx} tokens fed from position 0; " \
+                        "this one was cut to its last ones"
+    return table

@@ -62,6 +62,7 @@ class Model:
     example: str | None = None  # a context to show
     target: str | None = None  # a repeating pattern the model should follow
     written: Written = field(default_factory=Written, repr=False)
+    puzzle: str | None = None  # the puzzle it answers: a bundled name, or "statement.json#hash" (see judge.catalogue)
 
     # The config's figures, read so often that they are the model's too.
     @property

@@ -23,7 +23,7 @@ MAX_PARAMETERS = 10_000_000  # about what a 32 MB dense file holds; a sparse fil
 TOP_KEYS = {
     "format": True, "name": False, "description": False, "vocab": True, "n_ctx": True,
     "n_embd": True, "n_head": False, "constants": False, "dims": False, "example": False,
-    "target": False, "wte": True, "wpe": True, "blocks": True, "ln_f": False,
+    "target": False, "puzzle": False, "wte": True, "wpe": True, "blocks": True, "ln_f": False,
 }  # key -> required
 BLOCK_KEYS = {"attn": True, "ln_1": False, "ln_2": False, "mlp": False}
 ATTN_KEYS = {"c_attn": True, "c_proj": True}
@@ -56,6 +56,7 @@ def parse(doc: Any, source: str = "<weights>") -> tuple[Model | None, list[str]]
     dims = _dims(check, top.get("dims"), n_embd)
     example = check.tokens(top["example"], "example", vocab) if "example" in top else None
     target = check.tokens(top["target"], "target", vocab) if "target" in top else None
+    puzzle = _puzzle(check, top["puzzle"]) if "puzzle" in top else None
 
     n_layer = len(top["blocks"]) if isinstance(top.get("blocks"), list) else 0
     if vocab and n_ctx and n_embd and parameter_count(len(vocab), n_ctx, n_embd, n_layer) > MAX_PARAMETERS:
@@ -69,7 +70,7 @@ def parse(doc: Any, source: str = "<weights>") -> tuple[Model | None, list[str]]
         return None, check.problems
     config = Config(tuple(vocab), n_ctx, n_embd, n_head, len(params["blocks"]), tuple(dims))
     written = Written(doc, dict(check.constants), check.written, _param_axes(check.written, axes))
-    return Model(config, params, source, name, description, example, target, written), []
+    return Model(config, params, source, name, description, example, target, written, puzzle), []
 
 
 def _params(check: EntryChecker, top: dict[str, Any], axes: dict[str, Axis]) -> dict[str, Any]:
@@ -102,6 +103,16 @@ def _constants(check: EntryChecker, value: Any) -> None:
         number = check.number(entry, path)
         if number is not None:
             check.constants[key] = number
+
+
+def _puzzle(check: EntryChecker, value: Any) -> str | None:
+    """The puzzle the file answers: a bundled puzzle's name, or a statement's path (from the file's folder) and
+    ``#`` and the hash of its content, as ``puzzles start`` writes it."""
+    text = check.text(value, "puzzle")
+    if text is not None and (not text.strip() or not text.isprintable()):
+        check.problem("puzzle", f"expected a puzzle's name, e.g. \"max\", or a statement's path; found {text!r}")
+        return None
+    return text
 
 
 def _dims(check: EntryChecker, value: Any, n_embd: int | None) -> list[str] | None:
