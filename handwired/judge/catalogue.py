@@ -92,7 +92,7 @@ def named_puzzle(model: Model) -> tuple[Puzzle | None, str | None]:
             raise HandwiredError(f"{where}: no puzzle named {model.puzzle!r} (puzzles: {names}; a statement you "
                                  "wrote is named by its path and hash, as handwired puzzles start writes it)")
         return load_puzzle(model.puzzle), None
-    statement = Path(model.source).parent / path
+    statement = Path(os.path.normpath(Path(model.source).parent / path))
     if not statement.is_file():
         raise HandwiredError(f"{where}: the statement {statement} is not there any more (the file names "
                              f"{model.puzzle!r}); give the puzzle with {{puzzle}}", ("puzzle",))

@@ -195,6 +195,7 @@ def starter(puzzle: Puzzle, reference: str | None = None) -> dict[str, Any]:
     """
     caps = puzzle.caps
     doc = starter_document("".join(puzzle.vocab), puzzle.n_ctx, caps.n_embd, caps.n_head, caps.n_layer)
+    doc.pop("name")
     doc = {"format": doc.pop("format"), "name": puzzle.name, "puzzle": reference or puzzle.name, **doc}
     doc["description"] = f"A start on puzzle {puzzle.name!r}: {puzzle.summary} " + doc["description"]
     doc["example"] = max(puzzle.examples, key=len)
