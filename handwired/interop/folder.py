@@ -49,7 +49,8 @@ def export_files(model: Model) -> dict[str, bytes]:
     config = mapping.to_config(model)
     state = mapping.to_state_dict(model)
     labels = {"name": model.name, "description": model.description,
-              "dims": list(model.dims), "example": model.example, "target": model.target,
+              "dims": list(model.dims), "example": model.example, "target": model.target, "puzzle": model.puzzle,
+              "heads": _head_names(model),  # block number -> its heads' q, k, v labels, where the file names them
               # each MLP's hidden units by name and number: TransformerLens pads them to one width, unnamed
               "hidden": {str(i): list(model.axes(f"blocks[{i}].mlp.c_fc.w")[1].labels)
                          for i, block in enumerate(model.params["blocks"]) if "mlp" in block}}
@@ -198,7 +199,8 @@ def _vocab(folder: Path, d_vocab: int, given: str | None) -> list[str]:
     return tokens
 
 
-LABEL_KEYS = {"name": False, "description": False, "dims": False, "example": False, "target": False, "hidden": False}
+LABEL_KEYS = {"name": False, "description": False, "dims": False, "example": False, "target": False, "hidden": False,
+              "puzzle": False, "heads": False}
 
 
 def _labels(path: Path, d_model: int) -> dict[str, Any]:
@@ -218,6 +220,16 @@ def _labels(path: Path, d_model: int) -> dict[str, Any]:
             check.labels(units, f"hidden.{block}", what="hidden unit labels")
         else:
             check.problem(f"hidden.{block}", "expected a block number")
+    heads = check.mapping(labels.get("heads") or {}, "heads", "block number: [each head's labels]") if labels else {}
+    for block in heads or {}:
+        if not block.isdigit():
+            check.problem(f"heads.{block}", "expected a block number")
     if check.problems:
         raise HandwiredError(f"{path}: {check.problems[0]}")
-    return {key: labels.get(key) for key in LABEL_KEYS}
+    return {key: labels.get(key) for key in LABEL_KEYS}  # the heads' labels are checked with the assembled file
+
+
+def _head_names(model: Model) -> dict[str, Any]:
+    """Block number -> its ``attn.heads``, for each block whose heads name their dims."""
+    blocks = model.written.document.get("blocks", [])
+    return {str(i): block["attn"]["heads"] for i, block in enumerate(blocks) if "heads" in block.get("attn", {})}

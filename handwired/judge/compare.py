@@ -22,7 +22,9 @@ from handwired.judge.contexts import count_contexts, exhaustive_contexts, random
 from handwired.judge.plans import Plan, pattern_rule
 from handwired.judge.rules import DECIDED
 from handwired.weightfile import Model
+from handwired.weightfile.axes import Axis
 from handwired.weightfile.checker import locate
+from handwired.weightfile.heads import QKV_MEANING, Z_MEANING, numbered
 
 # Contexts compared one by one (two per-context forward passes each) before diff samples instead; check --exhaustive's
 # own limit is its estimated time (contexts.MAX_EXHAUSTIVE_SECONDS), with a larger count cap.
@@ -75,31 +77,43 @@ class Diff:
 def labelled_weights(model: Model) -> dict[str, float]:
     """Every weight entry under its label, in the order of the file: ``path.row.col`` or ``path.label``,
     the JSON path of the entry in the sparse form (as error messages name it)."""
-    entries: dict[str, float] = {}
+    return {label: value for _, label, value in _entries(model)}
+
+
+def _entries(model: Model) -> Iterator[tuple[str, str, float]]:
+    """(key, label, value) for every weight entry. The key names a head dim by its number (``q0``) even where
+    the file names it (``q:pos``), so naming a head's dims is not a change of weights."""
     for path, axes in model.written.axes.items():
         values = locate(model.params, path)
+        keys = tuple(_numbered(axis, model.n_embd) for axis in axes)
         if len(axes) == 1:
-            for label, value in zip(axes[0].labels, values):
-                entries[f"{path}.{label}"] = float(value)
+            for key, label, value in zip(keys[0], axes[0].labels, values):
+                yield f"{path}.{key}", f"{path}.{label}", float(value)
             continue
-        rows, cols = axes
-        for row, line in zip(rows.labels, values):
-            for col, value in zip(cols.labels, line):
-                entries[f"{path}.{row}.{col}"] = float(value)
-    return entries
+        for row_key, row, line in zip(keys[0], axes[0].labels, values):
+            for col_key, col, value in zip(keys[1], axes[1].labels, line):
+                yield f"{path}.{row_key}.{col_key}", f"{path}.{row}.{col}", float(value)
+
+
+def _numbered(axis: Axis, n_embd: int) -> tuple[str, ...]:
+    qkv, z = numbered(n_embd)
+    return {QKV_MEANING: qkv.labels, Z_MEANING: z.labels}.get(axis.meaning, axis.labels)
 
 
 def weight_changes(old: Model, new: Model) -> list[WeightChange]:
-    """The entries whose value differs, in the old file's order, then the new file's own entries.
+    """The entries whose value differs, in the old file's order, then the new file's own entries, each by the new
+    file's label where it has the entry.
 
     An entry only one file has (its dim, block or LayerNorm is not in the other) is listed when it is
     not 0: a zero there contributes nothing either way, as a left-out sparse entry.
     """
-    before, after = labelled_weights(old), labelled_weights(new)
-    changes = [WeightChange(label, value, after.get(label)) for label, value in before.items()
-               if (label in after and after[label] != value) or (label not in after and value != 0)]
-    changes += [WeightChange(label, None, value) for label, value in after.items()
-                if label not in before and value != 0]
+    before = {key: (label, value) for key, label, value in _entries(old)}
+    after = {key: (label, value) for key, label, value in _entries(new)}
+    changes = [WeightChange(after[key][0] if key in after else label, value, after[key][1] if key in after else None)
+               for key, (label, value) in before.items()
+               if (key in after and after[key][1] != value) or (key not in after and value != 0)]
+    changes += [WeightChange(label, None, value) for key, (label, value) in after.items()
+                if key not in before and value != 0]
     return changes
 
 

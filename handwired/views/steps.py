@@ -99,8 +99,7 @@ class _View:
 
     def _head_matrix(self, title: str, hook: str, block: int, head: int, prefix: str) -> Matrix:
         values = self.record[f"blocks.{block}.attn.{hook}"][:, head, :]  # [pos, head, d_head] -> [pos, d_head]
-        first = head * self.model.d_head  # numbered across heads, as in c_attn's columns and c_proj's rows
-        cols = tuple(f"{prefix}{first + i}" for i in range(values.shape[1]))
+        cols = self.model.head_labels(block, prefix, head)  # as c_attn's columns and c_proj's rows are labelled
         return Matrix(title, f"blocks.{block}.attn.{hook}", values, self.positions, cols,
                       "position:token", f"{prefix} dim (this head)", f"pos ╲ {prefix}")
 
@@ -280,19 +279,19 @@ class _View:
         n_head, d_head, n_embd = self.model.n_head, self.model.d_head, self.model.n_embd
         c_proj = self.model.params["blocks"][block]["attn"]["c_proj"]
         z = self.record[f"blocks.{block}.attn.hook_z"]  # [pos, head, d_head]
-        z_labels = tuple(f"z{i}" for i in range(n_embd))
+        z_labels = self.model.head_labels(block, "z")
+        spans = [f"{z_labels[h * d_head]}…{z_labels[(h + 1) * d_head - 1]}" for h in range(n_head)]
         writes = attribution.head_writes(z, c_proj["w"], n_head)  # [pos, head, n_embd]
         matrices = [
             Matrix("concat(z_0 … z_H): the heads' outputs side by side", f"blocks.{block}.attn.hook_z",
                    z.reshape(self.n, n_embd), self.positions, z_labels, "position:token",
-                   "z dim (" + ", ".join(f"head {h}: z{h * d_head}…z{(h + 1) * d_head - 1}" for h in range(n_head))
-                   + ")",
+                   "z dim (" + ", ".join(f"head {h}: {span}" for h, span in enumerate(spans)) + ")",
                    "pos ╲ z"),
             Matrix("W_O = c_proj.w", f"blocks[{block}].attn.c_proj.w", c_proj["w"], z_labels, self.dims,
                    "z dim", "residual dim", "z ╲ dim"),
         ]
         for h in range(n_head):
-            matrices.append(self._residual(f"head {h}'s share: z_{h} · W_O[z{h * d_head}…z{(h + 1) * d_head - 1}]",
+            matrices.append(self._residual(f"head {h}'s share: z_{h} · W_O[{spans[h]}]",
                                            f"blocks.{block}.attn.hook_z", writes[:, h]))
         matrices.append(self._residual("attn_out = Σ shares + b_O", f"blocks.{block}.hook_attn_out"))
         return Step(
