@@ -40,7 +40,8 @@ def head_axes(check: Checker, value: Any, path: str, n_embd: int, n_head: int) -
         if spec is None:
             ok = False
             continue
-        for kind, names in spec.items():
+        for kind in (kind for kind in KINDS if kind in spec):  # an unknown key is already reported
+            names = spec[kind]
             where = f"{path}[{h}].{kind}"
             names = check.labels(names, where, d_head, f"labels (d_head = n_embd / n_head: one per {kind} column "
                                                        f"of head {h})")
