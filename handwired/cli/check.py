@@ -67,9 +67,7 @@ def check(
     spec = weight_spec(file, weights)
     if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
         raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
-    given = [option for option, value in (("--target", target), ("--length", length), ("--exhaustive", exhaustive),
-                                          ("--sample", sample), ("--min-length", min_length))
-             if value not in (None, False)]
+    given = _given(target=target, length=length, exhaustive=exhaustive, sample=sample, min_length=min_length)
     if puzzle is not None:
         if given:
             raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
@@ -93,6 +91,11 @@ def check(
         raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok:
         raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _given(**options) -> list[str]:
+    """The target check's options that were given, as flags: each one means the file's puzzle does not judge."""
+    return ["--" + name.replace("_", "-") for name, value in options.items() if value not in (None, False)]
 
 
 def _plan(model: Model, target: str | None, length: int | None, exhaustive: bool, sample: int | None, seed: int,

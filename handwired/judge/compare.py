@@ -161,14 +161,7 @@ def compare(
     With ``puzzle`` (its name, and the plan that judges the old model by it), exactly
     the contexts the puzzle judges are compared, each sorted fixed, broken or margin only.
     """
-    if old.vocab != new.vocab:
-        raise HandwiredError(f"{new.source}: vocab {' '.join(new.vocab)} differs from {old.source}'s "
-                             f"{' '.join(old.vocab)}; diff compares two versions of one model")
-    if old.n_ctx != new.n_ctx:
-        raise HandwiredError(f"{new.source}: n_ctx {new.n_ctx} differs from {old.source}'s {old.n_ctx}; "
-                             "diff compares two versions of one model")
-    if show < 1:
-        raise bad_value("show", show, "expected 1 or more")
+    _comparable(old, new, show)
     if puzzle is not None:
         return _by_puzzle(old, new, show, *puzzle)
     total = count_contexts(old)
@@ -209,6 +202,17 @@ def compare(
                                                    _answer(new, after, row, judged[row])))
     result.shown = sorted(kept.values(), key=lambda c: shortest_first(old.vocab, c.context))[:show]
     return result
+
+
+def _comparable(old: Model, new: Model, show: int) -> None:
+    if old.vocab != new.vocab:
+        raise HandwiredError(f"{new.source}: vocab {' '.join(new.vocab)} differs from {old.source}'s "
+                             f"{' '.join(old.vocab)}; diff compares two versions of one model")
+    if old.n_ctx != new.n_ctx:
+        raise HandwiredError(f"{new.source}: n_ctx {new.n_ctx} differs from {old.source}'s {old.n_ctx}; "
+                             "diff compares two versions of one model")
+    if show < 1:
+        raise bad_value("show", show, "expected 1 or more")
 
 
 def _by_puzzle(old: Model, new: Model, show: int, name: str, plan: Plan) -> Diff:
