@@ -136,3 +136,10 @@ def test_a_missing_answer_points_at_puzzles_start(tmp_path, monkeypatch):
         "error: aab.json: no such file; write a starter with handwired puzzles start aab -o aab.json")
     assert user_error("check", "--puzzle", "first", "-w", "my answer.json") == (
         "error: my answer.json: no such file; write a starter with handwired puzzles start first -o 'my answer.json'")
+
+
+def test_hints_in_a_pipe_are_one_a_line(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "30")
+    out = invoke("puzzles", "hint", "aab", "--every-hint").stdout
+    assert out.splitlines()[:2] == ["hint 1 of 2: Look at the last two tokens.",
+                                    "hint 2 of 2: Attend to this position and the one before."]

@@ -138,7 +138,7 @@ def puzzles_hint(
     for number, hint in enumerate(puzzle.hints[:revealed], start=1):
         new = number > before
         console.print(Text.assemble((f"hint {number} of {len(puzzle.hints)}: ", "bold" if new else "dim"),
-                                    (hint, "" if new else "dim")))
+                                    (hint, "" if new else "dim")), soft_wrap=not console.is_terminal)  # pipe: 1 a line
     if revealed == len(puzzle.hints) and before == revealed and puzzle.bundled:
         console.print(Text("That was the last hint. The reference solution: "
                            f"handwired puzzles solution {puzzle.ref} (once solved, or with --spoil)", style="dim"))
