@@ -73,6 +73,18 @@ def test_a_bad_puzzle_key_is_one_line(max_starter, value, message):
     assert user_error("check", "m.json") == f"error: m.json: {message}"
 
 
+def test_weights_validate_looks_for_the_puzzle_too(max_starter):
+    assert invoke("weights", "validate", "m.json").exit_code == 0
+    doc = json.loads(max_starter.read_text())
+    doc["puzzle"] = "gone.json#0123456789ab"
+    max_starter.write_text(json.dumps(doc))
+    result = invoke("weights", "validate", "m.json")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "m.json: puzzle: the statement gone.json is not there any more (the file names 'gone.json#0123456789ab'); "
+        "give the puzzle with --puzzle", "1 problem"]
+
+
 def test_a_written_statement_is_named_by_path_and_hash(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     invoke("puzzles", "new", "-o", "mine.json")

@@ -81,6 +81,8 @@ def weights_validate(
 ) -> None:
     """List every problem in a weight file, or say it is OK."""
     path, model, problems = validate(weight_spec(file, weights))
+    if model is not None and model.puzzle is not None:
+        problems = _puzzle_problems(model)
     if problems:
         err = stderr()
         for problem in problems:
@@ -88,6 +90,17 @@ def weights_validate(
         err.print(count(len(problems), "problem"))
         raise typer.Exit(EXIT_USER_ERROR)
     stdout().print(Text.assemble(("OK ", "bold green"), f"{path}: ", model_line(model)))
+
+
+def _puzzle_problems(model) -> list[str]:
+    """The file's own problems are none; is the puzzle it names one that exists (as check will look for it)?"""
+    from handwired.judge.catalogue import named_puzzle  # the game loads only for a file that names a puzzle
+
+    try:
+        named_puzzle(model)
+    except HandwiredError as error:
+        return [error.render(lambda name: f"--{name}").removeprefix(f"{model.source}: ")]
+    return []
 
 
 @app.command("new")
