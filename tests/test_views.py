@@ -169,14 +169,18 @@ def test_explain_of_a_wide_model_at_80_columns_prints_every_number_in_full(wide_
     start = next(i for i, line in enumerate(lines) if "[prediction]" in line)
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("╰"))
     [(header, rows)] = tables(lines[start:end])
-    assert header == ["position:token", "predicts", "probability"]
+    assert header == ["position:token", "predicts", "probability", "lead (logits)"]
     logits, _ = reference_forward(wide_document(), [0, 1, 2, 0, 1], 2)
-    expected = []
+    expected, leads = [], []
     for i, token in enumerate("abcab"):
         best = int(np.argmax(logits[i]))
         probs = np.exp(np.array(logits[i]) - max(logits[i]))
         expected.append([f"{i}:{token}", "abc"[best], format_probability(float(probs[best] / probs.sum()))])
-    assert rows == expected
+        leads.append(logits[i][best] - max(v for j, v in enumerate(logits[i]) if j != best))
+    assert [row[:3] for row in rows] == expected
+    # the lead: the predicted token's logit minus the best other one's, signed, as the view rounds it
+    assert all(row[3].startswith("+") for row in rows)
+    assert [float(row[3]) for row in rows] == pytest.approx(leads, abs=5e-4)
 
 
 def test_weights_show_of_a_wide_model_at_80_columns_prints_every_number_in_full(wide_file, monkeypatch):

@@ -93,3 +93,8 @@ def movers(attribution: Attribution) -> list[tuple[str, int, int]]:
         if without != with_all:
             result.append((label, without, with_all))
     return result
+
+
+def pushes(attribution: Attribution, toward: int, against: int) -> np.ndarray:  # -> [n_parts]
+    """Each part's share of logit[toward] − logit[against]: how far it pushed one token over the other."""
+    return attribution.contributions[:, toward] - attribution.contributions[:, against]  # [n_parts]

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from handwired.views.figures import Matrix, Prediction, Step
-from handwired.views.numbers import numbers, probability, value_range
+from handwired.views.numbers import logit_gap, numbers, probability, value_range
 from handwired.views.paging import column_pages, table_width, zero_lines
 from handwired.weightfile import fold_labels
 
@@ -221,12 +221,13 @@ def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL,
 
 
 def predictions_table(predictions: tuple[Prediction, ...]) -> Table:
-    """position:token, the token it predicts next, and that token's probability."""
+    """position:token, the token it predicts next, that token's probability and its lead in logits."""
     table = Table()
     table.add_column(Text("position:token", style="italic"), style="bold", no_wrap=True, overflow="fold")
     table.add_column("predicts", no_wrap=True, overflow="fold")
     table.add_column("probability", justify="right", no_wrap=True, overflow="fold")
+    table.add_column("lead (logits)", justify="right", no_wrap=True, overflow="fold")
     for p in predictions:
         table.add_row(p.position, Text(p.token + (" (tie)" if p.tied else ""), style="yellow" if p.tied else "green"),
-                      probability(p.probability))
+                      probability(p.probability), logit_gap(p.lead))
     return table

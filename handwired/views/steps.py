@@ -9,7 +9,7 @@ key (source) positions as columns.
 import numpy as np
 
 from handwired.engine import attribution
-from handwired.engine.logits import top_token
+from handwired.engine.logits import gaps, top_token
 from handwired.engine.trace import Trace
 from handwired.errors import bad_value
 from handwired.views.figures import Matrix, Prediction, Step
@@ -212,11 +212,15 @@ class _View:
     def mlp(self, block: int) -> Step:
         pre = self.record[f"blocks.{block}.mlp.hook_pre"]
         hidden = self.model.axes(f"blocks[{block}].mlp.c_fc.w")[1].labels  # the file's own names for its hidden units
+        normed = "LN(x)" if f"blocks.{block}.ln2.hook_normalized" in self.record else "x"
         return Step(
             "mlp", f"MLP · block {block}", "mlp_out = gelu(LN(x) · W_fc + b_fc) · W_proj + b_proj;  x ← x + mlp_out",
             f"[{self.n}, {self.model.n_embd}] → hidden [{self.n}, {pre.shape[1]}] → [{self.n}, {self.model.n_embd}]",
-            "Each position alone: no information moves between positions here.",
-            (Matrix("gelu(hidden)", f"blocks.{block}.mlp.hook_post", self.record[f"blocks.{block}.mlp.hook_post"],
+            "Each position alone: no information moves between positions here. A unit's threshold is where its "
+            "hidden value crosses 0: gelu passes what is above and all but silences what is below.",
+            (Matrix(f"hidden = {normed} · W_fc + b_fc, before gelu", f"blocks.{block}.mlp.hook_pre", pre,
+                    self.positions, hidden, "position:token", "hidden unit", "pos ╲ unit"),
+             Matrix("gelu(hidden)", f"blocks.{block}.mlp.hook_post", self.record[f"blocks.{block}.mlp.hook_post"],
                     self.positions, hidden, "position:token", "hidden unit", "pos ╲ unit"),
              self._residual("mlp_out", f"blocks.{block}.hook_mlp_out"),
              self._residual("x + mlp_out", f"blocks.{block}.hook_resid_post")),
@@ -241,7 +245,8 @@ class _View:
         result = []
         for position, logits, probs in zip(self.positions, self.record["logits"], self.record["probs"]):
             best, tied = top_token(logits)
-            result.append(Prediction(position, self.model.vocab[best], float(probs[best]), tied))
+            result.append(Prediction(position, self.model.vocab[best], float(probs[best]), tied,
+                                     float(gaps(logits)[best])))
         return result
 
     def probs(self) -> Step:
@@ -256,7 +261,8 @@ class _View:
 
     def prediction(self) -> Step:
         return Step(
-            "prediction", "Prediction at each position", "next token = argmax(logits),  p = softmax(logits)[next]",
+            "prediction", "Prediction at each position",
+            "next token = argmax(logits),  p = softmax(logits)[next],  lead = its logit − the best other logit",
             f"logits [{self.n}, {self.model.n_vocab}] → one token per position",
             "Position i predicts the token after it; the last position's guess is the model's answer.",
             (), predictions=tuple(self._predictions()),
