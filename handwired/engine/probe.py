@@ -63,11 +63,11 @@ def parse_probe(model: Model, text: str, head: int | None = None) -> Probe:
     """``HOOK:COLUMN`` -> a probe of the model; one line naming what is wrong otherwise."""
     hook, colon, column = text.rpartition(":")
     if not colon or not hook or not column:
-        raise bad_value("value", repr(text), "expected HOOK:COLUMN, e.g. blocks.0.mlp.hook_pre:h0 or "
-                        "blocks.0.hook_resid_post:tok")
+        raise HandwiredError(f"{text!r}: expected HOOK:COLUMN, e.g. blocks.0.mlp.hook_pre:h0 or "
+                             "blocks.0.hook_resid_post:tok")
     names = hook_names(model)
     if hook not in names:
-        raise bad_value("value", repr(text), f"the model records no {hook!r}; it records {', '.join(names)}")
+        raise HandwiredError(f"{text!r}: the model records no {hook!r}; it records {', '.join(names)}")
     if hook.endswith(KEY_HOOKS):
         return _key_probe(model, hook, column, head)
     if head is not None:
@@ -75,7 +75,7 @@ def parse_probe(model: Model, text: str, head: int | None = None) -> Probe:
                         + ", ".join(f"attn.{name}" for name in KEY_HOOKS))
     labels = column_labels(model, hook)
     if column not in labels:
-        raise bad_value("value", repr(text), f"{hook} has no column {column!r}; its columns are {', '.join(labels)}")
+        raise HandwiredError(f"{text!r}: {hook} has no column {column!r}; its columns are {', '.join(labels)}")
     return Probe(hook, column, labels.index(column), None)
 
 
