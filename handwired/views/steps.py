@@ -13,6 +13,7 @@ from handwired.engine.logits import gaps, top_token
 from handwired.engine.trace import Trace
 from handwired.errors import bad_value
 from handwired.views.figures import Matrix, Prediction, Step
+from handwired.views.numbers import number
 from handwired.weightfile import Model
 
 HEAD_STEPS = ("qkv", "scores", "mask", "pattern", "z")
@@ -323,6 +324,9 @@ class _View:
         for part, without, with_it in attribution.movers(split):
             note.append(f"Without {part} the top token would be {vocab[without]}: it moves the prediction "
                         f"from {vocab[without]} to {vocab[with_it]}.")
+        effect = attribution.gain_effect(split)
+        if effect is not None:
+            note.append(_gain_note(self.model, effect))
         formula = "logit[t] = Σ_part part · wte[t]"
         if split.scale is not None:
             formula = "logit[t] = Σ_part (g ⊙ (part − mean(part)) / σ) · wte[t] + ln_f.b · wte[t]"
@@ -337,3 +341,21 @@ class _View:
             (Matrix("each part's share of each logit", "logits", values, (*split.parts, "total = logit"), vocab,
                     "part of the model", "token", "part ╲ token"),),
         )
+
+
+def _gain_note(model: Model, effect: attribution.GainEffect) -> str:
+    """What ln_f's gain g does here, in words: the answer it decides, the parts whose push it turns around."""
+    vocab, g = model.vocab, model.params["ln_f"]["g"]
+    top, other = vocab[effect.top], vocab[effect.runner_up]
+    gain = f"g = {number(g[0])}" if np.all(g == g[0]) else f"g from {number(g.min())} to {number(g.max())}"
+    said = []
+    if effect.top_at_unit_gain != effect.top:
+        said.append(f"The final LayerNorm's gain ln_f.g ({gain}) decides the answer: with g = 1 the top token "
+                    f"would be {vocab[effect.top_at_unit_gain]}; the gain makes it {top}.")
+    if effect.flipped:
+        shown = ", ".join(effect.flipped[:3]) + (f" and {len(effect.flipped) - 3} more" if len(effect.flipped) > 3
+                                                 else "")
+        they = "it favours" if len(effect.flipped) == 1 else "they favour"
+        said.append(f"ln_f.g turns around the push of {shown}: before the gain {they} {other} over {top}, "
+                    f"after it {top} over {other}.")
+    return " ".join(said)
