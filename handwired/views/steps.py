@@ -52,7 +52,8 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
         raise bad_value("block", block, f"the model has blocks 0…{model.n_layer - 1}" if model.n_layer
                         else "the model has no blocks")
     if head is not None and not 0 <= head < model.n_head:
-        raise bad_value("head", head, f"the model has heads 0…{model.n_head - 1}")
+        raise bad_value("head", head, "the model has one head, 0" if model.n_head == 1
+                        else f"the model has heads 0…{model.n_head - 1}")
     if position is not None and not 0 <= position < len(trace.window):
         raise bad_value("position", position, f"the context has positions 0…{len(trace.window) - 1}")
     blocks = [block] if block is not None else list(range(model.n_layer))
@@ -157,7 +158,8 @@ class _View:
             f"Q [{self.n}, {self.model.d_head}] · Kᵀ [{self.model.d_head}, {self.n}] / √{self.model.d_head} "
             f"→ [{self.n}, {self.n}]",
             "How well each query matches each key. "
-            + ("Grey cells: keys after the query, masked next." if self.trace.causal else "No mask: every key counts."),
+            + ("Grey cells in [brackets]: keys after the query, masked next." if self.trace.causal
+               else "No mask: every key counts."),
             (self._attention_matrix("Q·Kᵀ/√d_head", "scores_before_mask", block, head, None),),
         )
 
