@@ -163,11 +163,15 @@ def _evaluate(model, trie, lengths, chunk, capture):
     return logits, kept
 
 
+def _ignore(name, value) -> None:  # the hook when nothing is recorded
+    return None
+
+
 def _new_position(model, table, level, rows, length, store, logits=True, hook=None):
     # the nodes `rows` of level `length`: one new position each -> their next-token logits [n, n_vocab]
     # (without ``logits``: only their keys and values, which stop being needed after the last block's c_attn)
     # ``hook(name, value)``: each intermediate at the new position, under forward's hook names, [n, …]
-    params, n_embd, n_head = model.params, model.n_embd, model.n_head
+    params, n_embd = model.params, model.n_embd
     tokens = level.prefixes[rows, -1]  # [n]
     ancestors = level.ancestors[rows]  # [n, length-1] node numbers
     own = np.arange(level.first, level.first + len(tokens)) + rows.start  # [n] these nodes' numbers
@@ -176,53 +180,24 @@ def _new_position(model, table, level, rows, length, store, logits=True, hook=No
         hook("hook_embed", params["wte"][tokens])
         hook("hook_pos_embed", np.broadcast_to(params["wpe"][length - 1], x.shape))
     for b, block in enumerate(params["blocks"]):
-        at = None if hook is None else (lambda name, value, b=b: hook(f"blocks.{b}.{name}", value))
-        if at is not None:
-            at("hook_resid_pre", x)
+        at = _ignore if hook is None else (lambda name, value, b=b: hook(f"blocks.{b}.{name}", value))
+        at("hook_resid_pre", x)
         if b == 0 and table is not None:
             qkv = table[tokens, length - 1]  # [n, 3*n_embd]
-            if at is not None and "ln_1" in block:
+            if hook is not None and "ln_1" in block:
                 at("ln1.hook_normalized", layer_norm(x, **block["ln_1"]))
         else:
             h = layer_norm(x, **block["ln_1"]) if "ln_1" in block else x
-            if at is not None and "ln_1" in block:
+            if "ln_1" in block:
                 at("ln1.hook_normalized", h)
             qkv = linear(h, **block["attn"]["c_attn"])  # [n, 3*n_embd]
-        q, k, v = qkv[:, :n_embd], qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:]
         keys, values = store[b]
-        keys[own], values[own] = k, v
+        keys[own], values[own] = qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:]
         if not logits and b == model.n_layer - 1:
             return None
-        # every key the node sees: its ancestors' at positions 0…length-2, then its own
-        all_k = np.take(keys, np.concatenate([ancestors, own[:, None]], axis=1), axis=0)  # [n, length, n_embd]
-        all_v = np.take(values, np.concatenate([ancestors, own[:, None]], axis=1), axis=0)
-        mask = np.zeros((1, length))  # the causal mask lets the last position see every key
-        attend = None
-        if at is not None:
-            for name, value in (("hook_q", q), ("hook_k", k), ("hook_v", v)):
-                at(f"attn.{name}", value.reshape(len(tokens), n_head, -1))  # [n, head, d_head]
-
-            def attend(name, value, at=at):  # [n, head, 1, L] -> [n, head, L]: the one query is the new position
-                at(f"attn.{name}", value[:, :, 0])
-        z = attention(split_heads(q[:, None], n_head), split_heads(all_k, n_head), split_heads(all_v, n_head), mask,
-                      attend)  # [n, head, 1, d_head]
-        attn_out = linear(merge_heads(z)[:, 0], **block["attn"]["c_proj"])  # [n, n_embd]
-        x = x + attn_out
-        if at is not None:
-            at("attn.hook_z", z[:, :, 0])  # [n, head, d_head]
-            at("hook_attn_out", attn_out)
-        if "mlp" in block:
-            if at is not None:
-                at("hook_resid_mid", x)
-            h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x
-            if at is not None and "ln_2" in block:
-                at("ln2.hook_normalized", h)
-            mlp_out = mlp(h, **block["mlp"], hook=at)
-            x = x + mlp_out
-            if at is not None:
-                at("hook_mlp_out", mlp_out)
-        if at is not None:
-            at("hook_resid_post", x)
+        seen = np.concatenate([ancestors, own[:, None]], axis=1)  # [n, length]: its ancestors' keys, then its own
+        x = _block_rest(x, block, qkv, np.take(keys, seen, axis=0), np.take(values, seen, axis=0), model.n_head,
+                        None if hook is None else at)
     if "ln_f" in params:
         x = layer_norm(x, **params["ln_f"])
         if hook is not None:
@@ -232,3 +207,35 @@ def _new_position(model, table, level, rows, length, store, logits=True, hook=No
         hook("logits", out)
         hook("probs", softmax(out))
     return out
+
+
+def _block_rest(x, block, qkv, all_k, all_v, n_head, at=None):
+    # x [n, n_embd] at the new position, its qkv [n, 3*n_embd], every key and value it sees [n, length, n_embd]
+    # -> x after the block's attention and MLP; ``at(name, value)``: the block's intermediates, [n, …]
+    n, n_embd = x.shape
+    q = qkv[:, :n_embd]  # [n, n_embd]
+    mask = np.zeros((1, all_k.shape[1]))  # the causal mask lets the last position see every key
+    attend = None
+    if at is not None:
+        for i, name in enumerate(("hook_q", "hook_k", "hook_v")):
+            at(f"attn.{name}", qkv[:, i * n_embd:(i + 1) * n_embd].reshape(n, n_head, -1))  # [n, head, d_head]
+
+        def attend(name, value):  # [n, head, 1, L] -> [n, head, L]: the one query is the new position
+            at(f"attn.{name}", value[:, :, 0])
+    z = attention(split_heads(q[:, None], n_head), split_heads(all_k, n_head), split_heads(all_v, n_head), mask,
+                  attend)  # [n, head, 1, d_head]
+    attn_out = linear(merge_heads(z)[:, 0], **block["attn"]["c_proj"])  # [n, n_embd]
+    x = x + attn_out
+    at = at or _ignore
+    at("attn.hook_z", z[:, :, 0])  # [n, head, d_head]
+    at("hook_attn_out", attn_out)
+    if "mlp" in block:
+        at("hook_resid_mid", x)
+        h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x
+        if "ln_2" in block:
+            at("ln2.hook_normalized", h)
+        mlp_out = mlp(h, **block["mlp"], hook=None if at is _ignore else at)
+        x = x + mlp_out
+        at("hook_mlp_out", mlp_out)
+    at("hook_resid_post", x)
+    return x
