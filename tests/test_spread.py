@@ -158,3 +158,17 @@ def test_values_are_the_same_as_explain_records():
             want = record[0, 4, 3] if name.endswith("pattern") else record[4].reshape(-1)[probe.index]
             assert value == pytest.approx(want)
         assert present[0].all()
+
+
+def test_many_groups_in_order_are_separated_by_one_threshold_between_each_pair():
+    from handwired.judge.separation import separate
+
+    values = np.array([3.0, 1.0, 2.0, 4.0, 5.0, 0.0])
+    groups = np.array([3, 1, 2, 4, 5, 0])
+    result = separate(list("abcdef"), values, groups)
+    assert result.separated and result.runs == tuple("abcdef")
+    assert result.thresholds == ((0, 1), (1, 2), (2, 3), (3, 4), (4, 5))
+    mixed = separate(["a", "b"], np.array([0.0, 1, 2, 3, 4, 5]), np.array([0, 1, 0, 1, 0, 1]))
+    assert not mixed.separated and mixed.shared == (1, 4)  # a in [0, 4], b in [1, 5]: they meet on [1, 4]
+    tied = separate(["a", "b"], np.array([0.0, 1, 1, 2]), np.array([0, 0, 1, 1]))
+    assert not tied.separated and tied.shared == (1, 1)

@@ -3,8 +3,8 @@
 Pure numpy on the values of a spread (:mod:`handwired.judge.spread`). Along the axis, every value belongs to one
 group; sorted, the values fall into *runs* of one group. When no value is shared by two groups, a threshold
 between each pair of neighbouring runs tells them apart: one threshold for two groups side by side, two when one
-group lies on both sides of another (a bump an MLP unit makes). A value shared by two groups, or more runs than
-a few thresholds can say, is an overlap.
+group lies on both sides of another (a bump an MLP unit makes). A value shared by two groups, or groups that
+come back along the axis more often than a few thresholds can say, is an overlap.
 """
 
 from dataclasses import dataclass
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 BINS = 24  # histogram bins across the shared axis: one terminal cell each
-MAX_THRESHOLDS = 3  # more boundaries than this between runs reads as an overlap, not a recipe
+MAX_THRESHOLDS = 3  # a group coming back with more boundaries than this reads as an overlap, not a recipe
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ def separate(keys: list[str], values: np.ndarray, groups: np.ndarray) -> Separat
     or the interval where two groups' values overlap."""
     run_groups, lows, highs = runs(values, groups)  # [r] each
     touching = lows[1:] <= highs[:-1]  # [r - 1]: the same value ends one run and starts the next
-    if touching.any() or len(run_groups) - 1 > MAX_THRESHOLDS:
+    comes_back = len(run_groups) > len(set(run_groups.tolist()))  # a group in more than one run
+    if touching.any() or (comes_back and len(run_groups) - 1 > MAX_THRESHOLDS):
         return Separation(tuple(keys[g] for g in run_groups), (), _shared(values, groups))
     return Separation(tuple(keys[g] for g in run_groups),
                       tuple((float(h), float(lo)) for h, lo in zip(highs[:-1], lows[1:])), None)
