@@ -36,8 +36,9 @@ def test_predict_shows_next_token_and_probabilities():
     assert result.exit_code == 0
     assert "aabaa → b" in result.stdout
     # p(b) = 1 / (1 + e^-1023) is exactly 1.0 in float64, p(a) exactly 0
-    assert re.search(r"│ a\s+│\s+1 │\s+0 │", result.stdout)
-    assert re.search(r"│ b\s+│\s+1024 │\s+1 │ █+", result.stdout)
+    # gap: each logit minus the best other one's (b leads a by 1023)
+    assert re.search(r"│ a\s+│\s+1 │\s+-1023 │\s+0 │", result.stdout)
+    assert re.search(r"│ b\s+│\s+1024 │\s+\+1023 │\s+1 │ █+", result.stdout)
 
 
 def test_predict_all_positions():
@@ -147,11 +148,13 @@ def test_check_fails_a_blank_model_and_shows_why(tmp_path, monkeypatch):
     assert result.exit_code == 1
     assert "0 / 27" in result.stdout
     why = result.stdout[result.stdout.index("Why the shortest failing context 'aa' fails"):]
-    assert re.findall(r"─ \[(\w+)\]", why) == ["qkv", "scores", "mask", "pattern", "z", "prediction"]
-    # all-zero Q, K, V and z are one line each, naming the command that shows them
-    assert why.count(f"all 16 entries are 0 (2 × 8); handwired explain aa -w {path} "
-                     "--step attention --all to show it") == 4
-    assert re.search(r"│ 1:a\s+│ a \(tie\)\s+│\s+0.5000 │", why)
+    # a blank model: every logit 0, so the wrong token a ties the right one b, a gap of 0
+    assert "the right token is b, but a ties with it: logit 0 against 0, a gap of 0 logits (p(a) = 0.5000)." in why
+    assert re.findall(r"─ \[(\w+)\]", why) == ["why", "qkv", "scores", "mask", "pattern", "z", "proj", "prediction"]
+    # all-zero Q, K, V, z, attn_out and x + attn_out are one line each, naming the command that shows them
+    assert why.count(f"all 16 entries are 0 (2 × 8); handwired explain aa -w {path} --all to show it") == 6
+    assert re.search(r"│ 1:a\s+│ a \(tie\)\s+│\s+0.5000 │\s+0 │", why)
+    assert why.rstrip().endswith(f"Every step of this context, nothing folded: handwired explain aa -w {path} --all")
 
 
 def test_check_json_and_exhaustive():

@@ -63,9 +63,8 @@ def progress_and_stop(show_progress: bool) -> Iterator[tuple[Callable[[int, int]
 
 
 def explain_command(model: Model, weights: str, context: str) -> str:
-    """The explain command that shows a failing context's attention with nothing folded."""
-    again = ["handwired", "explain", context, *(["-w", weights] if weights != DEFAULT_MODEL else []),
-             "--step", "attention", "--all"]
+    """The explain command that shows a failing context's every step with nothing folded."""
+    again = ["handwired", "explain", context, *(["-w", weights] if weights != DEFAULT_MODEL else []), "--all"]
     return shlex.join(again)
 
 

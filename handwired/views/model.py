@@ -8,11 +8,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from handwired.engine.logits import top_token
+from handwired.engine.logits import gaps, top_token
 from handwired.engine.trace import Trace
 from handwired.views.figures import Matrix
 from handwired.views.matrices import matrix_table
-from handwired.views.numbers import exact, number, probability
+from handwired.views.numbers import exact, logit_gap, number, probability
 from handwired.weightfile import Model, bundled_dir
 from handwired.weightfile.checker import locate
 
@@ -72,12 +72,14 @@ def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best:
     table = Table(title="next token", title_justify="left")
     table.add_column("token")
     table.add_column("logit", justify="right")
+    table.add_column("gap", justify="right")
     table.add_column("probability", justify="right")
     table.add_column("", no_wrap=True)
+    gap = gaps(logits)  # the top token's lead over the runner-up; every other token's distance below the top
     for i, token in enumerate(model.vocab):
         bar = "█" * int(round(probs[i] * 20))
         style = "bold green" if i == best else ""
-        table.add_row(Text(token, style=style), number(logits[i]), probability(probs[i]),
+        table.add_row(Text(token, style=style), number(logits[i]), logit_gap(gap[i]), probability(probs[i]),
                       Text(bar, style="green" if i == best else "blue"))
     return table
 
@@ -85,7 +87,8 @@ def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best:
 def _positions_table(model: Model, trace: Trace) -> Table:
     table = Table(title="prediction at every position", title_justify="left")
     for name, justify in (("pos", "right"), ("token", "left"), ("sees", "left"), ("predicts", "left"),
-                          ("p", "right"), ("next in input", "left")):
+                          ("p", "right"), ("lead", "right"),
+                          ("next in input", "left")):
         table.add_column(name, justify=justify)
     for i, token in enumerate(trace.window):
         best, tied = top_token(trace.logits[i])
@@ -94,7 +97,8 @@ def _positions_table(model: Model, trace: Trace) -> Table:
         verdict = "" if not actual else (" ✓" if actual == predicted and not tied else " ✗")
         table.add_row(
             str(i), token, trace.window[: i + 1], predicted + (" (tie)" if tied else ""),
-            probability(trace.probs[i, best]), Text(actual + verdict, style="green" if verdict == " ✓" else "red"),
+            probability(trace.probs[i, best]), logit_gap(gaps(trace.logits[i])[best]),
+            Text(actual + verdict, style="green" if verdict == " ✓" else "red"),
         )
     return table
 

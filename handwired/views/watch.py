@@ -31,6 +31,7 @@ from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import Report
 from handwired.judge.verdict import QUICK_EXHAUSTIVE, submit, target_check
 from handwired.views import steps as explaining
+from handwired.views.failure import failure_headline
 from handwired.views.matrices import CHANGED, step_panel
 from handwired.views.model import model_line, window_note
 from handwired.views.numbers import number
@@ -204,7 +205,8 @@ def _clock(seconds: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(seconds))
 
 
-def verdict_view(verdict: Verdict, earlier: Verdict | None = None) -> Group:
+def verdict_view(verdict: Verdict, earlier: Verdict | None = None, model: Model | None = None) -> Group:
+    """The verdict's lines; with the ``model``, the shortest failure's logit gap and the part that pushed it."""
     report = verdict.report
     if report is None:
         return Group(Text.assemble((f"{verdict.how}: ", "bold"),
@@ -228,6 +230,8 @@ def verdict_view(verdict: Verdict, earlier: Verdict | None = None) -> Group:
                           for f in report.failures)
         more = f" and {report.failed - len(report.failures):,} more" if report.failed > len(report.failures) else ""
         parts.append(Text.assemble(("shortest failures: ", "dim"), shown, more, style="red"))
+        if model is not None:
+            parts += failure_headline(model, report.failures[0])
     return Group(*parts)
 
 
@@ -264,7 +268,7 @@ def screen(state: State, header: str = "", show_all: bool = False) -> Group:
     good = state.good
     if good is None:
         return Group(*parts)
-    parts.append(verdict_view(good.verdict, state.before.verdict if state.before is not None else None))
+    parts.append(verdict_view(good.verdict, state.before.verdict if state.before is not None else None, good.model))
     edits = edited_weights(state.before, good)
     if edits:
         parts.append(edits_view(edits))
