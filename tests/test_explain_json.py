@@ -54,3 +54,10 @@ def test_json_is_every_intermediate_and_refuses_a_narrowing(flag):
 def test_json_and_a_picture_are_refused_together(tmp_path):
     assert user_error("explain", "--json", "--svg", str(tmp_path / "x.svg")) == (
         "error: --json prints data for programs and --svg/--html save the view: choose one")
+
+
+def test_named_head_columns_label_the_head_axes():
+    named = str(Path(__file__).resolve().parent / "data" / "multihead_named.json")
+    data = json.loads(invoke("explain", "abab", "-w", named, "--json").stdout)["intermediates"]
+    assert data["blocks.0.attn.hook_q"]["axes"][2]["labels_per_head"] == [["q:pos", "q:one"], ["q:pos2", "q:one2"]]
+    assert data["blocks.0.attn.hook_z"]["axes"][2]["labels_per_head"] == [["z:tok", "z:spare"], ["z:tok2", "z:spare2"]]

@@ -172,3 +172,17 @@ def test_many_groups_in_order_are_separated_by_one_threshold_between_each_pair()
     assert not mixed.separated and mixed.shared == (1, 4)  # a in [0, 4], b in [1, 5]: they meet on [1, 4]
     tied = separate(["a", "b"], np.array([0.0, 1, 1, 2]), np.array([0, 0, 1, 1]))
     assert not tied.separated and tied.shared == (1, 1)
+
+
+def test_a_named_head_column_is_probed_by_its_name():
+    """On a file that names its head dims, HOOK:q:pos reads that column: the query's pos column is 2·Lg·pos − Lg."""
+    from handwired.engine.probe import parse_probe, probe_values
+
+    model = load(str(Path(__file__).resolve().parent / "data" / "multihead_named.json"))
+    probe = parse_probe(model, "blocks.0.attn.hook_q:q:pos")
+    contexts = [np.array([[0, 1, 0, 1, 1]])]
+    values, present, _ = probe_values(model, probe, contexts, position=3)
+    assert present[0].all() and values[0][0] == pytest.approx(2 * 1024 * 3 - 1024)
+    message = user_error("spread", "blocks.0.attn.hook_q:pos9", "-w", str(Path(__file__).parent / "data"
+                                                                           / "multihead_named.json"), "--every")
+    assert "has no column 'pos9'; its columns are q:pos, q:one, q:pos2, q:one2" in message

@@ -51,8 +51,8 @@ def column_labels(model: Model, hook: str) -> tuple[str, ...]:
     last = hook.rsplit(".", 1)[-1]
     if hook in ("logits", "probs"):
         return model.vocab
-    if last in HEAD_DIMS:
-        return tuple(f"{HEAD_DIMS[last]}{i}" for i in range(model.n_embd))
+    if last in HEAD_DIMS:  # every head's columns, as c_attn's sparse entries name them (q3, or q:pos)
+        return model.head_labels(int(hook.split(".")[1]), HEAD_DIMS[last])
     if hook.endswith(("mlp.hook_pre", "mlp.hook_post")):
         block = int(hook.split(".")[1])
         return model.axes(f"blocks[{block}].mlp.c_fc.w")[1].labels
@@ -61,7 +61,7 @@ def column_labels(model: Model, hook: str) -> tuple[str, ...]:
 
 def parse_probe(model: Model, text: str, head: int | None = None) -> Probe:
     """``HOOK:COLUMN`` -> a probe of the model; one line naming what is wrong otherwise."""
-    hook, colon, column = text.rpartition(":")
+    hook, colon, column = text.partition(":")  # hooks hold no colon; a named head column does (q:pos)
     if not colon or not hook or not column:
         raise HandwiredError(f"{text!r}: expected HOOK:COLUMN, e.g. blocks.0.mlp.hook_pre:h0 or "
                              "blocks.0.hook_resid_post:tok")

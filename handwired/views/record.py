@@ -5,10 +5,10 @@ import math
 
 import numpy as np
 
+from handwired.engine.probe import HEAD_DIMS
 from handwired.engine.trace import Trace
 from handwired.weightfile import Model
 
-HEAD_DIMS = {"hook_q": "q", "hook_k": "k", "hook_v": "v", "hook_z": "z"}
 
 
 def _plain(values: np.ndarray):
@@ -25,9 +25,9 @@ def axes(model: Model, trace: Trace, hook: str, shape: tuple[int, ...]) -> list[
     heads = [str(h) for h in range(model.n_head)]
     last = hook.rsplit(".", 1)[-1]
     if last in HEAD_DIMS:  # [pos, head, d_head]: each head's own columns, numbered across heads as in c_attn
-        letter, d = HEAD_DIMS[last], model.d_head
+        letter, block = HEAD_DIMS[last], int(hook.split(".")[1])
         return [{"name": "position", "labels": positions}, {"name": "head", "labels": heads},
-                {"name": f"{letter} dim", "labels_per_head": [[f"{letter}{h * d + i}" for i in range(d)]
+                {"name": f"{letter} dim", "labels_per_head": [list(model.head_labels(block, letter, h))
                                                              for h in range(model.n_head)]}]
     if last in ("hook_pattern", "hook_attn_scores", "scores_before_mask"):  # [head, query, key]
         return [{"name": "head", "labels": heads}, {"name": "query position", "labels": positions},
