@@ -10,7 +10,6 @@ from handwired.engine.trace import Trace
 from handwired.weightfile import Model
 
 
-
 def _plain(values: np.ndarray):
     """Nested lists of floats; −∞ (a masked score) and nan as null, which JSON can hold."""
     if values.ndim == 0:
