@@ -103,6 +103,13 @@ def _positions_table(model: Model, trace: Trace) -> Table:
     return table
 
 
+def context_json(model: Model, trace: Trace) -> dict:
+    """What every JSON answer about one context starts with: the model, its file, the text and its tokens."""
+    return {"model": model.name, "weights": model.source, "vocab": list(model.vocab), "text": trace.text,
+            "window": trace.window, "truncated": trace.truncated, "causal": trace.causal,
+            "tokens": trace.tokens.tolist()}
+
+
 def prediction_json(model: Model, trace: Trace, every_position: bool = False) -> dict:
     """The prediction for programs: tokens, window, logits, probabilities; each position's too if asked."""
     def at(i: int) -> dict:
@@ -118,14 +125,7 @@ def prediction_json(model: Model, trace: Trace, every_position: bool = False) ->
 
     last = at(len(trace.window) - 1)
     result = {
-        "model": model.name,
-        "weights": model.source,
-        "vocab": list(model.vocab),
-        "text": trace.text,
-        "window": trace.window,
-        "truncated": trace.truncated,
-        "causal": trace.causal,
-        "tokens": trace.tokens.tolist(),
+        **context_json(model, trace),
         "prediction": last["prediction"],
         "tied": last["tied"],
         "logits": last["logits"],

@@ -7,6 +7,7 @@ import numpy as np
 
 from handwired.engine.probe import HEAD_DIMS
 from handwired.engine.trace import Trace
+from handwired.views.model import context_json
 from handwired.weightfile import Model
 
 
@@ -43,14 +44,7 @@ def axes(model: Model, trace: Trace, hook: str, shape: tuple[int, ...]) -> list[
 def record_json(model: Model, trace: Trace) -> dict:
     """The context, then every intermediate: its shape, its axes with labels, and its values."""
     return {
-        "model": model.name,
-        "weights": model.source,
-        "vocab": list(model.vocab),
-        "text": trace.text,
-        "window": trace.window,
-        "truncated": trace.truncated,
-        "causal": trace.causal,
-        "tokens": trace.tokens.tolist(),
+        **context_json(model, trace),
         "intermediates": {
             hook: {"shape": list(value.shape), "axes": axes(model, trace, hook, value.shape), "values": _plain(value)}
             for hook, value in trace.record.items()
