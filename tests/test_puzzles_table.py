@@ -1,8 +1,10 @@
 """The puzzles list at 80 columns, par and record, the solution as a file, lists in a pipe, and the smaller fixes."""
 
 import json
+import os
 import re
 import shutil
+import stat
 
 import pytest
 from test_cli import invoke, user_error
@@ -143,3 +145,24 @@ def test_hints_in_a_pipe_are_one_a_line(monkeypatch):
     out = invoke("puzzles", "hint", "aab", "--every-hint").stdout
     assert out.splitlines()[:2] == ["hint 1 of 2: Look at the last two tokens.",
                                     "hint 2 of 2: Attend to this position and the one before."]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027], ids=["022", "027"])
+def test_written_files_follow_the_umask_and_a_replaced_file_keeps_its_mode(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        starter, svg, html = tmp_path / "start.json", tmp_path / "view.svg", tmp_path / "view.html"
+        invoke("puzzles", "start", "aab", "-o", str(starter))
+        invoke("explain", "--step", "pattern", "--svg", str(svg), "--html", str(html))
+        invoke("export", "aab", "-o", str(tmp_path / "tl"))
+        invoke("import", str(tmp_path / "tl"), "-o", str(tmp_path / "back.json"))
+        invoke("weights", "new", "-o", str(tmp_path / "new.json"))
+        written = (starter, svg, html, tmp_path / "back.json", tmp_path / "new.json", tmp_path / "tl" / "config.json")
+        for path in written:
+            assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask, path
+        assert stat.S_IMODE((tmp_path / "tl").stat().st_mode) == 0o777 & ~umask
+        starter.chmod(0o640)
+        assert invoke("puzzles", "start", "aab", "-o", str(starter), "--force").exit_code == 0
+        assert stat.S_IMODE(starter.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)

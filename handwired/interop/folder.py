@@ -23,7 +23,7 @@ from handwired.weightfile import Model, parse, read_json
 from handwired.weightfile.checker import Checker
 from handwired.weightfile.forms import document
 from handwired.weightfile.jsonfile import MAX_FILE_BYTES
-from handwired.weightfile.writing import dumps
+from handwired.weightfile.writing import dumps, umask_mode
 
 CONFIG, WEIGHTS, VOCAB, LABELS, README = "config.json", "model.safetensors", "vocab.json", "handwired.json", "README.md"
 FILES = (CONFIG, WEIGHTS, VOCAB, LABELS, README)
@@ -79,9 +79,7 @@ def write_folder(folder: Path, files: dict[str, bytes], force: bool = False) -> 
         temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=parent))
         for name, data in files.items():
             (temp / name).write_bytes(data)
-        mask = os.umask(0)
-        os.umask(mask)
-        temp.chmod(0o777 & ~mask)  # mkdtemp makes it private; an export is an ordinary folder
+        temp.chmod(umask_mode(0o777))  # mkdtemp makes it private; an export is an ordinary folder
         if folder.exists():
             aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=parent))
             os.rename(folder, aside / folder.name)

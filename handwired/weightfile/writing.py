@@ -44,15 +44,27 @@ def check_writable(path: Path, force: bool = False) -> None:
         raise HandwiredError(f"{path}: folder {folder} does not exist")
 
 
+def umask_mode(full: int) -> int:
+    """``full`` (0o666 for a file, 0o777 for a folder) less the user's umask: the mode ``open`` would give."""
+    mask = os.umask(0)  # the only way to read the umask is to set it: put it straight back
+    os.umask(mask)
+    return full & ~mask
+
+
 def write_new(path: Path, text: str, force: bool = False) -> None:
-    """Write a file atomically; refuse to replace an existing one unless ``force``."""
+    """Write a file atomically; refuse to replace an existing one unless ``force``.
+
+    A new file gets the mode the user's umask gives (mkstemp's own is private); a replaced one keeps its mode.
+    """
     check_writable(path, force)
+    mode = path.stat().st_mode & 0o777 if path.exists() else umask_mode(0o666)
     try:
         handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
                                         dir=path.parent if str(path.parent) else ".")
     except OSError as error:  # a read-only folder
         raise HandwiredError(f"{path}: cannot write: {error.strerror or error}") from None
     try:
+        os.chmod(temp, mode)
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
         os.replace(temp, path)
