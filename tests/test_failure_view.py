@@ -68,3 +68,21 @@ def test_watch_names_the_gap_and_the_part_that_pushed(wrong_threshold):
     text = console.export_text()
     assert "the right token is a, but b beats it: logit 1.000 against ≈0, a gap of 1.000 logits" in text
     assert "The part that pushed b over a most: block 0 mlp" in text
+
+
+def test_check_json_gives_each_failures_logit_gap(wrong_threshold):
+    for args in (("puzzles", "check", "xor", str(wrong_threshold)), ("check", "--puzzle", "xor", str(wrong_threshold))):
+        result = invoke(*args, "--json")
+        assert result.exit_code == 1
+        first = json.loads(result.stdout)["failures"][0]
+        assert first["context"] == "aa" and first["expected"] == ["a"] and first["predicted"] == "b"
+        assert first["gap"] == pytest.approx(2 * gelu(5) - S - 1)  # worked out by hand above
+        assert first["gap"] == pytest.approx(first["logits"][1] - first["logits"][0])
+
+
+def test_a_tie_is_a_gap_of_zero_in_json(tmp_path):
+    path = tmp_path / "m.json"
+    invoke("puzzles", "start", "max", "-o", str(path))
+    failures = json.loads(invoke("check", "-w", str(path), "--json").stdout)["failures"]
+    assert [(f["context"], f["predicted"], f["tied"], f["gap"]) for f in failures[:2]] == [
+        ("a", "a", True, 0.0), ("b", "a", True, 0.0)]

@@ -19,18 +19,9 @@ from handwired.weightfile import Model
 BLOCK_STEPS = ("ln1", *explaining.HEAD_STEPS, *explaining.BLOCK_STEPS, "proj", "mlp", "prediction")
 
 
-def right_and_wrong(model: Model, failure: Failure) -> tuple[int, int, float]:
-    """(best right token, best wrong token, the wrong one's logit minus the right one's) at a failing context."""
-    right_ids = [model.vocab.index(token) for token in failure.acceptable]
-    wrong_ids = [i for i in range(model.n_vocab) if i not in right_ids]
-    right = right_ids[int(np.argmax(failure.logits[right_ids]))]
-    wrong = wrong_ids[int(np.argmax(failure.logits[wrong_ids]))]
-    return right, wrong, float(failure.logits[wrong] - failure.logits[right])
-
-
 def headline(model: Model, failure: Failure, split: attribution.Attribution) -> list[Text]:
     """The right token against the predicted one with the logit gap, and the part that pushed the wrong one up."""
-    right, wrong, gap = right_and_wrong(model, failure)
+    right, wrong, gap = failure.right, failure.wrong, failure.gap
     vocab, values = model.vocab, failure.logits
     beats = "ties with" if gap == 0 else "beats"
     lines = [Text.assemble(

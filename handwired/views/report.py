@@ -7,7 +7,7 @@ from rich.text import Text
 
 from handwired.defaults import NEAR_MISS
 from handwired.judge.report import Margin, Report
-from handwired.views.failure import failure_parts, right_and_wrong
+from handwired.views.failure import failure_parts
 from handwired.views.model import model_line
 from handwired.views.numbers import count, logit_gap, logits, probability
 from handwired.weightfile import Model
@@ -88,7 +88,7 @@ def failures_table(model: Model, report: Report) -> Group:
         table.add_row(
             failure.context, " or ".join(failure.acceptable),
             Text(failure.predicted + (" (tie)" if failure.tied else ""), style="red"),
-            logit_gap(right_and_wrong(model, failure)[2]),
+            logit_gap(failure.gap),
             *[probability(p) for p in failure.probs],
         )
     note = Text("gap: the best wrong token's logit minus the best right one's (0: a tie, which fails too)",
@@ -113,7 +113,7 @@ def report_json(report: Report, near_miss: float = NEAR_MISS) -> dict:
         "shortest_failure": report.shortest_failure.context if report.shortest_failure else None,
         "failures": [
             {"context": f.context, "expected": list(f.acceptable), "predicted": f.predicted, "tied": f.tied,
-             "logits": f.logits.tolist(), "probabilities": f.probs.tolist()}
+             "gap": f.gap, "logits": f.logits.tolist(), "probabilities": f.probs.tolist()}
             for f in report.failures
         ],
         "margin": None if margin is None else {
