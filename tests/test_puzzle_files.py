@@ -106,6 +106,27 @@ def test_a_written_statement_is_named_by_path_and_hash(tmp_path, monkeypatch):
         "judged as it is now")
 
 
+def test_a_statement_path_is_rewritten_for_a_copy_in_another_folder(tmp_path, monkeypatch):
+    pytest.importorskip("safetensors")
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "new", "-o", "mine.json")
+    for folder in ("sub", "out/deep"):
+        (tmp_path / folder).mkdir(parents=True)
+    invoke("puzzles", "start", "mine.json", "-o", "sub/ans.json")
+    digest = load_puzzle("mine.json").key.rpartition("#")[2]
+    steps = [(("weights", "convert", "sub/ans.json", "--to", "dense", "-o", "out/deep/dense.json"),
+              "out/deep/dense.json", "../../mine.json"),
+             (("export", "sub/ans.json", "-o", "out/tl"), "out/tl/handwired.json", "../../mine.json"),
+             (("import", "out/tl", "-o", "back.json"), "back.json", "mine.json")]
+    for args, written, path in steps:
+        assert invoke(*args).exit_code == 0
+        assert json.loads((tmp_path / written).read_text())["puzzle"] == f"{path}#{digest}"
+    for answer in ("out/deep/dense.json", "back.json"):  # each judged by the statement, found from its own folder
+        result = invoke("check", answer)
+        assert result.exit_code == 1 and words(result.stdout).startswith("puzzle mine — Mirror (level 1)")
+        assert result.stderr == ""
+
+
 # ---------------------------------------------------------------- diff
 
 

@@ -68,7 +68,7 @@ def weights_convert(
         raise HandwiredError(f"--to {to!r}: expected {' or '.join(FORMS)}")
     model = load(weight_spec(file, weights))
     check_outputs(Path(model.source), force, output)
-    write_new(output, dumps(document(model, to)), force=force)
+    write_new(output, dumps(document(model, to, output.parent)), force=force)
     written, total = entry_counts(model)
     stdout().print(f"wrote {escape(str(output))} ({to}): {count(total, 'entry', 'entries')}, "
                    f"{written:,} of them non-zero")

@@ -23,6 +23,7 @@ from handwired.weightfile import Model, parse, read_json
 from handwired.weightfile.checker import Checker
 from handwired.weightfile.forms import document
 from handwired.weightfile.jsonfile import MAX_FILE_BYTES
+from handwired.weightfile.puzzlekey import moved
 from handwired.weightfile.writing import dumps, umask_mode
 
 CONFIG, WEIGHTS, VOCAB, LABELS, README = "config.json", "model.safetensors", "vocab.json", "handwired.json", "README.md"
@@ -43,13 +44,15 @@ def safetensors_numpy():
 # ---------------------------------------------------------------- export
 
 
-def export_files(model: Model) -> dict[str, bytes]:
+def export_files(model: Model, folder: Path | None = None) -> dict[str, bytes]:
     """Every file of the folder, as bytes; the same model always gives the same bytes."""
     save = safetensors_numpy().save
     config = mapping.to_config(model)
     state = mapping.to_state_dict(model)
     labels = {"name": model.name, "description": model.description,
-              "dims": list(model.dims), "example": model.example, "target": model.target, "puzzle": model.puzzle,
+              "dims": list(model.dims), "example": model.example, "target": model.target,
+              "puzzle": model.puzzle if folder is None or model.puzzle is None  # a statement's path: from the folder
+              else moved(model.puzzle, Path(model.source).parent, folder),
               "heads": _head_names(model),  # block number -> its heads' q, k, v labels, where the file names them
               # each MLP's hidden units by name and number: TransformerLens pads them to one width, unnamed
               "hidden": {str(i): list(model.axes(f"blocks[{i}].mlp.c_fc.w")[1].labels)
@@ -116,10 +119,11 @@ def check_output_folder(folder: Path, force: bool) -> None:
 # ---------------------------------------------------------------- import
 
 
-def read_folder(folder: Path, vocab: str | None = None) -> tuple[str, Any]:
+def read_folder(folder: Path, vocab: str | None = None, destination: Path | None = None) -> tuple[str, Any]:
     """A TransformerLens folder -> (the handwired/1 JSON text, the model it loads as).
 
-    ``vocab`` gives the tokens when the folder has no vocab.json (a state dict saved by hand).
+    ``vocab`` gives the tokens when the folder has no vocab.json (a state dict saved by hand); ``destination``
+    is the folder the text will be written in, from which a statement named by its path must still be found.
     """
     if not folder.exists():
         raise HandwiredError(f"{folder}: no such folder")
@@ -135,6 +139,8 @@ def read_folder(folder: Path, vocab: str | None = None) -> tuple[str, Any]:
     weights_path = folder / WEIGHTS
     state = mapping.check_tensors(_read_tensors(weights_path), sizes, str(weights_path))
     labels = _labels(folder / LABELS, sizes["d_model"])
+    if destination is not None and isinstance(labels.get("puzzle"), str):  # anything else is refused by parse
+        labels["puzzle"] = moved(labels["puzzle"], folder, destination)
     doc = mapping.to_document(state, sizes, tokens, labels)
     model, problems = parse(doc, source=str(folder))
     if problems:

@@ -8,6 +8,7 @@ from pathlib import Path
 from handwired.errors import HandwiredError
 from handwired.judge.puzzle import Puzzle, read_statement
 from handwired.weightfile import Model, bundled_folder, json_files, load
+from handwired.weightfile.puzzlekey import HASH_MARK, reference
 
 FOLDER_VARIABLE = "HANDWIRED_PUZZLES"
 
@@ -35,9 +36,6 @@ def reference_solution(puzzle: Puzzle) -> Model | None:
     """The puzzle's bundled reference solution, loaded; None if it has none."""
     path = solution_path(puzzle.name)
     return None if path is None else load(str(path))
-
-
-HASH_MARK = "#"  # a written statement's reference: its path, "#", the first characters of its content's hash
 
 
 def load_puzzle(name: str) -> Puzzle:
@@ -74,10 +72,7 @@ def _bundled(path: Path) -> Puzzle:
 def puzzle_reference(puzzle: Puzzle, folder: Path) -> str:
     """What a weight file in ``folder`` writes as its ``puzzle``: a bundled puzzle's name, or the statement's
     path from that folder, ``#`` and its content's hash (as progress keeps it), so an edited statement is noticed."""
-    if puzzle.bundled:
-        return puzzle.name
-    path = Path(os.path.relpath(Path(puzzle.ref).resolve(), folder.resolve())).as_posix()
-    return f"{path}{HASH_MARK}{puzzle.key.rpartition(HASH_MARK)[2]}"
+    return puzzle.name if puzzle.bundled else reference(Path(puzzle.ref), puzzle.key.rpartition(HASH_MARK)[2], folder)
 
 
 def named_puzzle(model: Model) -> tuple[Puzzle | None, str | None]:
