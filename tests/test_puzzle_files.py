@@ -48,6 +48,23 @@ def test_a_flag_still_overrides_the_files_puzzle(max_starter):
         "has 6")
 
 
+def test_a_puzzle_asked_for_wins_over_the_files_with_a_warning(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "start", "aab", "-o", "a.json")  # vocab ab, n_ctx 5: it fits xor too
+    warning = "warning: a.json names the puzzle 'aab'; judged by 'xor', as asked"
+    for args in (("puzzles", "check", "xor", "a.json"), ("check", "--puzzle", "xor", "a.json")):
+        result = invoke(*args)
+        assert result.exit_code == 1 and words(result.stdout).startswith("puzzle xor — Same or different (level 4)")
+        assert words(result.stderr) == warning
+    result = invoke("predict", "-w", "a.json", "--puzzle", "xor", "ab")
+    assert result.exit_code == 0 and words(result.stderr) == warning
+    result = invoke("diff", "a.json", "a.json", "--puzzle", "xor")
+    assert result.exit_code == 0 and words(result.stderr) == f"{warning} {warning}"
+    for args in (("puzzles", "check", "aab", "a.json"), ("check", "--puzzle", "aab", "a.json"),
+                 ("predict", "-w", "a.json", "--puzzle", "aab", "ab")):  # the puzzle it names: nothing to say
+        assert invoke(*args).stderr == ""
+
+
 def test_a_solved_file_that_names_its_puzzle_is_recorded(tmp_path):
     doc = json.loads(solution_path("max").read_text())
     doc["puzzle"] = "max"
@@ -97,6 +114,7 @@ def test_a_written_statement_is_named_by_path_and_hash(tmp_path, monkeypatch):
     result = invoke("check", "ans.json")
     assert result.exit_code == 1 and words(result.stdout).startswith("puzzle mine — Mirror (level 1)")
     assert result.stderr == ""
+    assert invoke("puzzles", "check", "../mine.json", "ans.json").stderr == ""  # the statement it names, by path
     statement = tmp_path / "mine.json"
     statement.write_text(statement.read_text() + "\n")
     result = invoke("check", "ans.json")

@@ -21,7 +21,7 @@ from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, wa
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
-from handwired.judge.catalogue import load_puzzle, named_puzzle
+from handwired.judge.catalogue import load_puzzle, named_puzzle, other_puzzle
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.verdict import submit
 from handwired.views.puzzles import puzzle_line, score_view, submission_json, unsolved_line
@@ -77,6 +77,14 @@ def files_puzzle(model: Model) -> Puzzle | None:
     return puzzle
 
 
+def warn_other_puzzle(puzzle: Puzzle, *models: Model) -> None:
+    """Judging by a puzzle a flag gave (it wins), warn about each file that names another one."""
+    for model in models:
+        named = other_puzzle(model, puzzle)
+        if named is not None:
+            warn(f"{model.source} names the puzzle {named!r}; judged by {puzzle.name!r}, as asked")
+
+
 def load_answer(puzzle: Puzzle, weights: str) -> Model:
     """The player's weight file; a missing one points at the command that writes a starter."""
     if not Path(weights).exists() and weights not in bundled_models():
@@ -97,6 +105,8 @@ def puzzle_verdict(name: str | Puzzle, weights: str, show: int, near_miss: float
         submission = submit(puzzle, model, show, progress, should_stop)
     if not submission.fits:
         raise submission.misfit_error()
+    if isinstance(name, str):  # asked for by name: the file may name another
+        warn_other_puzzle(puzzle, model)
     report = submission.report
     player = progressing.load(warn=warn)
     best_before = player.best(puzzle.key)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from handwired.cli.checking import files_puzzle
+from handwired.cli.checking import files_puzzle, warn_other_puzzle
 from handwired.cli.common import EXIT_INTERRUPTED, ForceOption, HtmlOption, JsonOption, Output, SvgOption, stderr
 from handwired.defaults import CHANGES_SHOWN, SEED
 from handwired.errors import HandwiredError
@@ -72,4 +72,6 @@ def _puzzle(before: Model, after: Model, name: str | None, sample: int | None) -
     for model in (before, after):
         if fit_problems(puzzle, model):
             raise Submission(puzzle, model, tuple(fit_problems(puzzle, model)), None, None).misfit_error()
+    if name is not None:
+        warn_other_puzzle(puzzle, before, after)
     return puzzle.name, puzzle_plan(puzzle, before)

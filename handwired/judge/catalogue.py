@@ -96,3 +96,15 @@ def named_puzzle(model: Model) -> tuple[Puzzle | None, str | None]:
     note = None if now == digest else (f"{model.source} was started on {statement} as it was ({HASH_MARK}{digest}); "
                                        f"it has changed since ({HASH_MARK}{now}): judged as it is now")
     return puzzle, note
+
+
+def other_puzzle(model: Model, puzzle: Puzzle) -> str | None:
+    """The puzzle the file names (as it writes it) when that is not ``puzzle``; None when it names none or that one."""
+    if model.puzzle is None:
+        return None
+    path, mark, _ = model.puzzle.rpartition(HASH_MARK)
+    if not mark:
+        same = puzzle.bundled and puzzle.name == model.puzzle
+    else:
+        same = not puzzle.bundled and (Path(model.source).parent / path).resolve() == Path(puzzle.ref).resolve()
+    return None if same else model.puzzle
