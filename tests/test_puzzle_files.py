@@ -243,3 +243,7 @@ def test_watch_draws_the_shortest_failure_then_the_example_once_solved(tmp_path)
     assert watching.load_snapshot(wrong, text="cc").trace.window == "cc"  # a context asked for is drawn
     screen = words(" ".join(str(part) for part in watching.screen(watching.State(snapshot)).renderables))
     assert "context ab (2 tokens) the shortest failing context" in screen
+    fixed = watching.State(snapshot).advance(watching.load_snapshot(right))  # saved right: the example is drawn
+    screen = words(" ".join(str(part) for part in watching.screen(fixed).renderables))
+    assert "context abcabc (6 tokens) the file's example: every context passes" in screen
+    assert "another context than the previous version's (ab): no value is compared" in screen

@@ -281,14 +281,21 @@ def screen(state: State, header: str = "", show_all: bool = False) -> Group:
     if note:
         parts.append(note)
     if state.before is not None:
-        count = sum(int(mask.sum()) for mask in marks.values())
-        parts.append(Text(f"{CHANGED} marks a value that changed from the previous version ({count} "
-                          f"value{'s' if count != 1 else ''})" if count
-                          else "no value in this view changed from the previous version", style="dim"))
+        parts.append(Text(_changes_line(state.before, good, marks), style="dim"))
     for step in good.steps:
         parts.append(step_panel(step, show_all, changed={matrix: mask for (title, matrix), mask in marks.items()
                                                                  if title == step.title}))
     return Group(*parts)
+
+
+def _changes_line(before: Snapshot, now: Snapshot, marks: dict) -> str:
+    """How many values of the view changed since the previous version, or why none can be compared."""
+    if before.ok and before.trace.window != now.trace.window:  # e.g. the failure fixed, the example drawn now
+        return f"another context than the previous version's ({before.trace.window}): no value is compared"
+    count = sum(int(mask.sum()) for mask in marks.values())
+    if not count:
+        return "no value in this view changed from the previous version"
+    return f"{CHANGED} marks a value that changed from the previous version ({count} value{'s' if count != 1 else ''})"
 
 
 class Cropped:
