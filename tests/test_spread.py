@@ -186,3 +186,17 @@ def test_a_named_head_column_is_probed_by_its_name():
     message = user_error("spread", "blocks.0.attn.hook_q:pos9", "-w", str(Path(__file__).parent / "data"
                                                                            / "multihead_named.json"), "--every")
     assert "has no column 'pos9'; its columns are q:pos, q:one, q:pos2, q:one2" in message
+
+
+def test_a_file_that_names_its_puzzle_is_spread_over_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    doc = json.loads(Path(XOR).read_text(encoding="utf-8")) | {"puzzle": "xor"}
+    Path("mine.json").write_text(json.dumps(doc))
+    named = spread_json("blocks.0.hook_mlp_out:b", "-w", "mine.json")
+    assert named == spread_json("blocks.0.hook_mlp_out:b", "--puzzle", "xor", "-w", XOR) | {"weights": "mine.json"}
+    every = spread_json("blocks.0.hook_mlp_out:b", "-w", "mine.json", "--every")
+    assert (every["contexts"], every["by"], every["total"]) == ("every context", "predicted", 62)
+    invoke("puzzles", "start", "aab", "-o", "a.json")  # it fits xor too: xor is used, with a warning
+    result = invoke("spread", "logits:a", "-w", "a.json", "--puzzle", "xor")
+    assert result.exit_code == 0 and "over every context of puzzle xor" in " ".join(result.stdout.split())
+    assert result.stderr == "warning: a.json names the puzzle 'aab'; judged by 'xor', as asked\n"
