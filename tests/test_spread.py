@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from handwired.weightfile import load
 
 ROOT = Path(__file__).resolve().parent.parent
 XOR = str(ROOT / "puzzles" / "solutions" / "xor.json")
+S = 8  # the xor reference's scale
 
 
 def spread_json(*args):
@@ -66,8 +68,14 @@ def test_one_unit_of_a_bump_puts_one_group_on_both_sides_of_the_other(monkeypatc
     out = invoke("spread", "blocks.0.mlp.hook_pre:ab", "--puzzle", "xor", "-w", XOR).stdout
     assert "│ a      │    30 │   0 │  ≈0 │ ············█··········· │" in out
     assert "│ b      │    30 │  -8 │   8 │ █······················█ │" in out
+    # a's largest value is not 0: at the last b of 'aaabb' the previous-token head leaks e^(-1024/√8) of its
+    # attention to each other position, three of them a's, so ab = S·prev_a − S·a is 3·S·e^(-1024/√8) above 0;
+    # a threshold's bound says so in full
+    leak = 3 * S * math.exp(-1024 / math.sqrt(8))
+    assert f"{leak:.1e}" == "1.4e-156"
     assert ("The values do not overlap; along the axis they run b < a < b. b lies on both sides of a. One threshold "
-            "in each of (-8, 0), (≈0, 8) separates them.") in out  # a's largest value is e^-362 or so, not 0
+            f"in each of (-8, 0), ({leak:.1e}, 8) separates them.") in out
+    assert data["thresholds"][1][0] == pytest.approx(leak, rel=1e-6)
 
 
 def test_logits_by_answer_match_a_brute_force_reference():

@@ -27,6 +27,11 @@ def bars(counts) -> str:
                    for c in counts)
 
 
+def bound(value: float) -> str:
+    """An end of a threshold's interval: a tiny one in full (-5.2e-15, not ≈0), for a threshold must fall between."""
+    return number(value, show_tiny=True)
+
+
 def verdict(separation: Separation | None) -> str:
     """Whether the groups' values overlap, and if not the thresholds that separate them, in plain words."""
     if separation is None:
@@ -34,9 +39,9 @@ def verdict(separation: Separation | None) -> str:
     runs = separation.runs
     if not separation.separated:
         low, high = separation.shared
-        span = f"at {number(low)}" if low == high else f"on [{number(low)}, {number(high)}]"
+        span = f"at {bound(low)}" if low == high else f"on [{bound(low)}, {bound(high)}]"
         return f"The groups overlap {span}: no threshold separates them."
-    intervals = [f"({number(low)}, {number(high)})" for low, high in separation.thresholds]
+    intervals = [f"({bound(low)}, {bound(high)})" for low, high in separation.thresholds]
     if len(runs) == len(set(runs)) and len(runs) == 2:
         return f"The groups do not overlap: any threshold in {intervals[0]} separates {runs[0]} from {runs[1]}."
     order = " < ".join(runs)
