@@ -21,8 +21,11 @@ Z_MEANING = "one per attention output dim, heads concatenated"
 
 def numbered(n_embd: int) -> tuple[Axis, Axis]:
     """The q/k/v columns and z rows of a block whose heads name nothing: q0…, k0…, v0…; z0…."""
-    labels = {kind: [f"{kind}{i}" for i in range(n_embd)] for kind in KINDS}
-    return _axes(labels)
+    return _axes(_numbers(n_embd))
+
+
+def _numbers(n_embd: int) -> dict[str, list[str]]:
+    return {kind: [f"{kind}{i}" for i in range(n_embd)] for kind in KINDS}
 
 
 def head_axes(check: Checker, value: Any, path: str, n_embd: int, n_head: int) -> tuple[Axis, Axis] | None:
@@ -32,7 +35,7 @@ def head_axes(check: Checker, value: Any, path: str, n_embd: int, n_head: int) -
                             f"found {describe(value)}")
         return None
     d_head = n_embd // n_head
-    labels = {kind: [f"{kind}{i}" for i in range(n_embd)] for kind in KINDS}
+    labels = _numbers(n_embd)
     named: dict[tuple[str, str], int] = {}  # (kind, name) -> the head that took it
     ok = True
     for h, head in enumerate(value):
