@@ -39,6 +39,7 @@ def test_predict_shows_next_token_and_probabilities():
     # gap: each logit minus the best other one's (b leads a by 1023)
     assert re.search(r"│ a\s+│\s+1 │\s+-1023 │\s+0 │", result.stdout)
     assert re.search(r"│ b\s+│\s+1024 │\s+\+1023 │\s+1 │ █+", result.stdout)
+    assert "gap: its logit minus the best other token's" in result.stdout
 
 
 def test_predict_all_positions():
@@ -46,6 +47,14 @@ def test_predict_all_positions():
     rows = [line for line in result.stdout.splitlines() if line.startswith("│")]
     predicted = [row.split("│")[4].strip() for row in rows[:5]]
     assert predicted == ["b", "b", "a", "a", "b"]
+    from reference import reference_forward
+
+    from handwired.weightfile import load
+
+    logits, _ = reference_forward(load("aab").params, [0, 0, 1, 0, 0], 1)
+    leads = [f"{abs(row[1] - row[0]):+g}" for row in logits]  # two tokens: the lead is the difference
+    assert [row.split("│")[6].strip() for row in rows[:5]] == leads == ["+1023"] * 3 + ["+1025", "+1023"]
+    assert "lead: the predicted token's logit minus the best other token's" in result.stdout
 
 
 def test_predict_json_is_machine_readable():

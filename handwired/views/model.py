@@ -69,7 +69,8 @@ def _tied_with(model: Model, logits: np.ndarray, best: int) -> list[str]:
 
 
 def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best: int) -> Table:
-    table = Table(title="next token", title_justify="left")
+    table = Table(title="next token", title_justify="left", caption_justify="left",
+                  caption="gap: its logit minus the best other token's")
     table.add_column("token")
     table.add_column("logit", justify="right")
     table.add_column("gap", justify="right")
@@ -85,7 +86,8 @@ def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best:
 
 
 def _positions_table(model: Model, trace: Trace) -> Table:
-    table = Table(title="prediction at every position", title_justify="left")
+    table = Table(title="prediction at every position", title_justify="left", caption_justify="left",
+                  caption="lead: the predicted token's logit minus the best other token's")
     for name, justify in (("pos", "right"), ("token", "left"), ("sees", "left"), ("predicts", "left"),
                           ("p", "right"), ("lead", "right"),
                           ("next in input", "left")):
