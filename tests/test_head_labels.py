@@ -135,3 +135,27 @@ def test_a_puzzle_key_survives_export_and_import(tmp_path):
     assert invoke("export", str(tmp_path / "a.json"), "-o", str(tmp_path / "tl")).exit_code == 0
     assert invoke("import", str(tmp_path / "tl"), "-o", str(tmp_path / "b.json")).exit_code == 0
     assert json.loads((tmp_path / "b.json").read_text())["puzzle"] == "aab"
+
+
+def test_watch_names_an_edited_head_weight_and_the_head_columns(tmp_path, named_doc):
+    from rich.console import Console
+
+    from handwired.views import watch as watching
+
+    path = tmp_path / "named.json"
+    path.write_text(json.dumps(named_doc))
+    state = watching.State(watching.load_snapshot(path))
+    named_doc["blocks"][0]["attn"]["c_attn"]["w"]["first"]["v:tok"] = -3
+    path.write_text(json.dumps(named_doc))
+    state = state.advance(watching.load_snapshot(path))
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))
+    console.print(watching.screen(state))
+    text = words(console.export_text())
+    assert "edited since the previous version: blocks[0].attn.c_attn.w.first.v:tok -2 → -3" in text
+    assert "pos ╲ v v:tok" in text and "pos ╲ q q:pos2 q:one2" in text
+    named_doc["blocks"][0]["attn"]["c_attn"]["w"]["first"] = {"v:nope": 1}
+    path.write_text(json.dumps(named_doc))
+    assert watching.load_snapshot(path).errors == (
+        "blocks[0].attn.c_attn.w.first.v:nope: unknown column label 'v:nope'; expected q, k, v: 3 × n_embd: q:pos, "
+        "q:one, q:pos2, q:one2, k:pos, k:pos_sq, k:pos2, k:pos_sq2, v:tok, v:spare, v:tok2, v:spare2, "
+        "or an index 0…11",)
