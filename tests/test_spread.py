@@ -121,7 +121,10 @@ def test_every_context_groups_by_prediction_and_saves_a_picture(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["nowhere:a"], "error: 'nowhere:a': the model records no 'nowhere'; it records hook_embed, "),
+    (["nowhere:a"], "error: 'nowhere:a': the model records no 'nowhere'; it records hook_embed, hook_pos_embed, "
+                    "blocks.0.hook_resid_pre, blocks.0.attn.hook_q, blocks.0.attn.hook_k, blocks.0.attn.hook_v, "
+                    "blocks.0.attn.scores_before_mask, blocks.0.attn.hook_attn_scores, blocks.0.attn.hook_pattern, "
+                    "blocks.0.attn.hook_z, blocks.0.hook_attn_out, blocks.0.hook_resid_post, logits, probs"),
     (["blocks.0.hook_resid_post:zz"], "error: 'blocks.0.hook_resid_post:zz': blocks.0.hook_resid_post has "
                                       "no column 'zz'; its columns are p0, p1, p2, p3, p4, a, b, out"),
     (["blocks.0.hook_resid_post"], "error: 'blocks.0.hook_resid_post': expected HOOK:COLUMN, e.g. "
@@ -140,9 +143,12 @@ def test_every_context_groups_by_prediction_and_saves_a_picture(tmp_path):
      "attn.hook_attn_scores, attn.scores_before_mask"),
     (["blocks.0.hook_resid_post:a", "--position", "5"],
      "error: --position 5: a context has positions 0…4 (or -1 for the last)"),
+    (["blocks.0.attn.hook_pattern:0", "--head", "3"], "error: --head 3: the model has one head, 0"),
+    (["blocks.0.attn.hook_pattern:0", "--head", "2", "-w", "multihead"], "error: --head 2: the model has heads 0…1"),
+    (["blocks.0.attn.hook_pattern:9"], "error: blocks.0.attn.hook_pattern:9: a key position is within -5…4"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(args, message):
-    assert user_error("spread", *args).startswith(message)
+    assert user_error("spread", *args) == message
 
 
 def test_the_puzzle_must_have_the_files_vocab():

@@ -16,7 +16,7 @@ import numpy as np
 
 from handwired.engine.trace import trace
 from handwired.engine.trie import Trie, build_trie, capture_trie
-from handwired.errors import HandwiredError, bad_value
+from handwired.errors import HandwiredError, bad_head, bad_value
 from handwired.weightfile import Model
 
 HEAD_DIMS = {"hook_q": "q", "hook_k": "k", "hook_v": "v", "hook_z": "z"}  # the letter of each head's columns
@@ -86,7 +86,7 @@ def _key_probe(model: Model, hook: str, column: str, head: int | None) -> Probe:
                                  ("head",))
         head = 0
     if not 0 <= head < model.n_head:
-        raise bad_value("head", head, f"the model has heads 0…{model.n_head - 1}")
+        raise bad_head(head, model.n_head)
     try:
         key = int(column)
     except ValueError:

@@ -11,7 +11,7 @@ import numpy as np
 from handwired.engine import attribution
 from handwired.engine.logits import gaps, top_token
 from handwired.engine.trace import Trace
-from handwired.errors import bad_value
+from handwired.errors import bad_head, bad_value
 from handwired.views.figures import Matrix, Prediction, Step
 from handwired.views.numbers import number
 from handwired.weightfile import Model
@@ -52,8 +52,7 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
         raise bad_value("block", block, f"the model has blocks 0…{model.n_layer - 1}" if model.n_layer
                         else "the model has no blocks")
     if head is not None and not 0 <= head < model.n_head:
-        raise bad_value("head", head, "the model has one head, 0" if model.n_head == 1
-                        else f"the model has heads 0…{model.n_head - 1}")
+        raise bad_head(head, model.n_head)
     if position is not None and not 0 <= position < len(trace.window):
         raise bad_value("position", position, f"the context has positions 0…{len(trace.window) - 1}")
     blocks = [block] if block is not None else list(range(model.n_layer))
