@@ -33,3 +33,9 @@ class HandwiredError(Exception):
 def bad_value(parameter: str, value: object, problem: str) -> HandwiredError:
     """``{parameter} VALUE: problem`` — a parameter given a value it cannot take."""
     return HandwiredError(f"{{{parameter}}} {value}: {problem}", (parameter,))
+
+
+def bad_head(head: int, n_head: int) -> HandwiredError:
+    """``{head} 3: the model has heads 0…1`` (or ``one head, 0``): a head the model does not have."""
+    has = "one head, 0" if n_head == 1 else f"heads 0…{n_head - 1}"
+    return bad_value("head", head, f"the model has {has}")

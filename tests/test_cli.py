@@ -36,8 +36,10 @@ def test_predict_shows_next_token_and_probabilities():
     assert result.exit_code == 0
     assert "aabaa → b" in result.stdout
     # p(b) = 1 / (1 + e^-1023) is exactly 1.0 in float64, p(a) exactly 0
-    assert re.search(r"│ a\s+│\s+1 │\s+0 │", result.stdout)
-    assert re.search(r"│ b\s+│\s+1024 │\s+1 │ █+", result.stdout)
+    # gap: each logit minus the best other one's (b leads a by 1023)
+    assert re.search(r"│ a\s+│\s+1 │\s+-1023 │\s+0 │", result.stdout)
+    assert re.search(r"│ b\s+│\s+1024 │\s+\+1023 │\s+1 │ █+", result.stdout)
+    assert "gap: its logit minus the best other token's" in result.stdout
 
 
 def test_predict_all_positions():
@@ -45,6 +47,14 @@ def test_predict_all_positions():
     rows = [line for line in result.stdout.splitlines() if line.startswith("│")]
     predicted = [row.split("│")[4].strip() for row in rows[:5]]
     assert predicted == ["b", "b", "a", "a", "b"]
+    from reference import reference_forward
+
+    from handwired.weightfile import load
+
+    logits, _ = reference_forward(load("aab").params, [0, 0, 1, 0, 0], 1)
+    leads = [f"{abs(row[1] - row[0]):+g}" for row in logits]  # two tokens: the lead is the difference
+    assert [row.split("│")[6].strip() for row in rows[:5]] == leads == ["+1023"] * 3 + ["+1025", "+1023"]
+    assert "lead: the predicted token's logit minus the best other token's" in result.stdout
 
 
 def test_predict_json_is_machine_readable():
@@ -147,11 +157,13 @@ def test_check_fails_a_blank_model_and_shows_why(tmp_path, monkeypatch):
     assert result.exit_code == 1
     assert "0 / 27" in result.stdout
     why = result.stdout[result.stdout.index("Why the shortest failing context 'aa' fails"):]
-    assert re.findall(r"─ \[(\w+)\]", why) == ["qkv", "scores", "mask", "pattern", "z", "prediction"]
-    # all-zero Q, K, V and z are one line each, naming the command that shows them
-    assert why.count(f"all 16 entries are 0 (2 × 8); handwired explain aa -w {path} "
-                     "--step attention --all to show it") == 4
-    assert re.search(r"│ 1:a\s+│ a \(tie\)\s+│\s+0.5000 │", why)
+    # a blank model: every logit 0, so the wrong token a ties the right one b, a gap of 0
+    assert "the right token is b, but a ties with it: logit 0 against 0, a gap of 0 logits (p(a) = 0.5000)." in why
+    assert re.findall(r"─ \[(\w+)\]", why) == ["why", "qkv", "scores", "mask", "pattern", "z", "proj", "prediction"]
+    # all-zero Q, K, V, z, attn_out and x + attn_out are one line each, naming the command that shows them
+    assert why.count(f"all 16 entries are 0 (2 × 8); handwired explain aa -w {path} --all to show it") == 6
+    assert re.search(r"│ 1:a\s+│ a \(tie\)\s+│\s+0.5000 │\s+0 │", why)
+    assert why.rstrip().endswith(f"Every step of this context, nothing folded: handwired explain aa -w {path} --all")
 
 
 def test_check_json_and_exhaustive():

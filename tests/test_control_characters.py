@@ -40,5 +40,5 @@ def test_views_show_control_characters_escaped(tmp_path, monkeypatch):
     assert "vocab a '\\n'" in out and "context '\\n\\n'  (2 tokens)" in out
     out = invoke("predict", "a\n", "-w", str(path), "--every-position").stdout
     assert "'a\\n' → a  (tied with '\\n'; argmax takes the first)" in out
-    assert "│ '\\n'  │ 'a\\n' │ a (tie)" in out and "│ '\\n'  │     0 │      0.5000 │" in out
+    assert "│ '\\n'  │ 'a\\n' │ a (tie)" in out and "│ '\\n'  │     0 │   0 │      0.5000 │" in out
     assert all(line.strip() for line in out.splitlines())  # no line broken by a raw newline

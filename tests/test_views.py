@@ -122,8 +122,10 @@ def expected_cells(matrix) -> dict:
     cells = {}
     for r in keep_rows:
         for c in keep_cols:
-            masked = matrix.future is not None and matrix.future[r, c] and matrix.future_text
-            cells[matrix.rows[r], matrix.cols[c]] = matrix.future_text if masked else texts[r][c]
+            future = matrix.future is not None and matrix.future[r, c]
+            # a masked cell: its own text (−∞, ·), else its value in brackets, masked without colour too
+            shown = (matrix.future_text or f"[{texts[r][c]}]") if future else texts[r][c]
+            cells[matrix.rows[r], matrix.cols[c]] = shown
     return cells
 
 
@@ -169,14 +171,18 @@ def test_explain_of_a_wide_model_at_80_columns_prints_every_number_in_full(wide_
     start = next(i for i, line in enumerate(lines) if "[prediction]" in line)
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("╰"))
     [(header, rows)] = tables(lines[start:end])
-    assert header == ["position:token", "predicts", "probability"]
+    assert header == ["position:token", "predicts", "probability", "lead (logits)"]
     logits, _ = reference_forward(wide_document(), [0, 1, 2, 0, 1], 2)
-    expected = []
+    expected, leads = [], []
     for i, token in enumerate("abcab"):
         best = int(np.argmax(logits[i]))
         probs = np.exp(np.array(logits[i]) - max(logits[i]))
         expected.append([f"{i}:{token}", "abc"[best], format_probability(float(probs[best] / probs.sum()))])
-    assert rows == expected
+        leads.append(logits[i][best] - max(v for j, v in enumerate(logits[i]) if j != best))
+    assert [row[:3] for row in rows] == expected
+    # the lead: the predicted token's logit minus the best other one's, signed, as the view rounds it
+    assert all(row[3].startswith("+") for row in rows)
+    assert [float(row[3]) for row in rows] == pytest.approx(leads, abs=5e-4)
 
 
 def test_weights_show_of_a_wide_model_at_80_columns_prints_every_number_in_full(wide_file, monkeypatch):
@@ -240,7 +246,17 @@ def test_attention_squares_are_never_folded(tmp_path):
     model = load(str(path))
     scores = explain.steps(model, run_trace(model, "ab"), ["scores"])[0].matrices[0]
     [[page]] = printed_cells(out, [scores])
-    assert page == {("0:a", "0:a"): "0", ("0:a", "1:b"): "0", ("1:b", "0:a"): "0", ("1:b", "1:b"): "0"}
+    # the key after the query, which the mask will hide, in brackets: masked with or without colour
+    assert page == {("0:a", "0:a"): "0", ("0:a", "1:b"): "[0]", ("1:b", "0:a"): "0", ("1:b", "1:b"): "0"}
+
+
+def test_masked_scores_read_as_masked_without_colour(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    out = invoke("explain", "aabaa", "--step", "scores").stdout
+    # scaled scores: Lg·1/√8 = 362.039 where the query matches; the keys after each query in brackets
+    assert re.search(r"│ 0:a\s+│ 362\.039 │\s+\[0\] │\s+\[0\] │\s+\[0\] │\s+\[0\] │", out)
+    assert re.search(r"│ 3:a\s+│\s+0 │\s+0 │ 362\.039 │ 362\.039 │\s+\[0\] │", out)
+    assert "grey [value]: a key" in out
 
 
 def test_fold_labels_folds_runs_of_three_or_more():

@@ -62,9 +62,9 @@ def test_missing_file_and_bad_context_are_errors(tmp_path, aab_doc):
     assert "cannot read" in watching.load_snapshot(tmp_path / "gone.json").errors[0]
     path = write(tmp_path / "m.json", aab_doc)
     assert "not in the vocabulary" in watching.load_snapshot(path, text="abc").errors[0]
-    assert "head 3: the model has heads 0…0" in watching.load_snapshot(path, head=3).errors[0]
+    assert "head 3: the model has one head, 0" in watching.load_snapshot(path, head=3).errors[0]
     flagged = watching.load_snapshot(path, head=3, spell=lambda name: "--" + name).errors[0]
-    assert flagged.startswith("--head 3: the model has heads 0…0")  # as the command spells it
+    assert flagged.startswith("--head 3: the model has one head, 0")  # as the command spells it
     assert "position 7: the context has positions 0…4" in watching.load_snapshot(path, position=7).errors[0]
     assert watching.load_snapshot(path, wanted=["why"], position=2).steps[0].title.endswith("position 2")
     del aab_doc["example"]

@@ -34,6 +34,7 @@ COMMANDS = {  # name -> "module:app", in the order --help lists them; a module i
     "check": "handwired.cli.check:app",
     "watch": "handwired.cli.watch:app",
     "diff": "handwired.cli.diff:app",
+    "spread": "handwired.cli.spread:app",
     "attend": "handwired.cli.attend:app",
     "weights": "handwired.cli.weights:app",
     "puzzles": "handwired.cli.puzzles:app",

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from handwired.cli.checking import explain_command, progress_and_stop, puzzle_verdict
+from handwired.cli.checking import explain_command, files_puzzle, progress_and_stop, puzzle_verdict
 from handwired.cli.common import (
     EXIT_CHECK_FAILED,
     EXIT_INTERRUPTED,
@@ -62,19 +62,22 @@ def check(
     html: HtmlOption = None,
     force: ForceOption = False,
 ) -> None:
-    """Score the model on its target pattern (or a puzzle's rule); exit code 0 only if nothing fails."""
+    """Score the model on its target pattern, or on its puzzle's rule when it names one (or --puzzle); exit code 0
+    only if nothing fails."""
     spec = weight_spec(file, weights)
     if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
         raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
+    given = _given(target=target, length=length, exhaustive=exhaustive, sample=sample, min_length=min_length)
     if puzzle is not None:
-        given = [option for option, value in (("--target", target), ("--length", length), ("--exhaustive", exhaustive),
-                                              ("--sample", sample), ("--min-length", min_length))
-                 if value not in (None, False)]
         if given:
             raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
         puzzle_verdict(puzzle, spec, show, near_miss, as_json, svg, html, force, show_all)
         return
     model = load(spec)
+    named = None if given else files_puzzle(model)  # the file's puzzle judges it, unless a flag asks otherwise
+    if named is not None:
+        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model)
+        return
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     plan = _plan(model, target, length, exhaustive, sample, seed, min_length)
     with progress_and_stop(not as_json) as (progress, should_stop):
@@ -88,6 +91,11 @@ def check(
         raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok:
         raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _given(**options) -> list[str]:
+    """The target check's options that were given, as flags: each one means the file's puzzle does not judge."""
+    return ["--" + name.replace("_", "-") for name, value in options.items() if value not in (None, False)]
 
 
 def _plan(model: Model, target: str | None, length: int | None, exhaustive: bool, sample: int | None, seed: int,

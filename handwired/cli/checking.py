@@ -16,16 +16,17 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.text import Text
 
 from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, warn
 from handwired.defaults import DEFAULT_MODEL
+from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
-from handwired.judge.catalogue import load_puzzle
+from handwired.judge.catalogue import load_puzzle, named_puzzle, other_puzzle
+from handwired.judge.puzzle import Puzzle
 from handwired.judge.verdict import submit
-from handwired.views.puzzles import puzzle_line, score_view, submission_json
+from handwired.views.puzzles import puzzle_line, score_view, submission_json, unsolved_line
 from handwired.views.report import failure_view
-from handwired.weightfile import Model, load
+from handwired.weightfile import Model, bundled_models, load
 
 BAR_AFTER = 1.0  # seconds: a check quicker than this never shows a progress bar
 
@@ -62,23 +63,50 @@ def progress_and_stop(show_progress: bool) -> Iterator[tuple[Callable[[int, int]
 
 
 def explain_command(model: Model, weights: str, context: str) -> str:
-    """The explain command that shows a failing context's attention with nothing folded."""
-    again = ["handwired", "explain", context, *(["-w", weights] if weights != DEFAULT_MODEL else []),
-             "--step", "attention", "--all"]
+    """The explain command that shows a failing context's every step with nothing folded."""
+    again = ["handwired", "explain", context, *(["-w", weights] if weights != DEFAULT_MODEL else []), "--all"]
     return shlex.join(again)
 
 
-def puzzle_verdict(name: str, weights: str, show: int, near_miss: float, as_json: bool,
+def files_puzzle(model: Model) -> Puzzle | None:
+    """The puzzle the file names, if any; a statement edited since the file was started is judged as it is now,
+    with a warning."""
+    puzzle, note = named_puzzle(model)
+    if note:
+        warn(note)
+    return puzzle
+
+
+def warn_other_puzzle(puzzle: Puzzle, *models: Model) -> None:
+    """Judging by a puzzle a flag gave (it wins), warn about each file that names another one."""
+    for model in models:
+        named = other_puzzle(model, puzzle)
+        if named is not None:
+            warn(f"{model.source} names the puzzle {named!r}; judged by {puzzle.name!r}, as asked")
+
+
+def load_answer(puzzle: Puzzle, weights: str) -> Model:
+    """The player's weight file; a missing one points at the command that writes a starter."""
+    if not Path(weights).exists() and weights not in bundled_models():
+        raise HandwiredError(f"{weights}: no such file; write a starter with handwired puzzles start "
+                             f"{shlex.quote(puzzle.ref)} -o {shlex.quote(weights)}")
+    return load(weights)
+
+
+def puzzle_verdict(name: str | Puzzle, weights: str, show: int, near_miss: float, as_json: bool,
                    svg: Path | None = None, html: Path | None = None, force: bool = False,
-                   show_all: bool = False) -> None:
-    """Judge a weight file as an answer to a puzzle, record the player's progress, and show the verdict."""
-    puzzle = load_puzzle(name)
-    model = load(weights)
+                   show_all: bool = False, model: Model | None = None) -> None:
+    """Judge a weight file as an answer to a puzzle (by name, or as loaded), record the player's progress, and show
+    the verdict."""
+    puzzle = load_puzzle(name) if isinstance(name, str) else name
+    model = model or load_answer(puzzle, weights)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     with progress_and_stop(not as_json) as (progress, should_stop):
         submission = submit(puzzle, model, show, progress, should_stop)
     if not submission.fits:
         raise submission.misfit_error()
+    if isinstance(name, str):  # asked for by name: the file may name another
+        warn_other_puzzle(puzzle, model)
     report = submission.report
     player = progressing.load(warn=warn)
     best_before = player.best(puzzle.key)
@@ -93,7 +121,7 @@ def puzzle_verdict(name: str, weights: str, show: int, near_miss: float, as_json
             if submission.solved:
                 parts.append(score_view(submission, best_before, new_best))
             elif not report.interrupted:
-                parts.append(Text(f"\nNot solved yet. Stuck? handwired puzzles hint {puzzle.ref}", style="dim"))
+                parts.append(unsolved_line(submission))
             return parts
 
         out.show(view, show_all)

@@ -6,11 +6,16 @@ from typing import Annotated
 
 import typer
 
+from handwired.cli.checking import files_puzzle, warn_other_puzzle
 from handwired.cli.common import EXIT_INTERRUPTED, ForceOption, HtmlOption, JsonOption, Output, SvgOption, stderr
 from handwired.defaults import CHANGES_SHOWN, SEED
+from handwired.errors import HandwiredError
+from handwired.judge.catalogue import load_puzzle
 from handwired.judge.compare import compare
+from handwired.judge.plans import Plan
+from handwired.judge.verdict import Submission, fit_problems, puzzle_plan
 from handwired.views.diff import diff_json, diff_view
-from handwired.weightfile import load
+from handwired.weightfile import Model, load
 
 app = typer.Typer()
 
@@ -27,16 +32,22 @@ def diff(
         int | None, typer.Option(help="Compare this many random contexts instead of every one.")
     ] = None,
     seed: Annotated[int, typer.Option(help="Random seed for --sample.")] = SEED,
+    puzzle: Annotated[
+        str | None, typer.Option(help="Compare on this puzzle's contexts, each change fixed, broken or margin only; "
+                                      "default: the puzzle the new (or old) file names, unless --sample.")
+    ] = None,
     as_json: JsonOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
 ) -> None:
-    """List the weights that differ, by label, and every context whose prediction or margin changed."""
+    """List the weights that differ, by label, and every context whose prediction or margin changed (on a puzzle's
+    contexts when the files name one: fixed, broken or margin only)."""
     before, after = load(old), load(new)
     out = Output(svg, html, force, reading=(Path(before.source), Path(after.source)), as_json=as_json)
+    judging = _puzzle(before, after, puzzle, sample)
     try:
-        result = compare(before, after, sample, seed, show)
+        result = compare(before, after, sample, seed, show, puzzle=judging)
     except KeyboardInterrupt:
         stderr().print("interrupted: nothing compared is reported")
         raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -44,3 +55,23 @@ def diff(
         typer.echo(json.dumps(diff_json(before, after, result), indent=2, ensure_ascii=False))
         return
     out.show(lambda everything: [diff_view(before, after, result)])
+
+
+def _puzzle(before: Model, after: Model, name: str | None, sample: int | None) -> tuple[str, Plan] | None:
+    """The puzzle that judges the comparison, and its plan on the old file: --puzzle, else the one a file names."""
+    if name is not None and sample is not None:
+        raise HandwiredError("--puzzle compares every context the puzzle judges; --sample does not apply")
+    if name is not None:
+        puzzle = load_puzzle(name)
+    elif sample is None:
+        puzzle = files_puzzle(after) or files_puzzle(before)
+    else:
+        puzzle = None
+    if puzzle is None:
+        return None
+    for model in (before, after):
+        if fit_problems(puzzle, model):
+            raise Submission(puzzle, model, tuple(fit_problems(puzzle, model)), None, None).misfit_error()
+    if name is not None:
+        warn_other_puzzle(puzzle, before, after)
+    return puzzle.name, puzzle_plan(puzzle, before)

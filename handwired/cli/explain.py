@@ -1,5 +1,6 @@
 """explain: every intermediate of the forward pass on one context, step by step."""
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,7 @@ from handwired.cli.common import (
     ForceOption,
     HeadOption,
     HtmlOption,
+    JsonOption,
     NoMaskOption,
     Output,
     PositionOption,
@@ -48,17 +50,28 @@ def explain(
     html: HtmlOption = None,
     force: ForceOption = False,
     no_mask: NoMaskOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Show every intermediate of the forward pass on TEXT, step by step."""
     model = load(weight_spec(None, weights))
-    out = Output(svg, html, force, reading=(Path(model.source),))
+    out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
+    if as_json:
+        given = (("--step", step), ("--block", block), ("--head", head), ("--position", position), ("--all", show_all))
+        narrowed = [flag for flag, value in given if value is not None and value is not False]
+        if narrowed:
+            raise HandwiredError(f"--json prints every intermediate of the context; {narrowed[0]} does not apply")
     if text is None:
         if model.example is None:
             raise HandwiredError(f"{model.source}: has no 'example'; give the context, "
                                  f"e.g. handwired explain {model.vocab[0] * 3}")
         text = model.example
-    wanted = explaining.expand(step or [])
     run = trace(model, text, causal=not no_mask)
+    if as_json:
+        from handwired.views.record import record_json  # only for --json
+
+        typer.echo(json.dumps(record_json(model, run), ensure_ascii=False))
+        return
+    wanted = explaining.expand(step or [])
     named = any(name in explaining.BLOCK_STEPS for name in step or [])
     panels = explaining.steps(model, run, wanted, block, head, position, every_step=named)
 

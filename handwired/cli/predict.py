@@ -18,7 +18,7 @@ from handwired.cli.common import (
 )
 from handwired.engine.trace import trace
 from handwired.views.model import prediction_json, prediction_view
-from handwired.weightfile import load
+from handwired.weightfile import Model, load
 
 app = typer.Typer()
 
@@ -31,6 +31,9 @@ def predict(
         bool,
         typer.Option("--every-position", help="Show the prediction at every position."),
     ] = False,
+    puzzle: Annotated[
+        str | None, typer.Option(help="Also show this puzzle's answer (default: the one the file names).")
+    ] = None,
     as_json: JsonOption = False,
     no_mask: NoMaskOption = False,
     svg: SvgOption = None,
@@ -40,8 +43,34 @@ def predict(
     """Predict the next token after TEXT."""
     model = load(weight_spec(None, weights))
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
+    judge = _puzzle(model, puzzle) if puzzle is not None or model.puzzle is not None else None
     run = trace(model, text, causal=not no_mask)
     if as_json:
-        typer.echo(json.dumps(prediction_json(model, run, every_position), indent=2, ensure_ascii=False))
+        data = prediction_json(model, run, every_position)
+        if judge is not None:  # the game's modules load only when a puzzle judges (see _puzzle)
+            from handwired.views.puzzles import rule_answers
+
+            data["puzzle"] = {"name": judge.name, "answers": rule_answers(judge, model, run, every_position)}
+        typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
-        out.show(lambda everything: [prediction_view(model, run, every_position)])
+        parts = [prediction_view(model, run, every_position)]
+        if judge is not None:
+            from handwired.views.puzzles import rule_view
+
+            parts.append(rule_view(judge, model, run, every_position))
+        out.show(lambda everything: parts)
+
+
+def _puzzle(model: Model, name: str | None):
+    """The puzzle whose rule is shown beside the model: --puzzle, else the file's. Imported only when there is one:
+    predict is the command that must start quickest."""
+    from handwired.cli.checking import files_puzzle, warn_other_puzzle
+    from handwired.judge.catalogue import load_puzzle
+    from handwired.judge.verdict import Submission, fit_problems
+
+    judge = load_puzzle(name) if name is not None else files_puzzle(model)
+    if fit_problems(judge, model):
+        raise Submission(judge, model, tuple(fit_problems(judge, model)), None, None).misfit_error()
+    if name is not None:
+        warn_other_puzzle(judge, model)
+    return judge

@@ -26,7 +26,7 @@ from handwired.cli.common import (
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
-from handwired.judge.catalogue import catalogue, load_puzzle, solution_path
+from handwired.judge.catalogue import catalogue, load_puzzle, puzzle_reference, solution_path
 from handwired.judge.puzzle import Puzzle, starter, template
 from handwired.views.puzzles import catalogue_json, catalogue_view, score_text, statement_view
 from handwired.weightfile import load
@@ -72,7 +72,8 @@ def puzzles_list(as_json: JsonOption = False) -> None:
     if not puzzles:
         stdout().print("No puzzles are installed.")
         return
-    stdout().print(catalogue_view(puzzles, _progress()))
+    console = stdout()
+    console.print(catalogue_view(puzzles, _progress(), console.width))
 
 
 @app.command("show")
@@ -94,9 +95,10 @@ def puzzles_start(
     """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""
     puzzle = load_puzzle(name)
     output = output or Path(answer_file(puzzle))
-    say = write_output(output, dumps(starter(puzzle)), force)
+    say = write_output(output, dumps(starter(puzzle, puzzle_reference(puzzle, output.parent))), force)
     say.print(f"wrote {escape(str(output))}: vocab {escape(' '.join(map(shown, puzzle.vocab)))}, n_ctx {puzzle.n_ctx}, "
-              f"{puzzle.caps.text()}; all zeros. Next: wire it, then "
+              f"{puzzle.caps.text()}; all zeros; it names its puzzle, so check, watch, diff and predict "
+              f"judge it by {escape(puzzle.name)}. Next: wire it, then "
               f"handwired puzzles check {escape(puzzle.ref)} {escape(str(output))}")
 
 
@@ -143,7 +145,7 @@ def puzzles_hint(
     for number, hint in enumerate(puzzle.hints[:revealed], start=1):
         new = number > before
         console.print(Text.assemble((f"hint {number} of {len(puzzle.hints)}: ", "bold" if new else "dim"),
-                                    (hint, "" if new else "dim")))
+                                    (hint, "" if new else "dim")), soft_wrap=not console.is_terminal)  # pipe: 1 a line
     if revealed == len(puzzle.hints) and before == revealed and puzzle.bundled:
         console.print(Text("That was the last hint. The reference solution: "
                            f"handwired puzzles solution {puzzle.ref} (once solved, or with --spoil)", style="dim"))
@@ -153,8 +155,13 @@ def puzzles_hint(
 def puzzles_solution(
     name: NameArgument,
     spoil: Annotated[bool, typer.Option("--spoil", help="Show it even though you have not solved the puzzle.")] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the solution's weight file here instead of showing it.")
+    ] = None,
+    force: ForceOption = False,
 ) -> None:
-    """The reference solution, once you have solved the puzzle (or with --spoil)."""
+    """The reference solution, once you have solved the puzzle (or with --spoil). In a pipe, or with -o, the weight
+    file alone, as it is written."""
     puzzle = load_puzzle(name)
     path = solution_path(puzzle.name) if puzzle.ref == puzzle.name else None
     if path is None:
@@ -162,11 +169,20 @@ def puzzles_solution(
     if not spoil and not _progress().solved(puzzle.key):
         raise HandwiredError(f"puzzle {name!r} is not solved yet: solve it first "
                              f"(handwired puzzles check {name} FILE), or add --spoil to see the solution anyway")
-    model = load(str(path))
+    text = path.read_text(encoding="utf-8")
     console = stdout()
+    if output is not None:
+        say = write_output(output, text, force)
+        say.print(f"wrote {escape(str(output))}: the reference solution of {escape(name)}. "
+                  f"See it: handwired weights show {escape(str(output))}")
+        return
+    if not console.is_terminal:  # the file alone, so `> f` is a weight file
+        typer.echo(text, nl=not text.endswith("\n"))
+        return
+    model = load(str(path))
     console.print(Text.assemble(("reference solution of ", "dim"), (name, "bold"), ("  ", ""), (str(path), "dim")))
     if model.description:
         console.print(Text(model.description, style="italic"))
     console.print(Text.assemble(("par: ", "bold"), score_text(puzzle.par) if puzzle.par else "not stated"))
-    console.print(Syntax(path.read_text(encoding="utf-8"), "json", theme="ansi_dark", word_wrap=True))
+    console.print(Syntax(text, "json", theme="ansi_dark", word_wrap=True))
     console.print(Text(f"Every matrix, labelled: handwired weights show {path}", style="dim"))

@@ -35,7 +35,9 @@ def watch(
         str | None,
         typer.Argument(metavar="[PATH]", help="The weight file you are editing (or -w PATH)."),
     ] = None,
-    text: Annotated[str | None, typer.Argument(help="The context; default: the weight file's example.")] = None,
+    text: Annotated[str | None, typer.Argument(help="The context; default: under a puzzle, its shortest failing "
+                                                    "context while there is one; else the weight file's example.")
+                    ] = None,
     weights: WeightsOption = None,
     step: StepOption = None,
     block: BlockOption = None,
@@ -43,7 +45,8 @@ def watch(
     position: PositionOption = None,
     show_all: ShowAllOption = False,
     puzzle: Annotated[
-        str | None, typer.Option(help="Judge by this puzzle's rule (handwired puzzles) instead of the file's target.")
+        str | None, typer.Option(help="Judge by this puzzle's rule (handwired puzzles); default: the puzzle the file "
+                                      "names, else its target. While it fails, its shortest failure is drawn.")
     ] = None,
 ) -> None:
     """Show the explain view and the check verdict of PATH, and redraw them each time it is saved (Ctrl-C quits)."""
@@ -54,7 +57,7 @@ def watch(
         raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
     wanted = explaining.expand(step or [])
     named = any(name in explaining.BLOCK_STEPS for name in step or [])  # heads/concat asked for by name
-    judge = watching.puzzle_verdict(load_puzzle(puzzle)) if puzzle is not None else watching.check_verdict
+    judge = watching.puzzle_verdict(load_puzzle(puzzle)) if puzzle is not None else watching.file_verdict
     console = Console(highlight=False)
     if not console.is_terminal:
         raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "

@@ -70,7 +70,7 @@ def weights_convert(
         raise HandwiredError(f"--to {to!r}: expected {' or '.join(FORMS)}")
     model = load(weight_spec(file, weights))
     check_outputs(Path(model.source), force, output)
-    say = write_output(output, dumps(document(model, to)), force)
+    say = write_output(output, dumps(document(model, to, output.parent)), force)
     written, total = entry_counts(model)
     say.print(f"wrote {escape(str(output))} ({to}): {count(total, 'entry', 'entries')}, "
               f"{written:,} of them non-zero")
@@ -83,6 +83,8 @@ def weights_validate(
 ) -> None:
     """List every problem in a weight file, or say it is OK."""
     path, model, problems = validate(weight_spec(file, weights))
+    if model is not None and model.puzzle is not None:
+        problems = _puzzle_problems(model)
     if problems:
         err = stderr()
         for problem in problems:
@@ -90,6 +92,17 @@ def weights_validate(
         err.print(count(len(problems), "problem"))
         raise typer.Exit(EXIT_USER_ERROR)
     stdout().print(Text.assemble(("OK ", "bold green"), f"{path}: ", model_line(model)))
+
+
+def _puzzle_problems(model) -> list[str]:
+    """The file's own problems are none; is the puzzle it names one that exists (as check will look for it)?"""
+    from handwired.judge.catalogue import named_puzzle  # the game loads only for a file that names a puzzle
+
+    try:
+        named_puzzle(model)
+    except HandwiredError as error:
+        return [error.render(lambda name: f"--{name}").removeprefix(f"{model.source}: ")]
+    return []
 
 
 @app.command("new")
@@ -112,7 +125,7 @@ def weights_new(
 
 @app.command("list")
 def weights_list() -> None:
-    """List the bundled models."""
+    """List the bundled models, one a line: its name and its path (never wrapped, so a pipe can split them)."""
     console = stdout()
     for name, path in bundled_models().items():
-        console.print(Text.assemble((name, "bold"), f"  {path}"))
+        console.print(Text.assemble((name, "bold"), f"  {path}"), soft_wrap=True)

@@ -32,6 +32,7 @@ class Attribution:
     contributions: np.ndarray  # [n_parts, n_vocab]: each part's share of each logit
     logits: np.ndarray  # [n_vocab]: the forward pass's logits at the position
     scale: float | None  # ln_f's σ = √(var(x) + eps) at the position; None without ln_f
+    unit_gain: np.ndarray | None = None  # [n_parts, n_vocab]: the shares were ln_f's gain g all ones; None without ln_f
 
     @property
     def total(self) -> np.ndarray:  # [n_vocab]
@@ -71,17 +72,19 @@ def attribute(model: Model, trace: Trace, position: int | None = None) -> Attrib
     position = len(trace.window) - 1 if position is None else position
     labels, hooks, vectors = zip(*residual_parts(model, record, position))
     residual = np.stack(vectors)  # [n_parts, n_embd]
-    scale = None
+    scale, unit_gain = None, None
     if "ln_f" in model.params:
         ln_f = model.params["ln_f"]
         n_layer = model.n_layer
         x = record[f"blocks.{n_layer - 1}.hook_resid_post"][position] if n_layer else residual.sum(axis=0)  # [n_embd]
         scale = float(np.sqrt(np.var(x) + LN_EPS))
+        unit = np.vstack([centre_and_scale(residual, 1.0, scale), ln_f["b"]])  # [n_parts + 1, n_embd], g = 1
+        unit_gain = matmul(unit, model.params["wte"].T)  # [n_parts + 1, n_vocab]
         residual = np.vstack([centre_and_scale(residual, ln_f["g"], scale), ln_f["b"]])  # [n_parts + 1, n_embd]
         labels, hooks = (*labels, "final LayerNorm bias ln_f.b"), (*hooks, "ln_f.b")
     contributions = matmul(residual, model.params["wte"].T)  # [n_parts, n_embd] -> [n_parts, n_vocab]
     return Attribution(position, tuple(labels), tuple(hooks), residual, contributions, record["logits"][position],
-                       scale)
+                       scale, unit_gain)
 
 
 def movers(attribution: Attribution) -> list[tuple[str, int, int]]:
@@ -93,3 +96,33 @@ def movers(attribution: Attribution) -> list[tuple[str, int, int]]:
         if without != with_all:
             result.append((label, without, with_all))
     return result
+
+
+def pushes(attribution: Attribution, toward: int, against: int) -> np.ndarray:  # -> [n_parts]
+    """Each part's share of logit[toward] − logit[against]: how far it pushed one token over the other."""
+    return attribution.contributions[:, toward] - attribution.contributions[:, against]  # [n_parts]
+
+
+@dataclass(frozen=True)
+class GainEffect:
+    """What the final LayerNorm's gain g does to the answer at a position, against g = 1 (every other number kept)."""
+
+    top: int  # the top token
+    runner_up: int  # the best other token
+    top_at_unit_gain: int  # the top token were g all ones
+    flipped: tuple[str, ...]  # parts that favour the runner-up over the top token at g = 1, and the top with g
+
+
+def gain_effect(attribution: Attribution) -> GainEffect | None:
+    """How ln_f's gain changes the winner or a part's sign; None without ln_f or when it changes neither."""
+    if attribution.unit_gain is None or attribution.contributions.shape[1] < 2:
+        return None
+    order = np.argsort(-attribution.total, kind="stable")  # [n_vocab], first the top token
+    top, runner_up = int(order[0]), int(order[1])
+    with_gain = pushes(attribution, top, runner_up)  # [n_parts]
+    unit = attribution.unit_gain[:, top] - attribution.unit_gain[:, runner_up]  # [n_parts]
+    flipped = tuple(label for label, a, b in zip(attribution.parts, unit, with_gain) if a * b < 0)
+    unit_top = int(np.argmax(attribution.unit_gain.sum(axis=0)))
+    if unit_top == top and not flipped:
+        return None
+    return GainEffect(top, runner_up, unit_top, flipped)

@@ -12,6 +12,16 @@ def top_token(logits: np.ndarray) -> tuple[int, bool]:
     return best, int(np.sum(logits == logits[best])) > 1
 
 
+def gaps(logits: np.ndarray) -> np.ndarray:  # [..., n_vocab] -> [..., n_vocab]
+    """Each token's logit minus the highest logit among the other tokens: the top token's lead (> 0 unless tied),
+    every other token's distance below the top (< 0). A vocab of one token has nothing to compare: +inf."""
+    if logits.shape[-1] < 2:
+        return np.full(logits.shape, np.inf)
+    top2 = -np.partition(-logits, 1, axis=-1)[..., :2]  # [..., 2]: the highest, the second highest
+    best, second = top2[..., :1], top2[..., 1:]
+    return logits - np.where(logits == best, second, best)  # the top token is compared with the runner-up
+
+
 def raise_not_finite(model: Model, what: str) -> None:
     raise HandwiredError(f"{model.source}: {what}: the weights are too large for float64 (about 1.8e308); "
                          "make the largest ones smaller")

@@ -22,7 +22,7 @@ TARGETS = ("transformer-lens",)
 def export_folder(model: Model, folder: Path, force: bool = False) -> dict[str, bytes]:
     """Write the model's TransformerLens folder; return the files written."""
     check_output_folder(folder, force)
-    files = export_files(model)
+    files = export_files(model, folder)
     write_folder(folder, files, force)
     return files
 
@@ -32,7 +32,7 @@ def import_folder(folder: Path, output: Path, force: bool = False, vocab: str | 
     if output.resolve().is_relative_to(folder.resolve()):
         raise HandwiredError(f"{output}: inside the folder being read ({folder}); write the weight file elsewhere")
     check_writable(output, force)
-    text, model = read_folder(folder, vocab)
+    text, model = read_folder(folder, vocab, output.parent)
     write_new(output, text, force=force)
     return model
 

@@ -24,7 +24,8 @@ from handwired.weightfile import Model, parse, read_json
 from handwired.weightfile.checker import Checker
 from handwired.weightfile.forms import document
 from handwired.weightfile.jsonfile import MAX_FILE_BYTES, kind_of
-from handwired.weightfile.writing import dumps
+from handwired.weightfile.puzzlekey import moved
+from handwired.weightfile.writing import dumps, umask_mode
 
 CONFIG, WEIGHTS, VOCAB, LABELS, README = "config.json", "model.safetensors", "vocab.json", "handwired.json", "README.md"
 FILES = (CONFIG, WEIGHTS, VOCAB, LABELS, README)
@@ -44,13 +45,16 @@ def safetensors_numpy():
 # ---------------------------------------------------------------- export
 
 
-def export_files(model: Model) -> dict[str, bytes]:
+def export_files(model: Model, folder: Path | None = None) -> dict[str, bytes]:
     """Every file of the folder, as bytes; the same model always gives the same bytes."""
     save = safetensors_numpy().save
     config = mapping.to_config(model)
     state = mapping.to_state_dict(model)
     labels = {"name": model.name, "description": model.description,
               "dims": list(model.dims), "example": model.example, "target": model.target,
+              "puzzle": model.puzzle if folder is None or model.puzzle is None  # a statement's path: from the folder
+              else moved(model.puzzle, Path(model.source).parent, folder),
+              "heads": _head_names(model),  # block number -> its heads' q, k, v labels, where the file names them
               # each MLP's hidden units by name and number: TransformerLens pads them to one width, unnamed
               "hidden": {str(i): list(model.axes(f"blocks[{i}].mlp.c_fc.w")[1].labels)
                          for i, block in enumerate(model.params["blocks"]) if "mlp" in block}}
@@ -79,9 +83,7 @@ def write_folder(folder: Path, files: dict[str, bytes], force: bool = False) -> 
         temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=parent))
         for name, data in files.items():
             (temp / name).write_bytes(data)
-        mask = os.umask(0)
-        os.umask(mask)
-        temp.chmod(0o777 & ~mask)  # mkdtemp makes it private; an export is an ordinary folder
+        temp.chmod(umask_mode(0o777))  # mkdtemp makes it private; an export is an ordinary folder
         if folder.exists():
             aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=parent))
             os.rename(folder, aside / folder.name)
@@ -122,10 +124,11 @@ def check_output_folder(folder: Path, force: bool) -> None:
 # ---------------------------------------------------------------- import
 
 
-def read_folder(folder: Path, vocab: str | None = None) -> tuple[str, Any]:
+def read_folder(folder: Path, vocab: str | None = None, destination: Path | None = None) -> tuple[str, Any]:
     """A TransformerLens folder -> (the handwired/1 JSON text, the model it loads as).
 
-    ``vocab`` gives the tokens when the folder has no vocab.json (a state dict saved by hand).
+    ``vocab`` gives the tokens when the folder has no vocab.json (a state dict saved by hand); ``destination``
+    is the folder the text will be written in, from which a statement named by its path must still be found.
     """
     if not folder.exists():
         raise HandwiredError(f"{folder}: no such folder")
@@ -141,6 +144,8 @@ def read_folder(folder: Path, vocab: str | None = None) -> tuple[str, Any]:
     weights_path = folder / WEIGHTS
     state = mapping.check_tensors(_read_tensors(weights_path), sizes, str(weights_path))
     labels = _labels(folder / LABELS, sizes["d_model"])
+    if destination is not None and isinstance(labels.get("puzzle"), str):  # anything else is refused by parse
+        labels["puzzle"] = moved(labels["puzzle"], folder, destination)
     doc = mapping.to_document(state, sizes, tokens, labels)
     model, problems = parse(doc, source=str(folder))
     if problems:
@@ -203,7 +208,8 @@ def _vocab(folder: Path, d_vocab: int, given: str | None) -> list[str]:
     return tokens
 
 
-LABEL_KEYS = {"name": False, "description": False, "dims": False, "example": False, "target": False, "hidden": False}
+LABEL_KEYS = {"name": False, "description": False, "dims": False, "example": False, "target": False, "hidden": False,
+              "puzzle": False, "heads": False}
 
 
 def _labels(path: Path, d_model: int) -> dict[str, Any]:
@@ -223,6 +229,16 @@ def _labels(path: Path, d_model: int) -> dict[str, Any]:
             check.labels(units, f"hidden.{block}", what="hidden unit labels")
         else:
             check.problem(f"hidden.{block}", "expected a block number")
+    heads = check.mapping(labels.get("heads") or {}, "heads", "block number: [each head's labels]") if labels else {}
+    for block in heads or {}:
+        if not block.isdigit():
+            check.problem(f"heads.{block}", "expected a block number")
     if check.problems:
         raise HandwiredError(f"{path}: {check.problems[0]}")
-    return {key: labels.get(key) for key in LABEL_KEYS}
+    return {key: labels.get(key) for key in LABEL_KEYS}  # the heads' labels are checked with the assembled file
+
+
+def _head_names(model: Model) -> dict[str, Any]:
+    """Block number -> its ``attn.heads``, for each block whose heads name their dims."""
+    blocks = model.written.document.get("blocks", [])
+    return {str(i): block["attn"]["heads"] for i, block in enumerate(blocks) if "heads" in block.get("attn", {})}

@@ -300,7 +300,9 @@ def to_document(state: dict[str, np.ndarray], sizes: dict[str, Any], vocab: list
         w = np.concatenate([state[prefix + f"attn.W_{name}"].transpose(1, 0, 2).reshape(d_model, n_heads * d_head)
                             for name in "QKV"], axis=1)  # [d_model, 3·d_model]: q | k | v, heads side by side
         b = np.concatenate([state[prefix + f"attn.b_{name}"].reshape(-1) for name in "QKV"])  # [3·d_model]
+        heads = (about.get("heads") or {}).get(str(i))
         block: dict[str, Any] = {"attn": {
+            **({"heads": heads} if heads is not None else {}),
             "c_attn": {"w": _numbers(w), "b": _numbers(b)},
             "c_proj": {"w": _numbers(state[prefix + "attn.W_O"].reshape(n_heads * d_head, d_model)),
                        "b": _numbers(state[prefix + "attn.b_O"])},
@@ -321,7 +323,7 @@ def to_document(state: dict[str, np.ndarray], sizes: dict[str, Any], vocab: list
             doc[key] = about[key]
     doc.update({"vocab": vocab, "n_ctx": sizes["n_ctx"], "n_embd": d_model, "n_head": n_heads,
                 "dims": about.get("dims") or [f"d{i}" for i in range(d_model)]})
-    for key in ("example", "target"):
+    for key in ("example", "target", "puzzle"):
         if about.get(key):
             doc[key] = about[key]
     doc.update({"wte": _numbers(state["embed.W_E"]), "wpe": _numbers(state["pos_embed.W_pos"]), "blocks": blocks})

@@ -8,6 +8,7 @@ from pathlib import Path
 from handwired.errors import HandwiredError
 from handwired.judge.puzzle import Puzzle, read_statement
 from handwired.weightfile import Model, bundled_folder, json_files, load
+from handwired.weightfile.puzzlekey import HASH_MARK, reference
 
 FOLDER_VARIABLE = "HANDWIRED_PUZZLES"
 
@@ -52,7 +53,7 @@ def load_puzzle(name: str) -> Puzzle:
             raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
         puzzle = read_statement(path)
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-        return replace(puzzle, ref=str(path), key=f"{puzzle.name}#{digest}")
+        return replace(puzzle, ref=str(path), key=f"{puzzle.name}{HASH_MARK}{digest}")
     names = ", ".join(p.name for p in catalogue()) or "none are installed"
     raise HandwiredError(f"no puzzle named {name!r} (puzzles: {names}; or give a statement's path, NAME.json)")
 
@@ -66,3 +67,44 @@ def catalogue() -> list[Puzzle]:
 def _bundled(path: Path) -> Puzzle:
     puzzle = read_statement(path, named_by_file=True)
     return replace(puzzle, ref=puzzle.name, key=puzzle.name)
+
+
+def puzzle_reference(puzzle: Puzzle, folder: Path) -> str:
+    """What a weight file in ``folder`` writes as its ``puzzle``: a bundled puzzle's name, or the statement's
+    path from that folder, ``#`` and its content's hash (as progress keeps it), so an edited statement is noticed."""
+    return puzzle.name if puzzle.bundled else reference(Path(puzzle.ref), puzzle.key.rpartition(HASH_MARK)[2], folder)
+
+
+def named_puzzle(model: Model) -> tuple[Puzzle | None, str | None]:
+    """The puzzle a weight file names (None if it names none), and a note when its statement has changed since."""
+    if model.puzzle is None:
+        return None, None
+    where = f"{model.source}: puzzle"
+    path, mark, digest = model.puzzle.rpartition(HASH_MARK)
+    if not mark:
+        if model.puzzle not in bundled_puzzles():
+            names = ", ".join(p.name for p in catalogue()) or "none are installed"
+            raise HandwiredError(f"{where}: no puzzle named {model.puzzle!r} (puzzles: {names}; a statement you "
+                                 "wrote is named by its path and hash, as handwired puzzles start writes it)")
+        return load_puzzle(model.puzzle), None
+    statement = Path(os.path.normpath(Path(model.source).parent / path))
+    if not statement.is_file():
+        raise HandwiredError(f"{where}: the statement {statement} is not there any more (the file names "
+                             f"{model.puzzle!r}); give the puzzle with {{puzzle}}", ("puzzle",))
+    puzzle = load_puzzle(str(statement))
+    now = puzzle.key.rpartition(HASH_MARK)[2]
+    note = None if now == digest else (f"{model.source} was started on {statement} as it was ({HASH_MARK}{digest}); "
+                                       f"it has changed since ({HASH_MARK}{now}): judged as it is now")
+    return puzzle, note
+
+
+def other_puzzle(model: Model, puzzle: Puzzle) -> str | None:
+    """The puzzle the file names (as it writes it) when that is not ``puzzle``; None when it names none or that one."""
+    if model.puzzle is None:
+        return None
+    path, mark, _ = model.puzzle.rpartition(HASH_MARK)
+    if not mark:
+        same = puzzle.bundled and puzzle.name == model.puzzle
+    else:
+        same = not puzzle.bundled and (Path(model.source).parent / path).resolve() == Path(puzzle.ref).resolve()
+    return None if same else model.puzzle

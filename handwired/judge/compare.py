@@ -19,11 +19,12 @@ from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, SEED
 from handwired.engine.batch import next_logits_distinct
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import count_contexts, exhaustive_contexts, random_contexts, shortest_first
-from handwired.judge.plans import pattern_rule
+from handwired.judge.plans import Plan, pattern_rule
 from handwired.judge.rules import DECIDED
 from handwired.weightfile import Model
-from handwired.weightfile.axes import shown
+from handwired.weightfile.axes import Axis, shown
 from handwired.weightfile.checker import locate
+from handwired.weightfile.heads import QKV_MEANING, Z_MEANING, numbered
 
 # Contexts compared one by one (two per-context forward passes each) before diff samples instead; check --exhaustive's
 # own limit is its estimated time (contexts.MAX_EXHAUSTIVE_SECONDS), with a larger count cap.
@@ -60,11 +61,13 @@ class Diff:
     weights: list[WeightChange]
     checked: str  # which contexts were compared, in words
     target: str | None  # the pattern that judged right and wrong, if any
+    puzzle: str | None = None  # the puzzle whose rule judged right and wrong, on its contexts only, if any
     contexts: int = 0  # how many were compared
     changed: int = 0  # contexts whose prediction or margin changed
     predictions: int = 0  # of those, the prediction (or tie) changed
-    now_right: int = 0  # judged contexts the old model got wrong and the new one gets right
-    now_wrong: int = 0
+    now_right: int = 0  # judged contexts the old model got wrong and the new one gets right: fixed
+    now_wrong: int = 0  # broken
+    margin_only: int = 0  # judged contexts that changed and are right (or wrong) in both
     shown: list[ContextChange] = field(default_factory=list)  # the shortest changes, at most `show`
 
 
@@ -74,31 +77,43 @@ class Diff:
 def labelled_weights(model: Model) -> dict[str, float]:
     """Every weight entry under its label, in the order of the file: ``path.row.col`` or ``path.label``,
     the JSON path of the entry in the sparse form (as error messages name it)."""
-    entries: dict[str, float] = {}
+    return {label: value for _, label, value in _entries(model)}
+
+
+def _entries(model: Model) -> Iterator[tuple[str, str, float]]:
+    """(key, label, value) for every weight entry. The key names a head dim by its number (``q0``) even where
+    the file names it (``q:pos``), so naming a head's dims is not a change of weights."""
     for path, axes in model.written.axes.items():
         values = locate(model.params, path)
+        keys = tuple(_numbered(axis, model.n_embd) for axis in axes)
         if len(axes) == 1:
-            for label, value in zip(axes[0].labels, values):
-                entries[f"{path}.{label}"] = float(value)
+            for key, label, value in zip(keys[0], axes[0].labels, values):
+                yield f"{path}.{key}", f"{path}.{label}", float(value)
             continue
-        rows, cols = axes
-        for row, line in zip(rows.labels, values):
-            for col, value in zip(cols.labels, line):
-                entries[f"{path}.{row}.{col}"] = float(value)
-    return entries
+        for row_key, row, line in zip(keys[0], axes[0].labels, values):
+            for col_key, col, value in zip(keys[1], axes[1].labels, line):
+                yield f"{path}.{row_key}.{col_key}", f"{path}.{row}.{col}", float(value)
+
+
+def _numbered(axis: Axis, n_embd: int) -> tuple[str, ...]:
+    qkv, z = numbered(n_embd)
+    return {QKV_MEANING: qkv.labels, Z_MEANING: z.labels}.get(axis.meaning, axis.labels)
 
 
 def weight_changes(old: Model, new: Model) -> list[WeightChange]:
-    """The entries whose value differs, in the old file's order, then the new file's own entries.
+    """The entries whose value differs, in the old file's order, then the new file's own entries, each by the new
+    file's label where it has the entry.
 
     An entry only one file has (its dim, block or LayerNorm is not in the other) is listed when it is
     not 0: a zero there contributes nothing either way, as a left-out sparse entry.
     """
-    before, after = labelled_weights(old), labelled_weights(new)
-    changes = [WeightChange(label, value, after.get(label)) for label, value in before.items()
-               if (label in after and after[label] != value) or (label not in after and value != 0)]
-    changes += [WeightChange(label, None, value) for label, value in after.items()
-                if label not in before and value != 0]
+    before = {key: (label, value) for key, label, value in _entries(old)}
+    after = {key: (label, value) for key, label, value in _entries(new)}
+    changes = [WeightChange(after[key][0] if key in after else label, value, after[key][1] if key in after else None)
+               for key, (label, value) in before.items()
+               if (key in after and after[key][1] != value) or (key not in after and value != 0)]
+    changes += [WeightChange(label, None, value) for key, (label, value) in after.items()
+                if key not in before and value != 0]
     return changes
 
 
@@ -137,20 +152,18 @@ def compare(
     seed: int = SEED,
     show: int = CHANGES_SHOWN,
     limit: int = MAX_EVERY,
+    puzzle: tuple[str, Plan] | None = None,
 ) -> Diff:
     """Compare two models with the same vocab and n_ctx: weights by label, then answers context by context.
 
     Every context is compared when there are at most ``limit`` of them (and no
     ``sample`` is asked for); otherwise ``sample`` (default DIFF_SAMPLE) random ones.
+    With ``puzzle`` (its name, and the plan that judges the old model by it), exactly
+    the contexts the puzzle judges are compared, each sorted fixed, broken or margin only.
     """
-    if old.vocab != new.vocab:
-        raise HandwiredError(f"{new.source}: vocab {' '.join(map(shown, new.vocab))} differs from {old.source}'s "
-                             f"{' '.join(map(shown, old.vocab))}; diff compares two versions of one model")
-    if old.n_ctx != new.n_ctx:
-        raise HandwiredError(f"{new.source}: n_ctx {new.n_ctx} differs from {old.source}'s {old.n_ctx}; "
-                             "diff compares two versions of one model")
-    if show < 1:
-        raise bad_value("show", show, "expected 1 or more")
+    _comparable(old, new, show)
+    if puzzle is not None:
+        return _by_puzzle(old, new, show, *puzzle)
     total = count_contexts(old)
     if sample is None and total <= limit:
         batches: Iterator[np.ndarray] = exhaustive_contexts(old)
@@ -187,5 +200,44 @@ def compare(
             expected = tuple(old.vocab[i] for i in np.flatnonzero(acceptable[row])) if judged[row] else ()
             kept.setdefault(context, ContextChange(context, expected, _answer(old, before, row, judged[row]),
                                                    _answer(new, after, row, judged[row])))
+    result.shown = sorted(kept.values(), key=lambda c: shortest_first(old.vocab, c.context))[:show]
+    return result
+
+
+def _comparable(old: Model, new: Model, show: int) -> None:
+    if old.vocab != new.vocab:
+        raise HandwiredError(f"{new.source}: vocab {' '.join(map(shown, new.vocab))} differs from {old.source}'s "
+                             f"{' '.join(map(shown, old.vocab))}; diff compares two versions of one model")
+    if old.n_ctx != new.n_ctx:
+        raise HandwiredError(f"{new.source}: n_ctx {new.n_ctx} differs from {old.source}'s {old.n_ctx}; "
+                             "diff compares two versions of one model")
+    if show < 1:
+        raise bad_value("show", show, "expected 1 or more")
+
+
+def _by_puzzle(old: Model, new: Model, show: int, name: str, plan: Plan) -> Diff:
+    """Both models on every context the puzzle judges: each change fixed, broken or margin only."""
+    result = Diff(weight_changes(old, new), plan.description, None, name)
+    kept: dict[str, ContextChange] = {}
+    for batch in plan.batches():
+        judged = batch.judgement.status == DECIDED  # [n]; an ambiguous context is not judged
+        contexts, acceptable = batch.contexts[judged], batch.judgement.acceptable[judged]
+        old_logits = next_logits_distinct(old, contexts) if batch.logits is None else batch.logits[judged]
+        before = _answers(old, old_logits, acceptable)
+        after = _answers(new, next_logits_distinct(new, contexts), acceptable)
+        moved = (before["best"] != after["best"]) | (before["tied"] != after["tied"])
+        changed = moved | ~_same(before["margin"], after["margin"])
+        fixed, broken = ~before["right"] & after["right"], before["right"] & ~after["right"]
+        result.contexts += len(contexts)
+        result.changed += int(changed.sum())
+        result.predictions += int(moved.sum())
+        result.now_right += int(fixed.sum())
+        result.now_wrong += int(broken.sum())
+        result.margin_only += int((changed & ~fixed & ~broken).sum())
+        for row in np.flatnonzero(changed)[:show]:  # batches come shortest first, each in vocab order
+            context = old.decode(contexts[row])
+            expected = tuple(old.vocab[i] for i in np.flatnonzero(acceptable[row]))
+            kept.setdefault(context, ContextChange(context, expected, _answer(old, before, row, True),
+                                                   _answer(new, after, row, True)))
     result.shown = sorted(kept.values(), key=lambda c: shortest_first(old.vocab, c.context))[:show]
     return result

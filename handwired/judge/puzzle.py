@@ -188,11 +188,15 @@ def template(name: str) -> str:
     return TEMPLATE.read_text(encoding="utf-8").replace('"name": "NAME"', f'"name": "{name}"')
 
 
-def starter(puzzle: Puzzle) -> dict[str, Any]:
-    """A weight document at the puzzle's caps, all zeros: it fits, and fails every judged context."""
+def starter(puzzle: Puzzle, reference: str | None = None) -> dict[str, Any]:
+    """A weight document at the puzzle's caps, all zeros: it fits, and fails every judged context.
+
+    ``reference`` is how the file names its puzzle (see catalogue.puzzle_reference); default: the puzzle's name.
+    """
     caps = puzzle.caps
     doc = starter_document("".join(puzzle.vocab), puzzle.n_ctx, caps.n_embd, caps.n_head, caps.n_layer)
-    doc["name"] = puzzle.name
+    doc.pop("name")
+    doc = {"format": doc.pop("format"), "name": puzzle.name, "puzzle": reference or puzzle.name, **doc}
     doc["description"] = f"A start on puzzle {puzzle.name!r}: {puzzle.summary} " + doc["description"]
     doc["example"] = max(puzzle.examples, key=len)
     if puzzle.rule_spec.get("kind") == "pattern":
@@ -219,8 +223,10 @@ class Answer:
 
 
 def answer(puzzle: Puzzle, context: str) -> Answer:
-    """What the puzzle's rule says follows one context."""
+    """What the puzzle's rule says follows one context; a context outside its domain is not judged."""
     ids = np.array([[puzzle.vocab.index(token) for token in context]])  # [1, n_seq]
+    if puzzle.domain is not None and not puzzle.domain.holds(list(ids[0])):
+        return Answer(context, OUT_OF_DOMAIN, ())
     judgement = puzzle.rule.judge(ids)
     tokens = tuple(puzzle.vocab[i] for i in np.flatnonzero(judgement.acceptable[0]))
     return Answer(context, int(judgement.status[0]), tokens)

@@ -29,6 +29,13 @@ class Failure:
     tied: bool  # the predicted token shares the top logit with another
     logits: np.ndarray
     probs: np.ndarray
+    right: int  # the best acceptable token (id)
+    wrong: int  # the best other token (id)
+
+    @property
+    def gap(self) -> float:
+        """The logit gap: the best wrong token's logit minus the best right one's (>= 0 on a failure; 0 is a tie)."""
+        return float(self.logits[self.wrong] - self.logits[self.right])
 
 
 @dataclass(frozen=True)
@@ -152,6 +159,8 @@ def _keep_failures(model, contexts, logits, acceptable, rows, failures: dict[str
             tied=tied,
             logits=logits[row],
             probs=softmax(logits[row]),
+            right=int(np.argmax(np.where(acceptable[row], logits[row], -np.inf))),
+            wrong=int(np.argmax(np.where(acceptable[row], -np.inf, logits[row]))),
         )
     if len(failures) > show * 4:  # keep the dict small on a model that fails everywhere
         keep = set(sorted(failures, key=lambda c: shortest_first(model.vocab, c))[:show])

@@ -205,7 +205,7 @@ class _Drawn:
                 formula = f"scores = Q · Kᵀ / √d_k,  √d_k = √{self.d_k}"
                 note += " Dividing by √d_k keeps the scores' spread from growing with the width."
         if a.causal:
-            note += " Grey cells: keys after the query, masked next."
+            note += " Grey cells in [brackets]: keys after the query, masked next."
         return Step("scores", f"Scores ({a.score})", formula,
                     f"Q [{self.n_q}, {self.d_k}] × K [{self.n_k}, {self.d_k}] → [{self.n_q}, {self.n_k}]", note,
                     matrices)

@@ -25,6 +25,9 @@ def summary(result: Diff) -> str:
     weights = f"{count(n, 'weight')} {'differs' if n == 1 else 'differ'}" if n else "no weight differs"
     if not result.changed:
         return f"{weights}; no context's prediction or margin changed ({result.contexts:,} compared)"
+    if result.puzzle:
+        return (f"{weights}; {result.changed:,} of {result.contexts:,} judged contexts changed: "
+                f"{result.now_right:,} fixed, {result.now_wrong:,} broken, {result.margin_only:,} margin only")
     parts = [count(result.predictions, "prediction")]
     if result.target:
         parts[0] += f": {result.now_right:,} now right, {result.now_wrong:,} now wrong"
@@ -44,9 +47,9 @@ def diff_view(before: Model, after: Model, result: Diff) -> Group:
             table.add_row(Text(change.label), _number(change.old), _number(change.new),
                           Text(_number(delta), style="" if delta is None else ("blue" if delta > 0 else "red")))
         parts.append(table)
-    parts.append(Text.assemble(("compared: ", "dim"), result.checked,
-                               ("  judged by the target ", "dim") if result.target else "",
-                               repr(result.target) if result.target else ""))
+    judged = (("  judged by puzzle ", "dim"), result.puzzle) if result.puzzle else \
+        (("  judged by the target ", "dim"), repr(result.target)) if result.target else ()
+    parts.append(Text.assemble(("compared: ", "dim"), result.checked, *judged))
     if result.shown:
         title = f"contexts that changed: the {len(result.shown)} shortest of {result.changed:,}" \
             if len(result.shown) < result.changed else f"contexts that changed: all {result.changed:,}"
@@ -54,13 +57,13 @@ def diff_view(before: Model, after: Model, result: Diff) -> Group:
                       caption="margin: the predicted token's lead over the next best token, in logits",
                       caption_justify="left")
         table.add_column("context")
-        if result.target:
+        if result.target or result.puzzle:
             table.add_column("expected")
         for name in ("predicted (old → new)", "margin old", "margin new"):
             table.add_column(name, justify="left" if name.startswith("predicted") else "right")
         for change in result.shown:
             row: list = [Text(change.context)]
-            if result.target:
+            if result.target or result.puzzle:
                 row.append(Text(" or ".join(change.expected)) if change.expected else Text("not judged", style="dim"))
             row += [Text.assemble(_answer_text(change.old), " → ", _answer_text(change.new)),
                     _number(_finite(change.old.margin)), _number(_finite(change.new.margin))]
@@ -88,11 +91,13 @@ def diff_json(before: Model, after: Model, result: Diff) -> dict:
         "weights": [{"label": c.label, "old": c.old, "new": c.new} for c in result.weights],
         "compared": result.checked,
         "target": result.target,
+        "puzzle": result.puzzle,
         "contexts": result.contexts,
         "changed": result.changed,
         "predictions_changed": result.predictions,
-        "now_right": result.now_right if result.target else None,
-        "now_wrong": result.now_wrong if result.target else None,
+        "now_right": result.now_right if result.target or result.puzzle else None,
+        "now_wrong": result.now_wrong if result.target or result.puzzle else None,
+        "margin_only": result.margin_only if result.puzzle else None,
         "shown": [{"context": c.context, "expected": list(c.expected), "old": answer(c.old), "new": answer(c.new)}
                   for c in result.shown],
         "summary": summary(result),

@@ -32,6 +32,7 @@ class Prediction:
     token: str  # the predicted next token: the first best on a tie, as argmax picks
     probability: float
     tied: bool
+    lead: float = float("inf")  # the predicted token's logit minus the best other token's: its logit gap
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,14 @@ from rich.table import Table
 from rich.text import Text
 
 from handwired.views.figures import Matrix, Prediction, Step
-from handwired.views.numbers import numbers, probability, value_range
+from handwired.views.numbers import logit_gap, numbers, probability, value_range
 from handwired.views.paging import column_pages, table_width, zero_lines
 from handwired.weightfile import fold_labels
 
 POSITIVE = ("#163d63", "#1d5689", "#2670b3", "#2f8ade")
 NEGATIVE = ("#5c1a1a", "#832222", "#ab2b2b", "#d33535")
 CHANGED = "•"  # before a value that changed since the previous save (handwired watch); visible without colour
+MASKED = ("[", "]")  # around the value of a cell the mask will hide (a key after the query), visible without colour
 SHOW_ALL = "--all"  # what the fold line tells a person to add to see everything
 
 
@@ -56,8 +57,7 @@ class MatrixView:
         self.future = matrix.future if matrix.future is not None else np.zeros(values.shape, dtype=bool)
         self.changed = changed if changed is not None else np.zeros(values.shape, dtype=bool)
         formatted = matrix.texts if matrix.texts is not None else numbers(values, matrix.show_tiny)
-        self.texts = [[(CHANGED if self.changed[r, c] else "")
-                       + (matrix.future_text if self.future[r, c] and matrix.future_text else text)
+        self.texts = [[(CHANGED if self.changed[r, c] else "") + self._future(text, bool(self.future[r, c]))
                        for c, text in enumerate(row)] for r, row in enumerate(formatted)]
         zero_rows, zero_cols = zero_lines(values)
         if show_all or matrix.future is not None:
@@ -76,6 +76,12 @@ class MatrixView:
                                   matrix.row_axis, ("  columns: ", "dim"), matrix.col_axis)
         self.fold_note = self._fold_note(zero_rows, zero_cols, reveal)
         self.caption = self._caption(formatted)
+
+    def _future(self, text: str, future: bool) -> str:
+        # a masked cell reads as masked without colour too (NO_COLOR, a pipe): its own text, or its value in brackets
+        if not future:
+            return text
+        return self.matrix.future_text or f"{MASKED[0]}{text}{MASKED[1]}"
 
     def _fold_note(self, zero_rows: np.ndarray, zero_cols: np.ndarray, reveal: str) -> Text | None:
         m = self.matrix
@@ -100,7 +106,8 @@ class MatrixView:
         if any("≈0" in row for row in formatted):
             notes.append("≈0: not exactly 0, smaller than 0.0005")
         if self.future.any():
-            notes.append("grey: a key after the query, masked" + (" next" if m.future_text is None else "")
+            notes.append(("grey [value]: a key after the query, masked next" if m.future_text is None
+                          else "grey: a key after the query, masked")
                          + (f" ({m.future_text} = exactly 0)" if m.future_text == "·" else ""))
         return Text(" · ".join(notes), style="dim")
 
@@ -221,12 +228,13 @@ def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL,
 
 
 def predictions_table(predictions: tuple[Prediction, ...]) -> Table:
-    """position:token, the token it predicts next, and that token's probability."""
+    """position:token, the token it predicts next, that token's probability and its lead in logits."""
     table = Table()
     table.add_column(Text("position:token", style="italic"), style="bold", no_wrap=True, overflow="fold")
     table.add_column("predicts", no_wrap=True, overflow="fold")
     table.add_column("probability", justify="right", no_wrap=True, overflow="fold")
+    table.add_column("lead (logits)", justify="right", no_wrap=True, overflow="fold")
     for p in predictions:
         table.add_row(p.position, Text(p.token + (" (tie)" if p.tied else ""), style="yellow" if p.tied else "green"),
-                      probability(p.probability))
+                      probability(p.probability), logit_gap(p.lead))
     return table

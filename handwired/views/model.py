@@ -8,11 +8,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from handwired.engine.logits import top_token
+from handwired.engine.logits import gaps, top_token
 from handwired.engine.trace import Trace
 from handwired.views.figures import Matrix
 from handwired.views.matrices import matrix_table
-from handwired.views.numbers import exact, number, probability
+from handwired.views.numbers import exact, logit_gap, number, probability
 from handwired.weightfile import Model, bundled_dir
 from handwired.weightfile.axes import shown
 from handwired.weightfile.checker import locate
@@ -70,23 +70,28 @@ def _tied_with(model: Model, logits: np.ndarray, best: int) -> list[str]:
 
 
 def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best: int) -> Table:
-    table = Table(title="next token", title_justify="left")
+    table = Table(title="next token", title_justify="left", caption_justify="left",
+                  caption="gap: its logit minus the best other token's")
     table.add_column("token")
     table.add_column("logit", justify="right")
+    table.add_column("gap", justify="right")
     table.add_column("probability", justify="right")
     table.add_column("", no_wrap=True)
+    gap = gaps(logits)  # the top token's lead over the runner-up; every other token's distance below the top
     for i, token in enumerate(model.vocab):
         bar = "█" * int(round(probs[i] * 20))
         style = "bold green" if i == best else ""
-        table.add_row(Text(shown(token), style=style), number(logits[i]), probability(probs[i]),
+        table.add_row(Text(shown(token), style=style), number(logits[i]), logit_gap(gap[i]), probability(probs[i]),
                       Text(bar, style="green" if i == best else "blue"))
     return table
 
 
 def _positions_table(model: Model, trace: Trace) -> Table:
-    table = Table(title="prediction at every position", title_justify="left")
+    table = Table(title="prediction at every position", title_justify="left", caption_justify="left",
+                  caption="lead: the predicted token's logit minus the best other token's")
     for name, justify in (("pos", "right"), ("token", "left"), ("sees", "left"), ("predicts", "left"),
-                          ("p", "right"), ("next in input", "left")):
+                          ("p", "right"), ("lead", "right"),
+                          ("next in input", "left")):
         table.add_column(name, justify=justify)
     for i, token in enumerate(trace.window):
         best, tied = top_token(trace.logits[i])
@@ -95,10 +100,17 @@ def _positions_table(model: Model, trace: Trace) -> Table:
         verdict = "" if not actual else (" ✓" if actual == predicted and not tied else " ✗")
         table.add_row(
             str(i), shown(token), shown(trace.window[: i + 1]), shown(predicted) + (" (tie)" if tied else ""),
-            probability(trace.probs[i, best]),
+            probability(trace.probs[i, best]), logit_gap(gaps(trace.logits[i])[best]),
             Text((shown(actual) if actual else "") + verdict, style="green" if verdict == " ✓" else "red"),
         )
     return table
+
+
+def context_json(model: Model, trace: Trace) -> dict:
+    """What every JSON answer about one context starts with: the model, its file, the text and its tokens."""
+    return {"model": model.name, "weights": model.source, "vocab": list(model.vocab), "text": trace.text,
+            "window": trace.window, "truncated": trace.truncated, "causal": trace.causal,
+            "tokens": trace.tokens.tolist()}
 
 
 def prediction_json(model: Model, trace: Trace, every_position: bool = False) -> dict:
@@ -116,14 +128,7 @@ def prediction_json(model: Model, trace: Trace, every_position: bool = False) ->
 
     last = at(len(trace.window) - 1)
     result = {
-        "model": model.name,
-        "weights": model.source,
-        "vocab": list(model.vocab),
-        "text": trace.text,
-        "window": trace.window,
-        "truncated": trace.truncated,
-        "causal": trace.causal,
-        "tokens": trace.tokens.tolist(),
+        **context_json(model, trace),
         "prediction": last["prediction"],
         "tied": last["tied"],
         "logits": last["logits"],

@@ -80,3 +80,11 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
 def logits(value: float) -> str:
     """A quantity of logits (a margin, a gap): ``1 logit``, ``1023 logits``, ``0.500 logits``."""
     return f"{number(value)} logit{'' if value == 1 else 's'}"
+
+
+def logit_gap(value: float) -> str:
+    """A signed difference of logits: ``+1``, ``-1023``, ``0``; ``—`` when there is nothing to compare (+inf)."""
+    if math.isinf(value) and value > 0:
+        return "—"
+    text = number(value)
+    return "+" + text if value > 0 else text

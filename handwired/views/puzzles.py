@@ -1,19 +1,25 @@
 """The game's views: the list of puzzles, a statement, and the verdict on a submission with its score."""
 
+from rich import box
 from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from handwired.defaults import NEAR_MISS
+from handwired.engine.logits import top_token
+from handwired.engine.trace import Trace
 from handwired.judge.progress import Progress
-from handwired.judge.puzzle import Puzzle, answer
-from handwired.judge.rules import DECIDED
-from handwired.judge.scores import Score
+from handwired.judge.puzzle import Answer, Caps, Puzzle, answer
+from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
+from handwired.judge.scores import Score, nonzero_parameters
 from handwired.judge.verdict import Submission
 from handwired.views.numbers import count, logits, number
 from handwired.views.report import report_json
+from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
+
+STATUS = {DECIDED: "decided", AMBIGUOUS: "ambiguous", OUT_OF_DOMAIN: "out of domain"}
 
 
 def score_text(score: Score) -> str:
@@ -22,29 +28,39 @@ def score_text(score: Score) -> str:
             f"{count(score.n_layer, 'block')}, margin {logits(score.margin)}")
 
 
-def catalogue_view(catalogue: list[Puzzle], progress: Progress) -> Group:
-    """Every puzzle: level, name, what to build, vocab, n_ctx, caps, par, and the player's best."""
-    table = Table(title="puzzles: each judged on every context", title_justify="left")
-    for column, justify in (("level", "right"), ("name", "left"), ("to build", "left"), ("vocab", "left"),
-                            ("n_ctx", "right"), ("caps", "left"), ("par", "right"), ("solved", "left")):
-        table.add_column(column, justify=justify, no_wrap=column != "to build",
-                         ratio=1 if column == "to build" else None)
-    table.caption = ("caps: at most n_embd, heads, blocks; MLP where allowed · par and solved: non-zero parameters "
-                     "of the reference and of your best")
+WIDE = 100  # columns: from here on the list also says what each puzzle asks (puzzles show always does)
+
+
+def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80) -> Group:
+    """Every puzzle on one line: level, name, its caps under labelled columns, par, record, the player's best;
+    on a terminal of ``WIDE`` columns or more, also what to build."""
+    table = Table(title="puzzles: each judged on every context", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    wide = width >= WIDE
+    columns = [("level", "right"), ("name", "left"), *([("to build", "left")] if wide else []), ("n_embd", "right"),
+               ("heads", "right"), ("blocks", "right"), ("MLP", "right"), ("par", "right"), ("record", "right"),
+               ("yours", "right")]
+    for column, justify in columns:
+        wraps = column == "to build"
+        table.add_column(column, justify=justify, no_wrap=not wraps, ratio=1 if wraps else None)
     for puzzle in catalogue:
         best = progress.best(puzzle.key)
         solved = progress.solved(puzzle.key)
         caps = puzzle.caps
         table.add_row(
-            str(puzzle.level), Text(puzzle.name, style="bold"), puzzle.summary, " ".join(map(shown, puzzle.vocab)),
-            str(puzzle.n_ctx), f"{caps.n_embd}, {caps.n_head}, {caps.n_layer}{', MLP' if caps.mlp else ''}",
-            str(puzzle.par.parameters) if puzzle.par else "—",
+            str(puzzle.level), Text(puzzle.name, style="bold"), *([puzzle.summary] if wide else []),
+            str(caps.n_embd), str(caps.n_head), str(caps.n_layer), mlp_cap(caps),
+            _parameters(puzzle.par), _parameters(puzzle.record),
             Text(f"✓ {best.parameters}" if solved and best else "·", style="green" if solved else "dim"),
         )
+    table.caption = ("n_embd, heads, blocks: at most · MLP: allowed, with at most that many hidden units · par, "
+                     "record, yours: the non-zero parameters of the reference, of the leanest answer known, of your "
+                     "best" + ("" if wide else " · what each asks: handwired puzzles show NAME"))
+    table.caption_justify = "left"
     unsolved = [p.name for p in catalogue if not progress.solved(p.key)]
     solved = f"{len(catalogue) - len(unsolved)} of {len(catalogue)} solved."
     if not unsolved:
-        footer = f"{solved} Every puzzle is solved: now beat par (fewer non-zero parameters)."
+        footer = f"{solved} Every puzzle is solved: now beat par and the record (fewer non-zero parameters)."
     else:
         footer = (f"{solved} {'Start with' if len(unsolved) == len(catalogue) else 'Next'}: "
                   f"handwired puzzles show {unsolved[0]}")
@@ -59,7 +75,16 @@ def catalogue_json(catalogue: list[Puzzle], progress: Progress) -> dict:
     return {"puzzles": [{"name": puzzle.name, "level": puzzle.level, "title": puzzle.title,
                          "solved": progress.solved(puzzle.key), "best": figures(progress.best(puzzle.key)),
                          "hints": progress.hints(puzzle.key), "hints_available": len(puzzle.hints),
-                         "par": figures(puzzle.par)} for puzzle in catalogue]}
+                         "par": figures(puzzle.par), "record": figures(puzzle.record)} for puzzle in catalogue]}
+
+
+def mlp_cap(caps: Caps) -> str:
+    """The MLP cap in a cell: ``no``, ``yes`` or ``≤16`` (hidden units)."""
+    return "no" if not caps.mlp else "yes" if caps.hidden is None else f"≤{caps.hidden}"
+
+
+def _parameters(score: Score | None) -> str:
+    return "—" if score is None else str(score.parameters)
 
 
 def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
@@ -147,11 +172,52 @@ def score_view(submission: Submission, best_before: Score | None, new_best: bool
     return Group(*notes)
 
 
+def unsolved_line(submission: Submission) -> Text:
+    """Not solved yet: the size so far against par and the record, and where help is."""
+    puzzle = submission.puzzle
+    against = [f"{label} {score.parameters}" for label, score in (("par", puzzle.par), ("record", puzzle.record))
+               if score is not None]
+    size = count(nonzero_parameters(submission.model), "non-zero parameter")
+    return Text(f"\nNot solved yet: {size} so far{' (' + ', '.join(against) + ')' if against else ''}. "
+                f"Stuck? handwired puzzles hint {puzzle.ref}", style="dim")
+
+
 def submission_json(submission: Submission, best: Score | None, new_best: bool, near_miss: float = NEAR_MISS) -> dict:
     """The verdict for programs: the report, solved, the score, par, the player's best."""
     def figures(score: Score | None) -> dict | None:
         return None if score is None else score.to_json()
 
     return {"puzzle": submission.puzzle.name, **report_json(submission.report, near_miss),
-            "solved": submission.solved, "score": figures(submission.score), "par": figures(submission.par),
+            "solved": submission.solved, "parameters": nonzero_parameters(submission.model),
+            "score": figures(submission.score), "par": figures(submission.par),
             "record": figures(submission.puzzle.record), "best": figures(best), "new_best": new_best}
+
+
+def rule_answers(puzzle: Puzzle, model: Model, run: Trace, every_position: bool) -> list[dict]:
+    """At the last position (or every one): the context, the rule's answer, the model's, and whether it is right."""
+    positions = range(len(run.window)) if every_position else [len(run.window) - 1]
+    answers = []
+    for i in positions:
+        context = run.window[:i + 1]
+        best, tied = top_token(run.logits[i])
+        said = answer(puzzle, context) if not run.truncated else Answer(context, OUT_OF_DOMAIN, ())
+        right = None if said.status != DECIDED else model.vocab[best] in said.tokens and not tied
+        answers.append({"position": i, "context": context, "rule": said.text(), "tokens": list(said.tokens),
+                        "status": STATUS[said.status], "prediction": model.vocab[best], "tied": tied, "right": right})
+    return answers
+
+
+def rule_view(puzzle: Puzzle, model: Model, run: Trace, every_position: bool) -> Table:
+    """The puzzle's rule beside the model: what should follow each context, and what the model predicts."""
+    table = Table(title=f"puzzle {puzzle.name}", title_justify="left")
+    for column in ("context", "the rule says", "the model says"):
+        table.add_column(column)
+    for row in rule_answers(puzzle, model, run, every_position):
+        mark = {True: " ✓", False: " ✗", None: ""}[row["right"]]
+        table.add_row(row["context"], Text(row["rule"], style="" if row["status"] == "decided" else "dim"),
+                      Text(row["prediction"] + (" (tie)" if row["tied"] else "") + mark,
+                           style={True: "green", False: "red", None: ""}[row["right"]]))
+    if run.truncated:
+        table.caption = f"the puzzle judges contexts of at most {puzzle.n_ctx} tokens fed from position 0; " \
+                        "this one was cut to its last ones"
+    return table

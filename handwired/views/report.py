@@ -6,12 +6,10 @@ from rich.table import Table
 from rich.text import Text
 
 from handwired.defaults import NEAR_MISS
-from handwired.engine.trace import trace
 from handwired.judge.report import Margin, Report
-from handwired.views import steps as explaining
-from handwired.views.matrices import step_panel
+from handwired.views.failure import failure_parts
 from handwired.views.model import model_line
-from handwired.views.numbers import count, logits, probability
+from handwired.views.numbers import count, logit_gap, logits, probability
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
@@ -63,18 +61,14 @@ def margin_line(margin: Margin, near: bool, explained: bool = False) -> Text:
 
 def failure_view(model: Model, report: Report, near_miss: float = NEAR_MISS, everything: bool = False,
                  reveal: str | None = None) -> list:
-    """The report, then the attention view of the shortest failing context, if any.
+    """The report, then the shortest failing context followed through the whole model, if any.
 
-    ``reveal``: the command that shows that view with nothing folded, named in its fold lines.
+    ``reveal``: the command that shows that context with nothing folded, named in its fold lines.
     """
     parts: list = [report_view(model, report, near_miss)]
     failure = report.shortest_failure
     if failure is not None:
-        parts.append(Text(f"\nWhy the shortest failing context {failure.context!r} fails: the attention view",
-                          style="bold"))
-        run = trace(model, failure.context)
-        panels = explaining.steps(model, run, explaining.expand(["attention"]))
-        parts += [step_panel(panel, everything, **({"reveal": reveal} if reveal else {})) for panel in panels]
+        parts += failure_parts(model, failure, everything, reveal)
     return parts
 
 
@@ -88,15 +82,19 @@ def failures_table(model: Model, report: Report) -> Group:
     table.add_column("context")
     table.add_column("expected")
     table.add_column("predicted")
+    table.add_column("gap", justify="right")
     for token in model.vocab:
         table.add_column(f"p({shown(token)})", justify="right")
     for failure in report.failures:
         table.add_row(
             failure.context, " or ".join(failure.acceptable),
             Text(failure.predicted + (" (tie)" if failure.tied else ""), style="red"),
+            logit_gap(failure.gap),
             *[probability(p) for p in failure.probs],
         )
-    return Group(Text(title, style="bold"), table)
+    note = Text("gap: the best wrong token's logit minus the best right one's (0: a tie, which fails too)",
+                style="dim")
+    return Group(Text(title, style="bold"), table, note)
 
 
 def report_json(report: Report, near_miss: float = NEAR_MISS) -> dict:
@@ -116,7 +114,7 @@ def report_json(report: Report, near_miss: float = NEAR_MISS) -> dict:
         "shortest_failure": report.shortest_failure.context if report.shortest_failure else None,
         "failures": [
             {"context": f.context, "expected": list(f.acceptable), "predicted": f.predicted, "tied": f.tied,
-             "logits": f.logits.tolist(), "probabilities": f.probs.tolist()}
+             "gap": f.gap, "logits": f.logits.tolist(), "probabilities": f.probs.tolist()}
             for f in report.failures
         ],
         "margin": None if margin is None else {

@@ -9,10 +9,11 @@ key (source) positions as columns.
 import numpy as np
 
 from handwired.engine import attribution
-from handwired.engine.logits import top_token
+from handwired.engine.logits import gaps, top_token
 from handwired.engine.trace import Trace
-from handwired.errors import bad_value
+from handwired.errors import bad_head, bad_value
 from handwired.views.figures import Matrix, Prediction, Step
+from handwired.views.numbers import number
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
@@ -52,7 +53,7 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
         raise bad_value("block", block, f"the model has blocks 0…{model.n_layer - 1}" if model.n_layer
                         else "the model has no blocks")
     if head is not None and not 0 <= head < model.n_head:
-        raise bad_value("head", head, f"the model has heads 0…{model.n_head - 1}")
+        raise bad_head(head, model.n_head)
     if position is not None and not 0 <= position < len(trace.window):
         raise bad_value("position", position, f"the context has positions 0…{len(trace.window) - 1}")
     blocks = [block] if block is not None else list(range(model.n_layer))
@@ -100,8 +101,7 @@ class _View:
 
     def _head_matrix(self, title: str, hook: str, block: int, head: int, prefix: str) -> Matrix:
         values = self.record[f"blocks.{block}.attn.{hook}"][:, head, :]  # [pos, head, d_head] -> [pos, d_head]
-        first = head * self.model.d_head  # numbered across heads, as in c_attn's columns and c_proj's rows
-        cols = tuple(f"{prefix}{first + i}" for i in range(values.shape[1]))
+        cols = self.model.head_labels(block, prefix, head)  # as c_attn's columns and c_proj's rows are labelled
         return Matrix(title, f"blocks.{block}.attn.{hook}", values, self.positions, cols,
                       "position:token", f"{prefix} dim (this head)", f"pos ╲ {prefix}")
 
@@ -157,7 +157,8 @@ class _View:
             f"Q [{self.n}, {self.model.d_head}] · Kᵀ [{self.model.d_head}, {self.n}] / √{self.model.d_head} "
             f"→ [{self.n}, {self.n}]",
             "How well each query matches each key. "
-            + ("Grey cells: keys after the query, masked next." if self.trace.causal else "No mask: every key counts."),
+            + ("Grey cells in [brackets]: keys after the query, masked next." if self.trace.causal
+               else "No mask: every key counts."),
             (self._attention_matrix("Q·Kᵀ/√d_head", "scores_before_mask", block, head, None),),
         )
 
@@ -213,11 +214,15 @@ class _View:
     def mlp(self, block: int) -> Step:
         pre = self.record[f"blocks.{block}.mlp.hook_pre"]
         hidden = self.model.axes(f"blocks[{block}].mlp.c_fc.w")[1].labels  # the file's own names for its hidden units
+        normed = "LN(x)" if f"blocks.{block}.ln2.hook_normalized" in self.record else "x"
         return Step(
             "mlp", f"MLP · block {block}", "mlp_out = gelu(LN(x) · W_fc + b_fc) · W_proj + b_proj;  x ← x + mlp_out",
             f"[{self.n}, {self.model.n_embd}] → hidden [{self.n}, {pre.shape[1]}] → [{self.n}, {self.model.n_embd}]",
-            "Each position alone: no information moves between positions here.",
-            (Matrix("gelu(hidden)", f"blocks.{block}.mlp.hook_post", self.record[f"blocks.{block}.mlp.hook_post"],
+            "Each position alone: no information moves between positions here. A unit's threshold is where its "
+            "hidden value crosses 0: gelu passes what is above and all but silences what is below.",
+            (Matrix(f"hidden = {normed} · W_fc + b_fc, before gelu", f"blocks.{block}.mlp.hook_pre", pre,
+                    self.positions, hidden, "position:token", "hidden unit", "pos ╲ unit"),
+             Matrix("gelu(hidden)", f"blocks.{block}.mlp.hook_post", self.record[f"blocks.{block}.mlp.hook_post"],
                     self.positions, hidden, "position:token", "hidden unit", "pos ╲ unit"),
              self._residual("mlp_out", f"blocks.{block}.hook_mlp_out"),
              self._residual("x + mlp_out", f"blocks.{block}.hook_resid_post")),
@@ -242,7 +247,8 @@ class _View:
         result = []
         for position, logits, probs in zip(self.positions, self.record["logits"], self.record["probs"]):
             best, tied = top_token(logits)
-            result.append(Prediction(position, self.model.vocab[best], float(probs[best]), tied))
+            result.append(Prediction(position, self.model.vocab[best], float(probs[best]), tied,
+                                     float(gaps(logits)[best])))
         return result
 
     def probs(self) -> Step:
@@ -257,7 +263,8 @@ class _View:
 
     def prediction(self) -> Step:
         return Step(
-            "prediction", "Prediction at each position", "next token = argmax(logits),  p = softmax(logits)[next]",
+            "prediction", "Prediction at each position",
+            "next token = argmax(logits),  p = softmax(logits)[next],  lead = its logit − the best other logit",
             f"logits [{self.n}, {self.model.n_vocab}] → one token per position",
             "Position i predicts the token after it; the last position's guess is the model's answer.",
             (), predictions=tuple(self._predictions()),
@@ -281,19 +288,19 @@ class _View:
         n_head, d_head, n_embd = self.model.n_head, self.model.d_head, self.model.n_embd
         c_proj = self.model.params["blocks"][block]["attn"]["c_proj"]
         z = self.record[f"blocks.{block}.attn.hook_z"]  # [pos, head, d_head]
-        z_labels = tuple(f"z{i}" for i in range(n_embd))
+        z_labels = self.model.head_labels(block, "z")
+        spans = [f"{z_labels[h * d_head]}…{z_labels[(h + 1) * d_head - 1]}" for h in range(n_head)]
         writes = attribution.head_writes(z, c_proj["w"], n_head)  # [pos, head, n_embd]
         matrices = [
             Matrix("concat(z_0 … z_H): the heads' outputs side by side", f"blocks.{block}.attn.hook_z",
                    z.reshape(self.n, n_embd), self.positions, z_labels, "position:token",
-                   "z dim (" + ", ".join(f"head {h}: z{h * d_head}…z{(h + 1) * d_head - 1}" for h in range(n_head))
-                   + ")",
+                   "z dim (" + ", ".join(f"head {h}: {span}" for h, span in enumerate(spans)) + ")",
                    "pos ╲ z"),
             Matrix("W_O = c_proj.w", f"blocks[{block}].attn.c_proj.w", c_proj["w"], z_labels, self.dims,
                    "z dim", "residual dim", "z ╲ dim"),
         ]
         for h in range(n_head):
-            matrices.append(self._residual(f"head {h}'s share: z_{h} · W_O[z{h * d_head}…z{(h + 1) * d_head - 1}]",
+            matrices.append(self._residual(f"head {h}'s share: z_{h} · W_O[{spans[h]}]",
                                            f"blocks.{block}.attn.hook_z", writes[:, h]))
         matrices.append(self._residual("attn_out = Σ shares + b_O", f"blocks.{block}.hook_attn_out"))
         return Step(
@@ -318,6 +325,9 @@ class _View:
         for part, without, with_it in attribution.movers(split):
             note.append(f"Without {part} the top token would be {vocab[without]}: it moves the prediction "
                         f"from {vocab[without]} to {vocab[with_it]}.")
+        effect = attribution.gain_effect(split)
+        if effect is not None:
+            note.append(_gain_note(self.model, effect))
         formula = "logit[t] = Σ_part part · wte[t]"
         if split.scale is not None:
             formula = "logit[t] = Σ_part (g ⊙ (part − mean(part)) / σ) · wte[t] + ln_f.b · wte[t]"
@@ -332,3 +342,21 @@ class _View:
             (Matrix("each part's share of each logit", "logits", values, (*split.parts, "total = logit"), vocab,
                     "part of the model", "token", "part ╲ token"),),
         )
+
+
+def _gain_note(model: Model, effect: attribution.GainEffect) -> str:
+    """What ln_f's gain g does here, in words: the answer it decides, the parts whose push it turns around."""
+    vocab, g = model.vocab, model.params["ln_f"]["g"]
+    top, other = vocab[effect.top], vocab[effect.runner_up]
+    gain = f"g = {number(g[0])}" if np.all(g == g[0]) else f"g from {number(g.min())} to {number(g.max())}"
+    said = []
+    if effect.top_at_unit_gain != effect.top:
+        said.append(f"The final LayerNorm's gain ln_f.g ({gain}) decides the answer: with g = 1 the top token "
+                    f"would be {vocab[effect.top_at_unit_gain]}; the gain makes it {top}.")
+    if effect.flipped:
+        shown = ", ".join(effect.flipped[:3]) + (f" and {len(effect.flipped) - 3} more" if len(effect.flipped) > 3
+                                                 else "")
+        they = "it favours" if len(effect.flipped) == 1 else "they favour"
+        said.append(f"ln_f.g turns around the push of {shown}: before the gain {they} {other} over {top}, "
+                    f"after it {top} over {other}.")
+    return " ".join(said)

@@ -25,11 +25,13 @@ from rich.text import Text
 
 from handwired.engine.trace import Trace, trace
 from handwired.errors import HandwiredError
+from handwired.judge.catalogue import named_puzzle
 from handwired.judge.compare import WeightChange, weight_changes
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import Report
 from handwired.judge.verdict import QUICK_EXHAUSTIVE, submit, target_check
 from handwired.views import steps as explaining
+from handwired.views.failure import failure_headline
 from handwired.views.matrices import CHANGED, step_panel
 from handwired.views.model import model_line, window_note
 from handwired.views.numbers import number
@@ -45,6 +47,7 @@ class Verdict:
     how: str  # what was run, e.g. "check, every context"
     report: Report | None
     note: str = ""  # why there is no report, or what the report covers
+    follows_failure: bool = False  # draw the shortest failing context rather than the file's example
 
 
 Judge = Callable[[Model], Verdict]
@@ -66,9 +69,17 @@ def puzzle_verdict(puzzle: Puzzle) -> Judge:
         submission = submit(puzzle, model, show=FAILURES_SHOWN)
         if not submission.fits:
             return Verdict(how, None, "the file does not fit the puzzle: it expects " + "; ".join(submission.misfit))
-        return Verdict(how, submission.report)
+        return Verdict(how, submission.report, follows_failure=True)
 
     return judge
+
+
+def file_verdict(model: Model) -> Verdict:
+    """The verdict of the puzzle the file names (as it names it at this save), else check's on its target."""
+    puzzle, note = named_puzzle(model)
+    if puzzle is None:
+        return check_verdict(model)
+    return replace(puzzle_verdict(puzzle)(model), note=note or "")
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,7 @@ class Snapshot:
     steps: tuple[explaining.Step, ...] = ()
     verdict: Verdict | None = None
     errors: tuple[str, ...] = ()  # every problem, when the file could not be shown
+    drawn: str = ""  # why this context is drawn, when it is not the one asked for
 
     @property
     def ok(self) -> bool:
@@ -101,7 +113,7 @@ def load_snapshot(
     wanted: list[str] | tuple[str, ...] = explaining.STEPS,
     block: int | None = None,
     head: int | None = None,
-    judge: Judge = check_verdict,
+    judge: Judge = file_verdict,
     every_step: bool = False,
     position: int | None = None,
     spell: Callable[[str], str] = str,
@@ -119,14 +131,29 @@ def load_snapshot(
         model, problems = parse(read_json(path), source=str(path))
         if problems:
             return Snapshot(path, saved, errors=tuple(problems))
-        if text is None and model.example is None:
+        verdict = judge(model)
+        context, drawn = _context(model, text, verdict)
+        if context is None:
             raise HandwiredError(f'the file has no "example"; give the context: handwired watch {path} '
                                  f"{model.vocab[0] * 3}")
-        trace_ = trace(model, model.example if text is None else text)
+        trace_ = trace(model, context)
         steps = tuple(explaining.steps(model, trace_, list(wanted), block, head, position, every_step))
-        return Snapshot(path, saved, model, trace_, steps, judge(model))
+        return Snapshot(path, saved, model, trace_, steps, verdict, drawn=drawn)
     except HandwiredError as error:
         return Snapshot(path, saved, errors=(error.render(spell),))
+
+
+def _context(model: Model, text: str | None, verdict: Verdict) -> tuple[str | None, str]:
+    """The context to draw: the one asked for; else, under a puzzle, its shortest failure while there is one;
+    else the file's example. And why, in words, when it is not the one asked for."""
+    if text is not None:
+        return text, ""
+    report = verdict.report
+    if verdict.follows_failure and report is not None and report.failures:
+        return report.shortest_failure.context, "the shortest failing context"
+    if verdict.follows_failure and report is not None and report.ok:
+        return model.example, "the file's example: every context passes"
+    return model.example, ""
 
 
 # ---------------------------------------------------------------- what changed
@@ -178,11 +205,13 @@ def _clock(seconds: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(seconds))
 
 
-def verdict_view(verdict: Verdict, earlier: Verdict | None = None) -> Group:
+def verdict_view(verdict: Verdict, earlier: Verdict | None = None, model: Model | None = None) -> Group:
+    """The verdict's lines; with the ``model``, the shortest failure's logit gap and the part that pushed it."""
     report = verdict.report
     if report is None:
         return Group(Text.assemble((f"{verdict.how}: ", "bold"),
                                    (verdict.note, "yellow" if verdict.how.startswith("puzzle") else "dim")))
+    warning = [Text(verdict.note, style="yellow")] if verdict.note else []
     ok = report.ok
     line = Text.assemble(
         ("PASS " if ok else "FAIL ", "bold green" if ok else "bold red"), (verdict.how, "bold"), ": ",
@@ -192,7 +221,7 @@ def verdict_view(verdict: Verdict, earlier: Verdict | None = None) -> Group:
     if earlier is not None and earlier.report is not None and (earlier.report.passed, earlier.report.failed) != (
             report.passed, report.failed):
         line.append(f"  (previous version: {earlier.report.passed:,} passed, {earlier.report.failed:,} failed)", "dim")
-    parts: list = [line]
+    parts: list = [line, *warning]
     if report.margin is not None:
         parts.append(margin_line(report.margin, report.near_miss()))
     if report.failures:
@@ -201,6 +230,8 @@ def verdict_view(verdict: Verdict, earlier: Verdict | None = None) -> Group:
                           for f in report.failures)
         more = f" and {report.failed - len(report.failures):,} more" if report.failed > len(report.failures) else ""
         parts.append(Text.assemble(("shortest failures: ", "dim"), shown, more, style="red"))
+        if model is not None:
+            parts += failure_headline(model, report.failures[0])
     return Group(*parts)
 
 
@@ -237,26 +268,34 @@ def screen(state: State, header: str = "", show_all: bool = False) -> Group:
     good = state.good
     if good is None:
         return Group(*parts)
-    parts.append(verdict_view(good.verdict, state.before.verdict if state.before is not None else None))
+    parts.append(verdict_view(good.verdict, state.before.verdict if state.before is not None else None, good.model))
     edits = edited_weights(state.before, good)
     if edits:
         parts.append(edits_view(edits))
     marks = changed_cells(state.before, good)
     parts.append(Text.assemble(model_line(good.model), ("  saved ", "dim"), _clock(good.saved)))
     parts.append(Text.assemble(("context ", "dim"), (good.trace.window, "bold"),
-                               f"  ({len(good.trace.window)} tokens)"))
+                               f"  ({len(good.trace.window)} tokens)",
+                               (f"  {good.drawn}" if good.drawn else "", "dim")))
     note = window_note(good.model, good.trace)
     if note:
         parts.append(note)
     if state.before is not None:
-        count = sum(int(mask.sum()) for mask in marks.values())
-        parts.append(Text(f"{CHANGED} marks a value that changed from the previous version ({count} "
-                          f"value{'s' if count != 1 else ''})" if count
-                          else "no value in this view changed from the previous version", style="dim"))
+        parts.append(Text(_changes_line(state.before, good, marks), style="dim"))
     for step in good.steps:
         parts.append(step_panel(step, show_all, changed={matrix: mask for (title, matrix), mask in marks.items()
                                                                  if title == step.title}))
     return Group(*parts)
+
+
+def _changes_line(before: Snapshot, now: Snapshot, marks: dict) -> str:
+    """How many values of the view changed since the previous version, or why none can be compared."""
+    if before.ok and before.trace.window != now.trace.window:  # e.g. the failure fixed, the example drawn now
+        return f"another context than the previous version's ({before.trace.window}): no value is compared"
+    count = sum(int(mask.sum()) for mask in marks.values())
+    if not count:
+        return "no value in this view changed from the previous version"
+    return f"{CHANGED} marks a value that changed from the previous version ({count} value{'s' if count != 1 else ''})"
 
 
 class Cropped:

@@ -8,6 +8,7 @@ round trip.
 """
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,15 +16,19 @@ import numpy as np
 from handwired.weightfile.axes import Axis
 from handwired.weightfile.checker import locate
 from handwired.weightfile.model import Model
+from handwired.weightfile.puzzlekey import moved
 
 FORMS = ("sparse", "dense")
 
 
-def document(model: Model, form: str) -> dict[str, Any]:
-    """The model's file with every matrix and vector written in ``form``."""
+def document(model: Model, form: str, folder: Path | None = None) -> dict[str, Any]:
+    """The model's file with every matrix and vector written in ``form``; ``folder``: where it will be written, so
+    that a statement named by its path in the ``puzzle`` key is still found from there."""
     if form not in FORMS:
         raise ValueError(form)
     doc = copy.deepcopy(model.written.document)
+    if folder is not None and model.puzzle is not None:
+        doc["puzzle"] = moved(model.puzzle, Path(model.source).parent, folder)
     for path, written in model.written.entries.items():
         parent, key = _locate(doc, path)
         if form == "sparse":

@@ -62,6 +62,7 @@ class Model:
     example: str | None = None  # a context to show
     target: str | None = None  # a repeating pattern the model should follow
     written: Written = field(default_factory=Written, repr=False)
+    puzzle: str | None = None  # the puzzle it answers: a bundled name, or "statement.json#hash" (see judge.catalogue)
 
     # The config's figures, read so often that they are the model's too.
     @property
@@ -99,6 +100,20 @@ class Model:
     def axes(self, path: str) -> tuple[Axis, ...]:
         """The labelled sides of the parameter at ``path`` (rows, columns; a vector: its one axis)."""
         return self.written.axes[path]
+
+    def head_labels(self, block: int, kind: str, head: int | None = None) -> tuple[str, ...]:
+        """The labels of a block's ``q``, ``k`` or ``v`` columns (of c_attn.w) or ``z`` rows (of c_proj.w), as
+        sparse entries name them (``q:pos``, or numbered across heads: ``q3``); one head's, or every head's."""
+        n_embd, d_head = self.n_embd, self.d_head
+        path = f"blocks[{block}].attn." + ("c_proj.w" if kind == "z" else "c_attn.w")
+        if path not in self.written.axes:  # a model built in code, not read from a file: numbered
+            labels = tuple(f"{kind}{i}" for i in range(n_embd))
+        elif kind == "z":
+            labels = self.written.axes[path][0].labels
+        else:
+            offset = "qkv".index(kind) * n_embd
+            labels = self.written.axes[path][1].labels[offset:offset + n_embd]
+        return labels if head is None else labels[head * d_head:(head + 1) * d_head]
 
     def encode(self, text: str, what: str = "input") -> np.ndarray:
         """Text -> token ids, one character a token."""

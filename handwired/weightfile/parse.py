@@ -15,6 +15,7 @@ from handwired.weightfile.axes import Axis
 from handwired.weightfile.checker import describe
 from handwired.weightfile.entries import EntryChecker
 from handwired.weightfile.expr import NAME_PATTERN
+from handwired.weightfile.heads import head_axes, numbered
 from handwired.weightfile.model import Config, Model, Written
 
 FORMAT = "handwired/1"
@@ -23,10 +24,10 @@ MAX_PARAMETERS = 10_000_000  # about what a 32 MB dense file holds; a sparse fil
 TOP_KEYS = {
     "format": True, "name": False, "description": False, "vocab": True, "n_ctx": True,
     "n_embd": True, "n_head": False, "constants": False, "dims": False, "example": False,
-    "target": False, "wte": True, "wpe": True, "blocks": True, "ln_f": False,
+    "target": False, "puzzle": False, "wte": True, "wpe": True, "blocks": True, "ln_f": False,
 }  # key -> required
 BLOCK_KEYS = {"attn": True, "ln_1": False, "ln_2": False, "mlp": False}
-ATTN_KEYS = {"c_attn": True, "c_proj": True}
+ATTN_KEYS = {"heads": False, "c_attn": True, "c_proj": True}
 MLP_KEYS = {"hidden": False, "c_fc": True, "c_proj": True}
 
 
@@ -56,6 +57,7 @@ def parse(doc: Any, source: str = "<weights>") -> tuple[Model | None, list[str]]
     dims = _dims(check, top.get("dims"), n_embd)
     example = check.tokens(top["example"], "example", vocab) if "example" in top else None
     target = check.tokens(top["target"], "target", vocab) if "target" in top else None
+    puzzle = _puzzle(check, top["puzzle"]) if "puzzle" in top else None
 
     n_layer = len(top["blocks"]) if isinstance(top.get("blocks"), list) else 0
     if vocab and n_ctx and n_embd and parameter_count(len(vocab), n_ctx, n_embd, n_layer) > MAX_PARAMETERS:
@@ -64,15 +66,15 @@ def parse(doc: Any, source: str = "<weights>") -> tuple[Model | None, list[str]]
                                 f"more than handwired supports ({MAX_PARAMETERS:,})")
         return None, check.problems
     axes = _axes(vocab, n_ctx, n_embd, dims)
-    params = _params(check, top, axes)
+    params = _params(check, top, axes, n_head)
     if check.problems:
         return None, check.problems
     config = Config(tuple(vocab), n_ctx, n_embd, n_head, len(params["blocks"]), tuple(dims))
     written = Written(doc, dict(check.constants), check.written, _param_axes(check.written, axes))
-    return Model(config, params, source, name, description, example, target, written), []
+    return Model(config, params, source, name, description, example, target, written, puzzle), []
 
 
-def _params(check: EntryChecker, top: dict[str, Any], axes: dict[str, Axis]) -> dict[str, Any]:
+def _params(check: EntryChecker, top: dict[str, Any], axes: dict[str, Axis], n_head: int | None) -> dict[str, Any]:
     """wte, wpe, the blocks and ln_f, as float64 (a part that is wrong is reported and left as None)."""
     params: dict[str, Any] = {}
     if "wte" in top:
@@ -83,7 +85,7 @@ def _params(check: EntryChecker, top: dict[str, Any], axes: dict[str, Axis]) -> 
     if not isinstance(blocks, list):
         check.problem("blocks", f"expected a list of blocks; found {describe(blocks)}")
         blocks = []
-    params["blocks"] = [_block(check, block, f"blocks[{i}]", axes) for i, block in enumerate(blocks)]
+    params["blocks"] = [_block(check, block, f"blocks[{i}]", axes, n_head) for i, block in enumerate(blocks)]
     if "ln_f" in top:
         params["ln_f"] = check.norm(top["ln_f"], "ln_f", axes.get("dims"))
     return params
@@ -104,6 +106,16 @@ def _constants(check: EntryChecker, value: Any) -> None:
             check.constants[key] = number
 
 
+def _puzzle(check: EntryChecker, value: Any) -> str | None:
+    """The puzzle the file answers: a bundled puzzle's name, or a statement's path (from the file's folder) and
+    ``#`` and the hash of its content, as ``puzzles start`` writes it."""
+    text = check.text(value, "puzzle")
+    if text is not None and (not text.strip() or not text.isprintable()):
+        check.problem("puzzle", f"expected a puzzle's name, e.g. \"max\", or a statement's path; found {text!r}")
+        return None
+    return text
+
+
 def _dims(check: EntryChecker, value: Any, n_embd: int | None) -> list[str] | None:
     if value is None:
         return [f"d{i}" for i in range(n_embd)] if n_embd else None
@@ -119,9 +131,7 @@ def _axes(vocab, n_ctx, n_embd, dims) -> dict[str, Axis]:
         axes["positions"] = Axis("one per position, n_ctx", tuple(str(i) for i in range(n_ctx)))
     if n_embd and dims:
         axes["dims"] = Axis("one per residual dim", tuple(dims))
-        numbered = lambda prefix: tuple(f"{prefix}{i}" for i in range(n_embd))  # noqa: E731
-        axes["qkv"] = Axis("q, k, v: 3 × n_embd", numbered("q") + numbered("k") + numbered("v"))
-        axes["z"] = Axis("one per attention output dim, heads concatenated", numbered("z"))
+        axes["qkv"], axes["z"] = numbered(n_embd)
     return axes
 
 
@@ -132,10 +142,11 @@ def _param_axes(written: dict[str, np.ndarray], axes: dict[str, Axis]) -> dict[s
     for path in written:
         if path in result:
             continue
+        block = path.split(".attn.")[0]
         if ".attn.c_attn." in path:
-            rows, cols = axes["dims"], axes["qkv"]
+            rows, cols = axes["dims"], axes.get(f"{block}.attn.qkv", axes["qkv"])
         elif ".attn.c_proj." in path:
-            rows, cols = axes["z"], axes["dims"]
+            rows, cols = axes.get(f"{block}.attn.z", axes["z"]), axes["dims"]
         elif ".mlp.c_fc." in path:
             rows, cols = axes["dims"], axes[path.split(".mlp.")[0] + ".mlp.hidden"]
         elif ".mlp.c_proj." in path:
@@ -146,7 +157,8 @@ def _param_axes(written: dict[str, np.ndarray], axes: dict[str, Axis]) -> dict[s
     return result
 
 
-def _block(check: EntryChecker, value: Any, path: str, axes: dict[str, Axis]) -> dict[str, Any] | None:
+def _block(check: EntryChecker, value: Any, path: str, axes: dict[str, Axis], n_head: int | None
+           ) -> dict[str, Any] | None:
     spec = check.obj(value, path, BLOCK_KEYS)
     if spec is None:
         return None
@@ -154,10 +166,16 @@ def _block(check: EntryChecker, value: Any, path: str, axes: dict[str, Axis]) ->
     dims = axes.get("dims")
     attn = check.obj(spec.get("attn"), f"{path}.attn", ATTN_KEYS) if "attn" in spec else None
     if attn is not None:
+        qkv, z = axes.get("qkv"), axes.get("z")
+        if "heads" in attn and dims is not None and n_head is not None:
+            named = head_axes(check, attn["heads"], f"{path}.attn.heads", len(dims), n_head)
+            qkv, z = named if named is not None else (None, None)  # wrong names: no entry can be read by them
+            if named is not None:
+                axes[f"{path}.attn.qkv"], axes[f"{path}.attn.z"] = named
         block["attn"] = {
-            "c_attn": (check.linear(attn["c_attn"], f"{path}.attn.c_attn", dims, axes.get("qkv"))
+            "c_attn": (check.linear(attn["c_attn"], f"{path}.attn.c_attn", dims, qkv)
                        if "c_attn" in attn else None),
-            "c_proj": (check.linear(attn["c_proj"], f"{path}.attn.c_proj", axes.get("z"), dims)
+            "c_proj": (check.linear(attn["c_proj"], f"{path}.attn.c_proj", z, dims)
                        if "c_proj" in attn else None),
         }
     for norm in ("ln_1", "ln_2"):

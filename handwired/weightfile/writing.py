@@ -61,6 +61,13 @@ def check_writable(path: Path, force: bool = False) -> None:
         raise HandwiredError(f"{path}{through}: folder {folder} does not exist")
 
 
+def umask_mode(full: int) -> int:
+    """``full`` (0o666 for a file, 0o777 for a folder) less the user's umask: the mode ``open`` would give."""
+    mask = os.umask(0)  # the only way to read the umask is to set it: put it straight back
+    os.umask(mask)
+    return full & ~mask
+
+
 def write_new(path: Path, text: str, force: bool = False) -> None:
     """Write a file atomically; refuse to replace an existing one unless ``force``, and anything but a regular file.
 

@@ -1,0 +1,144 @@
+"""One number a model computes, named as the views name it, read at one position of many contexts at once.
+
+A probe is a TransformerLens hook name and a column: ``blocks.0.mlp.hook_pre:ab`` (a hidden unit by its label),
+``blocks.0.hook_resid_post:tok`` (a residual dim), ``blocks.0.attn.hook_z:z7`` (a head dim, numbered across the
+heads as ``c_proj``'s rows are), ``logits:b`` (a token), or ``blocks.1.attn.hook_pattern:-2`` with a head (a key
+position, indexed as Python indexes the query's row: ``0`` the first key, ``-1`` the query itself).
+
+The values come from the prefix trie (:func:`handwired.engine.trie.capture_trie`): by causality, a context's
+value at position p is the value at the last position of its prefix of length p + 1, so every prefix is computed
+once, however many contexts share it.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from handwired.engine.trace import trace
+from handwired.engine.trie import Trie, build_trie, capture_trie
+from handwired.errors import HandwiredError, bad_head, bad_value
+from handwired.weightfile import Model
+
+HEAD_DIMS = {"hook_q": "q", "hook_k": "k", "hook_v": "v", "hook_z": "z"}  # the letter of each head's columns
+CHUNK = 16384  # nodes at a time: a spread's levels are whole, and fewer, larger chunks cost less per node
+KEY_HOOKS = ("hook_pattern", "hook_attn_scores", "scores_before_mask")  # [head, key]: a column is a key position
+
+
+@dataclass(frozen=True)
+class Probe:
+    hook: str  # where the value is recorded, e.g. blocks.0.mlp.hook_pre
+    column: str  # as given: a label, or a key position
+    index: int  # into the hook's value at one position, flattened; for a key hook, the key position (may be < 0)
+    head: int | None  # for a key hook
+
+    @property
+    def name(self) -> str:
+        head = f" head {self.head}" if self.head is not None else ""
+        return f"{self.hook}:{self.column}{head}"
+
+    @property
+    def by_key(self) -> bool:
+        return self.hook.endswith(KEY_HOOKS)
+
+
+def hook_names(model: Model) -> list[str]:
+    """Every intermediate the model records, in forward-pass order."""
+    return list(trace(model, model.vocab[0]).record)
+
+
+def column_labels(model: Model, hook: str) -> tuple[str, ...]:
+    """The names of a hook's columns at one position, as the views print them."""
+    last = hook.rsplit(".", 1)[-1]
+    if hook in ("logits", "probs"):
+        return model.vocab
+    if last in HEAD_DIMS:  # every head's columns, as c_attn's sparse entries name them (q3, or q:pos)
+        return model.head_labels(int(hook.split(".")[1]), HEAD_DIMS[last])
+    if hook.endswith(("mlp.hook_pre", "mlp.hook_post")):
+        block = int(hook.split(".")[1])
+        return model.axes(f"blocks[{block}].mlp.c_fc.w")[1].labels
+    return model.dims
+
+
+def parse_probe(model: Model, text: str, head: int | None = None) -> Probe:
+    """``HOOK:COLUMN`` -> a probe of the model; one line naming what is wrong otherwise."""
+    hook, colon, column = text.partition(":")  # hooks hold no colon; a named head column does (q:pos)
+    if not colon or not hook or not column:
+        raise HandwiredError(f"{text!r}: expected HOOK:COLUMN, e.g. blocks.0.mlp.hook_pre:h0 or "
+                             "blocks.0.hook_resid_post:tok")
+    names = hook_names(model)
+    if hook not in names:
+        raise HandwiredError(f"{text!r}: the model records no {hook!r}; it records {', '.join(names)}")
+    if hook.endswith(KEY_HOOKS):
+        return _key_probe(model, hook, column, head)
+    if head is not None:
+        raise bad_value("head", head, f"{hook} has no heads to choose from; a head is for "
+                        + ", ".join(f"attn.{name}" for name in KEY_HOOKS))
+    labels = column_labels(model, hook)
+    if column not in labels:
+        raise HandwiredError(f"{text!r}: {hook} has no column {column!r}; its columns are {', '.join(labels)}")
+    return Probe(hook, column, labels.index(column), None)
+
+
+def _key_probe(model: Model, hook: str, column: str, head: int | None) -> Probe:
+    if head is None:
+        if model.n_head > 1:
+            raise HandwiredError(f"{hook} has a pattern per head: choose one with {{head}} (0…{model.n_head - 1})",
+                                 ("head",))
+        head = 0
+    if not 0 <= head < model.n_head:
+        raise bad_head(head, model.n_head)
+    try:
+        key = int(column)
+    except ValueError:
+        raise HandwiredError(f"{hook}:{column}: a column of {hook} is a key position, e.g. 0 (the first), "
+                             "-1 (the query itself) or -2 (the one before)") from None
+    if not -model.n_ctx <= key < model.n_ctx:
+        raise HandwiredError(f"{hook}:{column}: a key position is within {-model.n_ctx}…{model.n_ctx - 1}")
+    return Probe(hook, column, key, head)
+
+
+def probe_values(model: Model, probe: Probe, contexts: list[np.ndarray], position: int = -1,
+                 trie: Trie | None = None) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """The probe's value at ``position`` of every context, and every context's next-token logits.
+
+    ``contexts``: arrays [n, L] of token ids, one length each; ``trie``: theirs, if made already (full_trie
+    for every string). Returns, per array, (values [n], float; nan where the context has no such position or
+    key; which contexts have one [n] bool; logits [n, n_vocab]).
+    """
+    lengths = [batch.shape[1] for batch in contexts]
+    at = [_prefix_length(length, position) for length in lengths]  # the prefix whose last position is probed
+    trie = trie if trie is not None else build_trie(contexts)
+    wanted = {length for length in lengths} | {p for p in at if p is not None}
+    try:
+        logits, kept = capture_trie(model, trie, probe.hook, wanted, CHUNK)
+    except KeyError:
+        raise HandwiredError(f"{probe.hook}: not recorded at that position") from None
+    values, present, next_logits = [], [], []
+    for batch, length, prefix in zip(contexts, lengths, at):
+        next_logits.append(logits[length - 1][trie.find(batch)])  # [n, n_vocab]
+        if prefix is None:
+            values.append(np.full(len(batch), np.nan))
+            present.append(np.zeros(len(batch), dtype=bool))
+            continue
+        level = kept[prefix - 1][trie.find(batch[:, :prefix])]  # [n, …] at the prefix's last position
+        value, ok = _column(probe, level, prefix)
+        values.append(value)
+        present.append(ok)
+    return values, present, next_logits
+
+
+def _prefix_length(length: int, position: int) -> int | None:
+    """The length of the prefix whose last position is ``position`` of a context of ``length``; None: none."""
+    index = position if position >= 0 else length + position
+    return index + 1 if 0 <= index < length else None
+
+
+def _column(probe: Probe, level: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    # level [n, …] -> the probe's column [n], and whether each context has it [n]
+    n = len(level)
+    if not probe.by_key:
+        return level.reshape(n, -1)[:, probe.index], np.ones(n, dtype=bool)  # [n]
+    key = probe.index if probe.index >= 0 else n_keys + probe.index
+    if not 0 <= key < n_keys:  # the query sees keys 0…n_keys-1 only
+        return np.full(n, np.nan), np.zeros(n, dtype=bool)
+    return level[:, probe.head, key], np.ones(n, dtype=bool)  # [n, head, n_keys] -> [n]

@@ -1,0 +1,67 @@
+"""The shortest failing context, followed through the whole model: which token won and by how many logits, which
+parts of the model pushed it there, and every step of every block, so a fault in the MLP shows as plainly as one
+in attention."""
+
+import numpy as np
+from rich.text import Text
+
+from handwired.engine import attribution
+from handwired.engine.trace import trace
+from handwired.judge.report import Failure
+from handwired.views import steps as explaining
+from handwired.views.figures import Step
+from handwired.views.matrices import step_panel
+from handwired.views.numbers import logits, number
+from handwired.weightfile import Model
+
+# every step a block has (ln1 and mlp where the model has them; heads and concat with several heads), then what
+# each position predicts
+BLOCK_STEPS = ("ln1", *explaining.HEAD_STEPS, *explaining.BLOCK_STEPS, "proj", "mlp", "prediction")
+
+
+def headline(model: Model, failure: Failure, split: attribution.Attribution) -> list[Text]:
+    """The right token against the predicted one with the logit gap, and the part that pushed the wrong one up."""
+    right, wrong, gap = failure.right, failure.wrong, failure.gap
+    vocab, values = model.vocab, failure.logits
+    beats = "ties with" if gap == 0 else "beats"
+    lines = [Text.assemble(
+        ("Why the shortest failing context ", "bold"), (repr(failure.context), "bold"), (" fails: ", "bold"),
+        "the right token is ", (vocab[right], "green"), ", but ", (vocab[wrong], "red"), f" {beats} it: logit ",
+        (number(values[wrong]), "red"), " against ", (number(values[right]), "green"),
+        ", a gap of ", (logits(gap), "bold red"), f" (p({vocab[wrong]}) = {failure.probs[wrong]:.4f}).")]
+    push = attribution.pushes(split, wrong, right)  # [n_parts]
+    worst = int(np.argmax(push))
+    if push[worst] > 0:
+        line = Text.assemble(("The part that pushed ", "dim"), vocab[wrong], (" over ", "dim"), vocab[right],
+                             (" most: ", "dim"), (split.parts[worst], "bold"), f" ({logits(push[worst])})")
+        best = int(np.argmin(push))
+        if push[best] < 0:
+            line.append_text(Text.assemble(("; the most against it: ", "dim"), (split.parts[best], "bold"),
+                                           f" ({logits(-push[best])} for {vocab[right]})"))
+        lines.append(line)
+    return lines
+
+
+def failure_headline(model: Model, failure: Failure) -> list[Text]:
+    """:func:`headline` on its own, for a screen that shows another context's steps (watch)."""
+    return headline(model, failure, attribution.attribute(model, trace(model, failure.context)))
+
+
+def failure_steps(model: Model, context: str) -> tuple[attribution.Attribution, list[Step]]:
+    """The attribution at the context's last position, then its why step and every block's steps."""
+    run = trace(model, context)
+    wanted = ["why", *BLOCK_STEPS]
+    steps = explaining.steps(model, run, wanted)
+    why = [step for step in steps if step.key == "why"]
+    return attribution.attribute(model, run), why + [step for step in steps if step.key != "why"]
+
+
+def failure_parts(model: Model, failure: Failure, everything: bool = False, reveal: str | None = None) -> list:
+    """The headline, the why step and every block's steps for one failing context, folded unless ``everything``;
+    ``reveal`` is the command that shows the whole explain view of it, named in the fold lines and at the end."""
+    split, steps = failure_steps(model, failure.context)
+    parts: list = [Text(""), *headline(model, failure, split)]
+    parts += [step_panel(step, everything, **({"reveal": reveal} if reveal else {})) for step in steps]
+    if reveal:
+        parts.append(Text.assemble(("Every step of this context, nothing folded: ", "dim"), reveal))
+    return parts

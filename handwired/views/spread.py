@@ -1,0 +1,109 @@
+"""Drawing a spread: per group its count, range and histogram on one shared axis, then the threshold in words."""
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from handwired.judge.separation import Separation
+from handwired.judge.spread import Spread
+from handwired.views.model import model_line
+from handwired.views.numbers import count, number
+from handwired.weightfile import Model
+
+LEVELS = "▁▂▃▄▅▆▇█"  # a bin's count relative to its group's fullest bin
+EMPTY = "·"  # a bin with no context: visible without colour
+BY = {"answer": "the right answer", "predicted": "the predicted token", "last-token": "the last token",
+      "length": "the context's length"}
+
+
+def where(spread: Spread) -> str:
+    return "the last position" if spread.position == -1 else f"position {spread.position}"
+
+
+def bars(counts) -> str:
+    """One character per bin: its count as a bar height, relative to the fullest bin; empty bins dotted."""
+    top = max(int(counts.max()), 1)
+    return "".join(EMPTY if c == 0 else LEVELS[min(len(LEVELS) - 1, -(-int(c) * len(LEVELS) // top) - 1)]
+                   for c in counts)
+
+
+def bound(value: float) -> str:
+    """An end of a threshold's interval: a tiny one in full (-5.2e-15, not ≈0), for a threshold must fall between."""
+    return number(value, show_tiny=True)
+
+
+def verdict(separation: Separation | None) -> str:
+    """Whether the groups' values overlap, and if not the thresholds that separate them, in plain words."""
+    if separation is None:
+        return "One group only: nothing to separate."
+    runs = separation.runs
+    if not separation.separated:
+        low, high = separation.shared
+        span = f"at {bound(low)}" if low == high else f"on [{bound(low)}, {bound(high)}]"
+        return f"The groups overlap {span}: no threshold separates them."
+    intervals = [f"({bound(low)}, {bound(high)})" for low, high in separation.thresholds]
+    if len(runs) == len(set(runs)) and len(runs) == 2:
+        return f"The groups do not overlap: any threshold in {intervals[0]} separates {runs[0]} from {runs[1]}."
+    order = " < ".join(runs)
+    again = sorted({key for key in runs if runs.count(key) > 1})
+    both_sides = "".join(f" {key} lies on both sides of {', '.join(k for k in dict.fromkeys(runs) if k != key)}."
+                         for key in again)
+    return (f"The values do not overlap; along the axis they run {order}.{both_sides} "
+            f"{'A threshold' if len(intervals) == 1 else 'One threshold'} in each of "
+            f"{', '.join(intervals)} separates them.")
+
+
+def spread_view(model: Model, spread: Spread) -> Group:
+    low, high = spread.edges[0], spread.edges[-1]
+    lines: list = [
+        model_line(model),
+        Text.assemble((spread.probe.name, "bold"), f" at {where(spread)}, over {spread.source}, grouped by ",
+                      BY[spread.by]),
+    ]
+    table = Table()
+    table.add_column(spread.by)
+    table.add_column("count", justify="right")
+    table.add_column("min", justify="right")
+    table.add_column("max", justify="right")
+    table.add_column(f"{number(low)} … {number(high)}", no_wrap=True)
+    for group in spread.groups:
+        table.add_row(group.key, f"{group.count:,}", number(group.low), number(group.high), bars(group.histogram))
+    lines.append(table)
+    skipped = []
+    if spread.not_judged:
+        skipped.append(f"{count(spread.not_judged, 'context')} the rule does not judge (ambiguous or out of domain)")
+    if spread.too_short:
+        skipped.append(f"{count(spread.too_short, 'context')} without {where(spread)} or that key")
+    if skipped:
+        lines.append(Text("Not in a group: " + "; ".join(skipped) + ".", style="dim"))
+    lines.append(Text(f"histogram: {len(spread.edges) - 1} bins from {number(low)} to {number(high)}, shared by "
+                      f"every group; bar height ∝ the bin's count, {EMPTY} = none", style="dim"))
+    lines.append(Text(verdict(spread.separation), style="bold"))
+    return Group(*lines)
+
+
+def spread_json(model: Model, spread: Spread) -> dict:
+    separation = spread.separation
+    return {
+        "model": model.name,
+        "weights": model.source,
+        "value": spread.probe.name,
+        "hook": spread.probe.hook,
+        "column": spread.probe.column,
+        "head": spread.probe.head,
+        "position": spread.position,
+        "contexts": spread.source,
+        "by": spread.by,
+        "total": spread.total,
+        "grouped": spread.shown,
+        "not_judged": spread.not_judged,
+        "without_position": spread.too_short,
+        "bins": spread.edges.tolist(),
+        "groups": [{"group": g.key, "count": g.count, "min": g.low, "max": g.high,
+                    "histogram": g.histogram.tolist()} for g in spread.groups],
+        "overlap": None if separation is None or separation.separated else list(separation.shared),
+        "order": None if separation is None else list(separation.runs),
+        "thresholds": None if separation is None or not separation.separated
+        else [list(pair) for pair in separation.thresholds],
+        "verdict": verdict(separation),
+    }

@@ -1,0 +1,88 @@
+"""The failure view follows the fault: a wrong MLP threshold in xor shows in puzzles check's own output."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from test_cli import invoke
+
+ROOT = Path(__file__).resolve().parent.parent
+S, T = 8, 3  # the xor reference's scale, and the wrong weight that replaces -S for unit ba's prev_a input
+
+
+def gelu(x):  # GPT-2's tanh form, written out here
+    return 0.5 * x * (1 + math.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+@pytest.fixture
+def wrong_threshold(tmp_path, monkeypatch):
+    """The xor reference with unit ba's prev_a weight -3 instead of -8: after 'aa' it fires (8 - 3 = 5)."""
+    monkeypatch.setenv("COLUMNS", "250")
+    doc = json.loads((ROOT / "puzzles" / "solutions" / "xor.json").read_text(encoding="utf-8"))
+    doc["blocks"][0]["mlp"]["c_fc"]["w"]["prev_a"]["ba"] = -T
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_a_wrong_mlp_threshold_shows_in_the_failure_output(wrong_threshold):
+    result = invoke("puzzles", "check", "xor", str(wrong_threshold))
+    assert result.exit_code == 1
+    out = result.stdout
+    # by hand, at 'aa' position 1: prev_a = 1 (the previous-token head), a = 1; ab = S - S = 0, ba = -T + S = 5;
+    # logit a = 1 (wte) + S/2 - gelu(5), logit b = -S/2 + gelu(5): b leads by 2·gelu(5) - S - 1
+    gap = 2 * gelu(5) - S - 1
+    assert f"{gap:.3f}" == "1.000"
+    assert ("Why the shortest failing context 'aa' fails: the right token is a, but b beats it: logit 1.000 against "
+            "≈0, a gap of 1.000 logits (p(b) = 0.7311).") in out
+    assert f"{1 / (1 + math.exp(-gap)):.4f}" == "0.7311"
+    mlp_push = 2 * gelu(5) - S  # the MLP's share of logit b minus its share of logit a
+    assert (f"The part that pushed b over a most: block 0 mlp ({mlp_push:.3f} logits); the most against it: "
+            "token embedding wte (1 logit for a)") in out
+    # every step of the block, the MLP's hidden values before gelu among them, unit by its label
+    assert re.findall(r"─ \[(\w+)\]", out) == ["why", "qkv", "scores", "mask", "pattern", "z", "proj", "mlp",
+                                               "prediction"]
+    inside = [line.strip()[1:-1].strip() for line in out[out.index("blocks.0.mlp.hook_pre"):].splitlines()]
+    assert inside[2].startswith("1 all-zero column hidden: ab;")
+    assert [re.sub(r"\s+", " ", line) for line in inside[4:8:2] + inside[7:9]][:1] == ["┃ pos ╲ unit ┃ ba ┃"]
+    assert [re.sub(r"\s+", " ", line) for line in inside[6:8]] == ["│ 0:a │ 5 │", "│ 1:a │ 5 │"]
+    # the failures table and the prediction table give the logit gap beside the probabilities
+    assert re.search(r"│ aa\s+│ a\s+│ b\s+│ \+1\.000 │ 0\.2689 │ 0\.7311 │", out)
+    assert re.search(r"│ 1:a\s+│ b\s+│\s+0\.7311 │\s+\+1\.000 │", out)
+    assert f"Every step of this context, nothing folded: handwired explain aa -w {wrong_threshold} --all\n\n" in out
+    assert re.search(r"\n\nNot solved yet: 27 non-zero parameters so far \(par 27[^)]*\)\. Stuck\? "
+                     r"handwired puzzles hint xor\n$", out)
+
+
+def test_watch_names_the_gap_and_the_part_that_pushed(wrong_threshold):
+    from rich.console import Console
+
+    from handwired.judge.catalogue import load_puzzle
+    from handwired.views.watch import State, load_snapshot, puzzle_verdict, screen
+
+    snapshot = load_snapshot(wrong_threshold, judge=puzzle_verdict(load_puzzle("xor")))
+    console = Console(width=250, record=True, file=open("/dev/null", "w"))
+    console.print(screen(State(snapshot)))
+    text = console.export_text()
+    assert "the right token is a, but b beats it: logit 1.000 against ≈0, a gap of 1.000 logits" in text
+    assert "The part that pushed b over a most: block 0 mlp" in text
+
+
+def test_check_json_gives_each_failures_logit_gap(wrong_threshold):
+    for args in (("puzzles", "check", "xor", str(wrong_threshold)), ("check", "--puzzle", "xor", str(wrong_threshold))):
+        result = invoke(*args, "--json")
+        assert result.exit_code == 1
+        first = json.loads(result.stdout)["failures"][0]
+        assert first["context"] == "aa" and first["expected"] == ["a"] and first["predicted"] == "b"
+        assert first["gap"] == pytest.approx(2 * gelu(5) - S - 1)  # worked out by hand above
+        assert first["gap"] == pytest.approx(first["logits"][1] - first["logits"][0])
+
+
+def test_a_tie_is_a_gap_of_zero_in_json(tmp_path):
+    path = tmp_path / "m.json"
+    invoke("puzzles", "start", "max", "-o", str(path))
+    failures = json.loads(invoke("check", "-w", str(path), "--json").stdout)["failures"]
+    assert [(f["context"], f["predicted"], f["tied"], f["gap"]) for f in failures[:2]] == [
+        ("a", "a", True, 0.0), ("b", "a", True, 0.0)]

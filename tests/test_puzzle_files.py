@@ -1,0 +1,249 @@
+"""Files that know their puzzle: start writes it; check, diff, predict and watch judge by it; flags still override."""
+
+import itertools
+import json
+import re
+
+import numpy as np
+import pytest
+from reference import reference_forward
+from test_cli import invoke, user_error
+
+from handwired.judge.catalogue import load_puzzle, solution_path
+from handwired.views import watch as watching
+from handwired.weightfile import load
+
+
+def words(text):
+    return " ".join(text.split())
+
+
+@pytest.fixture
+def max_starter(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert invoke("puzzles", "start", "max", "-o", "m.json").exit_code == 0
+    return tmp_path / "m.json"
+
+
+def test_start_writes_the_puzzle_and_check_judges_by_it_with_no_flag(max_starter):
+    assert json.loads(max_starter.read_text())["puzzle"] == "max"
+    result = invoke("check", "-w", "m.json")
+    assert result.exit_code == 1
+    out = words(result.stdout)
+    # every string of length 1…6 over a, b, c, d: 4 + 16 + … + 4096; all zeros ties every one, so each fails
+    total = sum(4**n for n in range(1, 7))
+    assert out.startswith("puzzle max — Highest letter (level 3)")
+    assert f"checked: every context of length 1…6 over a, b, c, d ({total:,} contexts)" in out
+    assert f"{total:,} contexts checked 0 passed {total:,} failed" in out
+    assert "Not solved yet: 0 non-zero parameters so far (par 16" in out
+    data = json.loads(invoke("check", "m.json", "--json").stdout)
+    assert (data["puzzle"], data["passed"], data["failed"], data["solved"]) == ("max", 0, total, False)
+
+
+def test_a_flag_still_overrides_the_files_puzzle(max_starter):
+    out = words(invoke("check", "-w", "m.json", "--target", "ab").stdout)
+    assert out.startswith("model max (m.json)") and "every prefix of length 2…18 of abababababab…" in out
+    assert user_error("check", "-w", "m.json", "--puzzle", "ab") == (  # another puzzle: it does not fit
+        "error: m.json: does not fit puzzle 'ab': it expects vocab a, b, the file has a, b, c, d; n_ctx 4, the file "
+        "has 6")
+
+
+def test_a_puzzle_asked_for_wins_over_the_files_with_a_warning(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "start", "aab", "-o", "a.json")  # vocab ab, n_ctx 5: it fits xor too
+    warning = "warning: a.json names the puzzle 'aab'; judged by 'xor', as asked"
+    for args in (("puzzles", "check", "xor", "a.json"), ("check", "--puzzle", "xor", "a.json")):
+        result = invoke(*args)
+        assert result.exit_code == 1 and words(result.stdout).startswith("puzzle xor — Same or different (level 4)")
+        assert words(result.stderr) == warning
+    result = invoke("predict", "-w", "a.json", "--puzzle", "xor", "ab")
+    assert result.exit_code == 0 and words(result.stderr) == warning
+    result = invoke("diff", "a.json", "a.json", "--puzzle", "xor")
+    assert result.exit_code == 0 and words(result.stderr) == f"{warning} {warning}"
+    for args in (("puzzles", "check", "aab", "a.json"), ("check", "--puzzle", "aab", "a.json"),
+                 ("predict", "-w", "a.json", "--puzzle", "aab", "ab")):  # the puzzle it names: nothing to say
+        assert invoke(*args).stderr == ""
+
+
+def test_a_solved_file_that_names_its_puzzle_is_recorded(tmp_path):
+    doc = json.loads(solution_path("max").read_text())
+    doc["puzzle"] = "max"
+    (tmp_path / "sol.json").write_text(json.dumps(doc))
+    result = invoke("check", str(tmp_path / "sol.json"))
+    assert result.exit_code == 0 and "Solved puzzle 'max'!" in words(result.stdout)
+    assert "✓ 16" in invoke("puzzles").stdout
+
+
+@pytest.mark.parametrize("value, message", [
+    (3, "puzzle: expected a string; found the number 3"),
+    (" ", "puzzle: expected a puzzle's name, e.g. \"max\", or a statement's path; found ' '"),
+    ("nope", "puzzle: no puzzle named 'nope' (puzzles: ab, abc, aaab, aab, first, successor, majority, max, "
+             "previous, sort, xor, induction, copy, histogram, parity, reverse, add; a statement you wrote is named "
+             "by its path and hash, as handwired puzzles start writes it)"),
+    ("gone.json#0123456789ab", "puzzle: the statement gone.json is not there any more (the file names "
+                               "'gone.json#0123456789ab'); give the puzzle with --puzzle"),
+])
+def test_a_bad_puzzle_key_is_one_line(max_starter, value, message):
+    doc = json.loads(max_starter.read_text())
+    doc["puzzle"] = value
+    max_starter.write_text(json.dumps(doc))
+    assert user_error("check", "m.json") == f"error: m.json: {message}"
+
+
+def test_weights_validate_looks_for_the_puzzle_too(max_starter):
+    assert invoke("weights", "validate", "m.json").exit_code == 0
+    doc = json.loads(max_starter.read_text())
+    doc["puzzle"] = "gone.json#0123456789ab"
+    max_starter.write_text(json.dumps(doc))
+    result = invoke("weights", "validate", "m.json")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "m.json: puzzle: the statement gone.json is not there any more (the file names 'gone.json#0123456789ab'); "
+        "give the puzzle with --puzzle", "1 problem"]
+
+
+def test_a_written_statement_is_named_by_path_and_hash(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "new", "-o", "mine.json")
+    (tmp_path / "sub").mkdir()
+    assert invoke("puzzles", "start", "mine.json", "-o", "sub/ans.json").exit_code == 0
+    key = load_puzzle("mine.json").key
+    assert key.startswith("mine#")
+    assert json.loads((tmp_path / "sub" / "ans.json").read_text())["puzzle"] == "../mine.json#" + key[5:]
+    monkeypatch.chdir(tmp_path / "sub")  # found from the answer's folder, wherever the command runs
+    result = invoke("check", "ans.json")
+    assert result.exit_code == 1 and words(result.stdout).startswith("puzzle mine — Mirror (level 1)")
+    assert result.stderr == ""
+    assert invoke("puzzles", "check", "../mine.json", "ans.json").stderr == ""  # the statement it names, by path
+    statement = tmp_path / "mine.json"
+    statement.write_text(statement.read_text() + "\n")
+    result = invoke("check", "ans.json")
+    now = load_puzzle(str(statement)).key[5:]
+    assert result.exit_code == 1 and words(result.stderr) == (
+        f"warning: ans.json was started on ../mine.json as it was (#{key[5:]}); it has changed since (#{now}): "
+        "judged as it is now")
+
+
+def test_a_statement_path_is_rewritten_for_a_copy_in_another_folder(tmp_path, monkeypatch):
+    pytest.importorskip("safetensors")
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "new", "-o", "mine.json")
+    for folder in ("sub", "out/deep"):
+        (tmp_path / folder).mkdir(parents=True)
+    invoke("puzzles", "start", "mine.json", "-o", "sub/ans.json")
+    digest = load_puzzle("mine.json").key.rpartition("#")[2]
+    steps = [(("weights", "convert", "sub/ans.json", "--to", "dense", "-o", "out/deep/dense.json"),
+              "out/deep/dense.json", "../../mine.json"),
+             (("export", "sub/ans.json", "-o", "out/tl"), "out/tl/handwired.json", "../../mine.json"),
+             (("import", "out/tl", "-o", "back.json"), "back.json", "mine.json")]
+    for args, written, path in steps:
+        assert invoke(*args).exit_code == 0
+        assert json.loads((tmp_path / written).read_text())["puzzle"] == f"{path}#{digest}"
+    for answer in ("out/deep/dense.json", "back.json"):  # each judged by the statement, found from its own folder
+        result = invoke("check", answer)
+        assert result.exit_code == 1 and words(result.stdout).startswith("puzzle mine — Mirror (level 1)")
+        assert result.stderr == ""
+
+
+# ---------------------------------------------------------------- diff
+
+
+def last_token_answer(tmp_path):
+    """An answer to 'first' that repeats the last token: right exactly where the last token is the first."""
+    doc = {"format": "handwired/1", "name": "last", "puzzle": "first", "vocab": ["a", "b", "c"], "n_ctx": 6,
+           "n_embd": 3, "dims": ["a", "b", "c"], "wte": {"a": {"a": 1}, "b": {"b": 1}, "c": {"c": 1}}, "wpe": {},
+           "blocks": [{"attn": {"c_attn": {"w": {}}, "c_proj": {"w": {}}}}]}
+    path = tmp_path / "last.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def reference_margin(model, context):
+    logits = reference_forward(model.params, [model.vocab.index(t) for t in context], model.n_head)[0][-1]
+    ordered = sorted(logits)
+    return ordered[-1] - ordered[-2]
+
+
+def test_diff_of_a_broken_and_a_fixed_answer_counts_fixed_broken_and_margin_only(tmp_path):
+    broken = last_token_answer(tmp_path)
+    fixed = str(solution_path("first"))  # names no puzzle: the old file's puzzle judges
+    old, new = load(broken), load(fixed)
+    contexts = ["".join(c) for n in range(1, 7) for c in itertools.product("abc", repeat=n)]
+    repaired = [c for c in contexts if c[-1] != c[0]]  # the last-token answer's failures; the reference has none
+    kept = [c for c in contexts if c[-1] == c[0]]
+    moved = sum(not np.isclose(reference_margin(old, c), reference_margin(new, c), rtol=1e-9) for c in kept)
+    result = invoke("diff", broken, fixed)
+    assert result.exit_code == 0
+    assert words(result.stdout).endswith(
+        f" weights differ; {len(repaired) + moved:,} of {len(contexts):,} judged contexts changed: "
+        f"{len(repaired)} fixed, 0 broken, {moved} margin only")
+    assert "judged by puzzle first" in words(result.stdout)
+    data = json.loads(invoke("diff", fixed, broken, "--puzzle", "first", "--json").stdout)
+    assert (data["puzzle"], data["now_right"], data["now_wrong"], data["margin_only"]) == (
+        "first", 0, len(repaired), moved)
+    assert [change["context"] for change in data["shown"]][:4] == ["a", "b", "c", "aa"]  # shortest first
+    ab = next(change for change in data["shown"] if change["context"] == "ab")
+    assert (ab["expected"], ab["old"]["right"], ab["new"]) == (
+        ["a"], True, {"prediction": "b", "tied": False, "margin": 1, "right": False})
+
+
+def test_diff_sample_compares_without_the_puzzle_and_refuses_both(tmp_path):
+    broken = last_token_answer(tmp_path)
+    out = words(invoke("diff", broken, str(solution_path("first")), "--sample", "50").stdout)
+    assert "50 random contexts" in out and "fixed" not in out
+    assert user_error("diff", broken, broken, "--puzzle", "first", "--sample", "5") == (
+        "error: --puzzle compares every context the puzzle judges; --sample does not apply")
+    assert user_error("diff", broken, broken, "--puzzle", "max") == (
+        f"error: {broken}: does not fit puzzle 'max': it expects vocab a, b, c, d, the file has a, b, c")
+
+
+# ---------------------------------------------------------------- predict
+
+
+def test_predict_shows_the_rules_answer_beside_the_models(tmp_path):
+    broken = last_token_answer(tmp_path)
+    result = invoke("predict", "abcb", "-w", broken)
+    assert result.exit_code == 0
+    assert "│ abcb    │ a             │ b ✗            │" in result.stdout
+    out = invoke("predict", "abca", "-w", broken, "--every-position").stdout
+    rule_table = out[out.index("puzzle first"):].splitlines()
+    assert ["a a a ✓", "ab a b ✗", "abc a c ✗", "abca a a ✓"] == [
+        words(line.replace("│", " ")) for line in rule_table if re.match(r"│ a", line)]
+    data = json.loads(invoke("predict", "ba", "-w", broken, "--json").stdout)["puzzle"]
+    assert data == {"name": "first", "answers": [{"position": 1, "context": "ba", "rule": "b", "tokens": ["b"],
+                                                  "status": "decided", "prediction": "a", "tied": False,
+                                                  "right": False}]}
+    assert "puzzle" not in json.loads(invoke("predict", "ab", "--json").stdout)  # the bundled aab names none
+
+
+def test_predict_puzzle_outside_the_domain_is_not_judged(tmp_path):
+    invoke("puzzles", "start", "add", "-o", str(tmp_path / "a.json"))
+    out = invoke("predict", "12+3", "-w", str(tmp_path / "a.json")).stdout
+    assert "│ 12+3    │ out of domain (not judged) │ 0 (tie)        │" in out
+    assert "│ ab      │ a             │ a ✓            │" in invoke("predict", "ab", "--puzzle", "first", "-w",
+                                                                  str(solution_path("first"))).stdout
+
+
+# ---------------------------------------------------------------- watch
+
+
+def test_watch_draws_the_shortest_failure_then_the_example_once_solved(tmp_path):
+    doc = json.loads(solution_path("first").read_text())
+    doc["puzzle"] = "first"
+    doc["example"] = "abcabc"
+    right = tmp_path / "right.json"
+    right.write_text(json.dumps(doc))
+    snapshot = watching.load_snapshot(right)  # the file's puzzle judges it: solved, so its example is drawn
+    assert snapshot.verdict.how == "puzzle first" and snapshot.verdict.report.ok
+    assert (snapshot.trace.window, snapshot.drawn) == ("abcabc", "the file's example: every context passes")
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps(json.loads(open(last_token_answer(tmp_path)).read()) | {"example": "abcabc"}))
+    snapshot = watching.load_snapshot(wrong)
+    assert (snapshot.trace.window, snapshot.drawn) == ("ab", "the shortest failing context")
+    assert watching.load_snapshot(wrong, text="cc").trace.window == "cc"  # a context asked for is drawn
+    screen = words(" ".join(str(part) for part in watching.screen(watching.State(snapshot)).renderables))
+    assert "context ab (2 tokens) the shortest failing context" in screen
+    fixed = watching.State(snapshot).advance(watching.load_snapshot(right))  # saved right: the example is drawn
+    screen = words(" ".join(str(part) for part in watching.screen(fixed).renderables))
+    assert "context abcabc (6 tokens) the file's example: every context passes" in screen
+    assert "another context than the previous version's (ab): no value is compared" in screen
