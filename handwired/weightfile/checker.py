@@ -152,11 +152,12 @@ class Checker:
             wanted = f"a list of {count} {what}" if count is not None else f"a list of {what}"
             self.problem(path, f"expected {wanted}; found {describe(value)}")
             return None
+        seen: set[str] = set()  # not value[:i]: a list of a million labels must not take hours
         for i, label in enumerate(value):
             if not isinstance(label, str) or not label.strip():
                 self.problem(f"{path}[{i}]", f"expected a non-empty label; found {describe(label)}")
                 return None
-            if label in value[:i]:
+            if label in seen:
                 self.problem(f"{path}[{i}]", f"{label!r} appears twice")
                 return None
             number = as_index(label)
@@ -164,6 +165,7 @@ class Checker:
                 self.problem(f"{path}[{i}]", f"{label!r} is a number but labels entry {i}; "
                                              f"in a sparse matrix {label!r} would mean two things")
                 return None
+            seen.add(label)
         return value
 
     def vocab(self, value: Any, path: str = "vocab") -> list[str] | None:
@@ -172,13 +174,15 @@ class Checker:
             self.problem(path, "expected a list of single-character tokens such as [\"a\", \"b\"]; "
                                f"found {describe(value)}")
             return None
+        seen: set[str] = set()
         for i, token in enumerate(value):
             if not isinstance(token, str) or len(token) != 1:
                 self.problem(f"{path}[{i}]", f"expected a single character; found {describe(token)}")
                 return None
-            if token in value[:i]:
+            if token in seen:
                 self.problem(f"{path}[{i}]", f"{token!r} appears twice")
                 return None
+            seen.add(token)
         return value
 
     def tokens(self, value: Any, path: str, vocab: list[str] | tuple[str, ...] | None,
@@ -188,8 +192,9 @@ class Checker:
             self.problem(path, f"expected a non-empty string of vocabulary tokens; found {describe(value)}")
             return None
         if vocab:
+            known = set(vocab)
             for position, char in enumerate(value):
-                if char not in vocab:
+                if char not in known:
                     self.problem(path, f"{char!r} (position {position}) is not in the vocabulary "
                                        f"{', '.join(map(shown, vocab))}")
                     return None

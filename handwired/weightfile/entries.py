@@ -184,6 +184,6 @@ class EntryChecker(Checker):
 
 def evaluated(written: np.ndarray, values: dict) -> np.ndarray:
     """Entries as written -> float64, through the numbers the checker found for them."""
-    flat = [values[entry] if isinstance(entry, str) else float(entry) for entry in written.ravel()]
-    return np.array(flat, dtype=np.float64).reshape(written.shape)
+    flat = (values[entry] if isinstance(entry, str) else float(entry) for entry in written.ravel())
+    return np.fromiter(flat, dtype=np.float64, count=written.size).reshape(written.shape)  # no list of floats
 
