@@ -16,6 +16,7 @@ from handwired.engine.attend import Attention
 from handwired.errors import HandwiredError
 from handwired.views.figures import Matrix, Step
 from handwired.weightfile import read_json
+from handwired.weightfile.jsonfile import loads
 
 INPUT_KEYS = ("q", "k", "v", "x")
 
@@ -36,7 +37,7 @@ def parse_inline(text: str, what: str) -> np.ndarray:
     text = text.strip()
     if text.startswith("["):
         try:
-            return to_matrix(json.loads(text), what)
+            return to_matrix(loads(text), what)
         except json.JSONDecodeError as error:
             raise HandwiredError(f"{what} {_short(text)}: not a valid JSON list ({error.msg})") from None
         except RecursionError:

@@ -38,7 +38,8 @@ class EntryChecker(Checker):
             try:
                 return evaluate(value, self.constants)
             except ExpressionError as error:
-                self.problem(path, f"{value!r}: {error}")
+                shown = value if len(value) <= 40 else value[:30] + "…"  # one readable line, however long
+                self.problem(path, f"{shown!r}: {error}")
                 return None
         try:
             number = float(value)
