@@ -74,7 +74,7 @@ def refuse_slow_attend(n_q: int, n_k: int, d_k: int, d_v: int, score: str, drawn
     numbers = 4 * n_q * n_k + (n_q + n_k) * d_k + (n_k + n_q) * d_v  # scores, masked, weights, (dot); inputs, output
     seconds = compute + n_q * n_k * d_v * SECONDS_PER_MULTIPLY_ADD + numbers * (
         SECONDS_PER_CELL if drawn else SECONDS_PER_JSON_NUMBER)
-    what = f"{n_q:,} queries × {n_k:,} keys of {d_k:,} numbers"
+    what = f"{n_q:,} queries × {n_k:,} keys (width {d_k:,})"
     if score == "gaussian" and terms > MAX_GAUSSIAN_TERMS:
         raise HandwiredError(f"{what}: {terms * 8 / 2**30:.1f} GB of differences for the gaussian score, more than "
                              f"the {MAX_GAUSSIAN_TERMS * 8 / 2**20:,.0f} MB handwired will use; give fewer rows")
