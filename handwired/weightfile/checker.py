@@ -39,6 +39,13 @@ def describe(value: Any) -> str:
     return type(value).__name__
 
 
+def listed(tokens: list[str] | tuple[str, ...], most: int = 40) -> str:
+    """Tokens for a message, ``a, b, c``; a long vocabulary cut short: ``a, b, … (20,000 tokens)``."""
+    if len(tokens) <= most:
+        return ", ".join(map(shown, tokens))
+    return f"{', '.join(map(shown, tokens[:most]))}, … ({len(tokens):,} tokens)"
+
+
 def join(path: str, key: str) -> str:
     """The path of ``key`` inside the object at ``path``."""
     return f"{path}.{key}" if path else key
@@ -196,7 +203,7 @@ class Checker:
             for position, char in enumerate(value):
                 if char not in known:
                     self.problem(path, f"{char!r} (position {position}) is not in the vocabulary "
-                                       f"{', '.join(map(shown, vocab))}")
+                                       f"{listed(vocab)}")
                     return None
         if longest is not None and len(value) > longest:
             self.problem(path, f"{len(value)} tokens, longer than n_ctx {longest}")
@@ -206,7 +213,7 @@ class Checker:
     def token(self, value: Any, path: str, vocab: list[str] | tuple[str, ...]) -> str | None:
         """One token of the vocabulary."""
         if not isinstance(value, str) or len(value) != 1 or value not in vocab:
-            self.problem(path, f"expected one token of the vocabulary {', '.join(map(shown, vocab))}; "
+            self.problem(path, f"expected one token of the vocabulary {listed(vocab)}; "
                                f"found {describe(value)}")
             return None
         return value

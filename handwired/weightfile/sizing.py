@@ -29,6 +29,8 @@ def oversized(doc: dict[str, Any]) -> str | None:
     n_ctx, n_embd = _count(doc.get("n_ctx")), _count(doc.get("n_embd"))
     blocks = doc.get("blocks")
     blocks = blocks if isinstance(blocks, list) else []
+    if len(blocks) > MAX_SIZE:  # each block costs its own passes through numpy, however small it is
+        return f"{len(blocks):,} blocks: more than handwired supports (at most {MAX_SIZE:,})"
     widths = [_hidden_width(block.get("mlp")) if isinstance(block, dict) else 0 for block in blocks]
     size = parameter_count(n_vocab, n_ctx, n_embd, len(blocks), widths)
     if size <= MAX_PARAMETERS:
