@@ -2,6 +2,7 @@
 one line with the estimate and what narrows it; numbers too large to read are one line with their path."""
 
 import json
+import re
 import time
 
 import pytest
@@ -166,3 +167,28 @@ def test_deeply_nested_expressions_are_one_line_naming_the_entry(tmp_path, write
     line = user_error("predict", "aab", "-w", str(path))
     assert line.startswith(f"error: {path}: constants.Deep: '{expression[:30]}…': "), line
     assert "nested more than 100 deep" in line or "at most 1,000" in line
+
+
+def test_drawn_cells_count_what_folding_leaves_by_hand():
+    import numpy as np
+
+    from handwired.views.cost import drawn_cells
+    from handwired.views.figures import Matrix, Step
+
+    values = np.zeros((4, 5))
+    values[0, 1], values[2, 3], values[2, 4] = 1, 2, 3  # rows 0 and 2, columns 1, 3 and 4 are not all zero
+    labels = tuple("abcde")
+    plain = Matrix("m", "h", values, labels[:4], labels, "r", "c")
+    square = Matrix("a", "h", values, labels[:4], labels, "r", "c", future=np.zeros((4, 5), dtype=bool))
+    step = Step("k", "t", "f", "s", "n", (plain, square))
+    assert drawn_cells([step], show_all=False) == 2 * 3 + 20  # attention tables never fold
+    assert drawn_cells([step], show_all=True) == 20 + 20
+
+
+def test_explain_with_everything_shown_is_refused_before_drawing(sparse_giant):
+    started = time.perf_counter()
+    line = user_error("explain", "ab" * 128, "-w", str(sparse_giant), "--all")
+    assert time.perf_counter() - started < 30
+    assert re.fullmatch(r"error: [\d,]+ numbers to draw: about \d+ minutes to explain, more than the 30 seconds "
+                        r"handwired spends on a view; narrow it with --step, --block or --head, or give a shorter "
+                        r"context", line), line

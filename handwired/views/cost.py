@@ -15,6 +15,7 @@ from handwired.views.figures import Matrix, Step
 from handwired.weightfile import Model
 
 SECONDS_PER_CELL = 75e-6  # drawing one number of a table in the terminal (rich), on a 2-core machine
+SECONDS_PER_FORMATTED = 0.5e-6  # formatting one number, drawn or folded away
 MAX_VIEW_SECONDS = 30.0  # a view estimated to take longer is refused: as long as an exhaustive check may take
 SQUARE_STEPS = ("scores", "mask", "pattern")  # a query × key table per head: never folded
 NARROWING = ("step", "block", "head")
@@ -43,8 +44,10 @@ def drawn_cells(steps: list[Step] | tuple[Step, ...], show_all: bool) -> int:
 
 
 def refuse_slow_drawing(steps: list[Step] | tuple[Step, ...], show_all: bool) -> None:
+    """Refuse, before drawing, steps whose tables would take more than MAX_VIEW_SECONDS to format and draw."""
     cells = drawn_cells(steps, show_all)
-    seconds = cells * SECONDS_PER_CELL
+    formatted = sum(matrix.values.size for step in steps for matrix in step.matrices)  # folded ones too
+    seconds = cells * SECONDS_PER_CELL + formatted * SECONDS_PER_FORMATTED
     if seconds > MAX_VIEW_SECONDS:
         raise _slow(f"{cells:,} numbers to draw", seconds)
 
