@@ -192,3 +192,13 @@ def test_explain_with_everything_shown_is_refused_before_drawing(sparse_giant):
     assert re.fullmatch(r"error: [\d,]+ numbers to draw: about \d+ minutes to explain, more than the 30 seconds "
                         r"handwired spends on a view; narrow it with --step, --block or --head, or give a shorter "
                         r"context", line), line
+
+
+def test_weights_show_all_of_a_huge_valid_model_is_refused_before_any_table_is_made(sparse_giant):
+    started = time.perf_counter()
+    line = user_error("weights", "show", str(sparse_giant), "--all")
+    assert time.perf_counter() - started < 5
+    cells = 2 * 1024 + 4096 * 1024 + 1024 * 3072 + 3072 + 1024 * 1024 + 1024  # wte, wpe, c_attn w b, c_proj w b
+    assert line.startswith(f"error: {cells:,} numbers to draw: about ")
+    assert line.endswith("more than the 30 seconds handwired spends on a view; without --all the rows and columns "
+                         "of zeros fold away, or --sparse prints only the non-zero entries")

@@ -12,10 +12,11 @@ import numpy as np
 from handwired.errors import HandwiredError
 from handwired.judge.contexts import SECONDS_PER_MULTIPLY_ADD, duration, forward_seconds
 from handwired.views.figures import Matrix, Step
-from handwired.weightfile import Model
+from handwired.weightfile import Model, locate
 
 SECONDS_PER_CELL = 75e-6  # drawing one number of a table in the terminal (rich), on a 2-core machine
 SECONDS_PER_FORMATTED = 0.5e-6  # formatting one number, drawn or folded away
+SECONDS_PER_WRITTEN = 0.5e-6  # a weight's text as written ("2*Lg"), made for every entry
 MAX_VIEW_SECONDS = 30.0  # a view estimated to take longer is refused: as long as an exhaustive check may take
 SQUARE_STEPS = ("scores", "mask", "pattern")  # a query × key table per head: never folded
 NARROWING = ("step", "block", "head")
@@ -45,16 +46,39 @@ def drawn_cells(steps: list[Step] | tuple[Step, ...], show_all: bool) -> int:
 
 def refuse_slow_drawing(steps: list[Step] | tuple[Step, ...], show_all: bool) -> None:
     """Refuse, before drawing, steps whose tables would take more than MAX_VIEW_SECONDS to format and draw."""
-    cells = drawn_cells(steps, show_all)
-    formatted = sum(matrix.values.size for step in steps for matrix in step.matrices)  # folded ones too
-    seconds = cells * SECONDS_PER_CELL + formatted * SECONDS_PER_FORMATTED
+    matrices = [matrix for step in steps for matrix in step.matrices]
+    cells, seconds = drawing(matrices, show_all)
     if seconds > MAX_VIEW_SECONDS:
         raise _slow(f"{cells:,} numbers to draw", seconds)
 
 
+def refuse_slow_weights(model: Model, show_all: bool) -> None:
+    """Refuse, before the tables are made, a model's weights that would take more than MAX_VIEW_SECONDS to show."""
+    arrays = [np.atleast_2d(locate(model.params, path)) for path in model.written.entries]  # [rows, cols] each
+    cells = sum(_drawn(values, show_all) for values in arrays)
+    formatted = sum(values.size for values in arrays)
+    seconds = cells * SECONDS_PER_CELL + formatted * (SECONDS_PER_FORMATTED + SECONDS_PER_WRITTEN)
+    if seconds > MAX_VIEW_SECONDS:
+        fold = "without {show_all} the rows and columns of zeros fold away, or " if show_all else ""
+        raise HandwiredError(f"{cells:,} numbers to draw: about {duration(seconds)}, more than the "
+                             f"{duration(MAX_VIEW_SECONDS)} handwired spends on a view; {fold}{{as_sparse}} prints "
+                             "only the non-zero entries", ("show_all", "as_sparse"))
+
+
+def drawing(matrices: list[Matrix], show_all: bool) -> tuple[int, float]:
+    """(numbers drawn, seconds to format every number and draw those)."""
+    cells = sum(_cells(matrix, show_all) for matrix in matrices)
+    formatted = sum(matrix.values.size for matrix in matrices)  # folded ones too
+    return cells, cells * SECONDS_PER_CELL + formatted * SECONDS_PER_FORMATTED
+
+
 def _cells(matrix: Matrix, show_all: bool) -> int:
-    values = matrix.values  # [rows, cols]
-    if show_all or matrix.future is not None or values.ndim != 2:
+    return _drawn(matrix.values, show_all or matrix.future is not None)
+
+
+def _drawn(values: np.ndarray, show_all: bool) -> int:
+    """Numbers a [rows, cols] table draws: all, or those left once its rows and columns of zeros fold."""
+    if show_all or values.ndim != 2:
         return int(values.size)
     nonzero = values != 0
     return int(np.count_nonzero(nonzero.any(axis=1))) * int(np.count_nonzero(nonzero.any(axis=0)))
