@@ -4,7 +4,8 @@ A valid sparse model of a few kilobytes can have n_embd 1024 and a 4,096-token
 example; explaining it means a forward pass that keeps every intermediate and
 tables of millions of numbers. :func:`refuse_slow_explain` estimates that from
 the model's shape before the trace exists, :func:`refuse_slow_drawing` from the
-steps before they are drawn; each refusal names the estimate and what narrows it.
+steps before they are drawn; ``weights show`` and ``attend`` are estimated the same
+way. Each refusal names the estimate and what narrows it.
 """
 
 import numpy as np
