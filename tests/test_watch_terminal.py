@@ -119,3 +119,27 @@ def test_watch_redraws_on_save_shows_errors_in_place_and_exits_cleanly(tmp_path,
         time.sleep(0.05)
     assert exit_file.read_text().strip() == "0"
     assert "Traceback" not in err_file.read_text()
+
+
+def test_watch_of_a_huge_valid_model_shows_it_is_working_and_loads_the_newest_save(tmp_path, terminal):
+    """A 4 KB model of n_embd 1024 with a 4,096-token example: the view is refused with its estimate at
+    once; a save shows that it is loading within a second, and a second save made meanwhile wins."""
+    doc = {"format": "handwired/1", "vocab": ["a", "b"], "n_ctx": 4096, "n_embd": 1024, "target": "ab",
+           "example": "ab" * 2048, "wte": {"a": {"0": 1}}, "wpe": {"0": {"1": 1}},
+           "blocks": [{"attn": {"c_attn": {"w": {"0": {"q0": 1}}}, "c_proj": {"w": {"z0": {"0": 1}}}}}]}
+    path = tmp_path / "giant.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    command = f"cd {ROOT} && env -u COLUMNS -u LINES NO_COLOR=1 {sys.executable} -m handwired watch {path}"
+    term = terminal(command)
+    flat = lambda screen: " ".join(screen.split())  # noqa: E731  the header wraps at the window's width
+    term.wait_for(lambda s: "4,096 tokens at n_embd 1024: about" in flat(s) and "loaded in" in flat(s),
+                  "the estimate's refusal", timeout=60)
+    path.write_text(json.dumps({**doc, "example": "abababab"}), encoding="utf-8")
+    saved = time.monotonic()
+    while "loading the save of" not in flat(term.screen()):
+        assert time.monotonic() - saved < 1.0, f"no sign of work a second after the save:\n{term.screen()}"
+        time.sleep(0.02)
+    path.write_text(json.dumps({**doc, "example": "bababa"}), encoding="utf-8")  # saved again while loading
+    newest = term.wait_for(lambda s: "(6 tokens)" in flat(s) and "loading" not in flat(s), "the newest save",
+                           timeout=60)
+    assert "bababa" in newest and "abababab" not in newest

@@ -13,6 +13,7 @@ from handwired.engine.attend import SCORES
 from handwired.engine.attend import attend as attention_step
 from handwired.errors import HandwiredError
 from handwired.views import attend as attending
+from handwired.views.cost import refuse_slow_attend
 from handwired.views.matrices import step_panel
 
 app = typer.Typer()
@@ -47,6 +48,7 @@ def attend(
     given = attending.read_file(file) if file is not None else {
         name: attending.parse_inline(text, f"--{name}") for name, text in inline.items()}
     queries, keys, values = attending.gather(given)
+    refuse_slow_attend(len(queries), len(keys), queries.shape[1], values.shape[1], score, drawn=not as_json)
     result = attention_step(queries, keys, values, score, causal)
     if as_json:
         typer.echo(json.dumps(attending.to_json(result), indent=2, ensure_ascii=False))

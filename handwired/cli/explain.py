@@ -24,6 +24,7 @@ from handwired.cli.common import (
 from handwired.engine.trace import trace
 from handwired.errors import HandwiredError
 from handwired.views import steps as explaining
+from handwired.views.cost import refuse_slow_drawing, refuse_slow_explain
 from handwired.views.matrices import step_panel
 from handwired.views.model import mask_note, model_line, window_note
 from handwired.weightfile import load
@@ -65,15 +66,17 @@ def explain(
             raise HandwiredError(f"{model.source}: has no 'example'; give the context, "
                                  f"e.g. handwired explain {model.vocab[0] * 3}")
         text = model.example
+    wanted = explaining.expand(step or [])
+    refuse_slow_explain(model, min(len(text), model.n_ctx), wanted, block, head)
     run = trace(model, text, causal=not no_mask)
     if as_json:
         from handwired.views.record import record_json  # only for --json
 
         typer.echo(json.dumps(record_json(model, run), ensure_ascii=False))
         return
-    wanted = explaining.expand(step or [])
     named = any(name in explaining.BLOCK_STEPS for name in step or [])
     panels = explaining.steps(model, run, wanted, block, head, position, every_step=named)
+    refuse_slow_drawing(panels, show_all)
 
     def view(everything: bool) -> list:
         notes = [note for note in (window_note(model, run), mask_note(run)) if note]

@@ -1,6 +1,8 @@
 """watch: the explain view and the check verdict of a weight file, redrawn each time it is saved."""
 
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -63,24 +65,65 @@ def watch(
         raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "
                              f"use handwired explain -w {path} or handwired check -w {path}")
     spell = spelling(ctx.command)  # errors on the screen name this command's flags, as its own errors do
-    state = watching.State()
-    seen: tuple | None | str = "never"
+
+    def load() -> watching.Snapshot:
+        return watching.load_snapshot(path, text, wanted, block, head, judge, named, position, spell)
+
     try:
         with Live(console=console, screen=True, auto_refresh=False, transient=True) as live:
-            size = console.size
-            while True:
-                now = watching.fingerprint(path)
-                if now != seen:
-                    seen = now
-                    started = time.monotonic()
-                    state = state.advance(watching.load_snapshot(path, text, wanted, block, head, judge, named,
-                                                                      position, spell))
-                    took = (time.monotonic() - started) * 1000
-                    header = f" handwired watch {path} · loaded in {took:.0f} ms · Ctrl-C to quit "
-                    live.update(watching.Cropped(watching.screen(state, header, show_all)), refresh=True)
-                elif console.size != size:
-                    size = console.size
-                    live.refresh()
-                time.sleep(POLL_SECONDS)
+            _redraw_on_save(live, console, path, load, show_all)
     except KeyboardInterrupt:
         pass  # Ctrl-C is how one leaves: not an error
+
+
+def _redraw_on_save(live: Live, console: Console, path: Path, load: Callable[[], watching.Snapshot],
+                    show_all: bool) -> None:
+    """Poll the file; load each save off this thread, and draw what is loaded (or that it is loading)."""
+    state = watching.State()
+    seen: tuple | None | str = "never"
+    loading: Loading | None = None
+    size = console.size
+    while True:
+        now = watching.fingerprint(path)
+        if loading is None and now != seen:  # a save, and nothing loading: load it off this thread
+            seen, loading = now, Loading(load)
+            header = f" handwired watch {path} · loading the save of {time.strftime('%H:%M:%S')} … · Ctrl-C to quit "
+            live.update(watching.Cropped(watching.screen(state, header, show_all)), refresh=True)
+        elif loading is not None and loading.done.is_set():
+            finished, loading = loading, None
+            if finished.error is not None:
+                raise finished.error
+            if now != seen:
+                continue  # saved again meanwhile: this result is stale, the newest save is loaded next
+            state = state.advance(finished.result)
+            header = f" handwired watch {path} · loaded in {finished.took * 1000:.0f} ms · Ctrl-C to quit "
+            live.update(watching.Cropped(watching.screen(state, header, show_all)), refresh=True)
+        elif console.size != size:
+            size = console.size
+            live.refresh()
+        time.sleep(POLL_SECONDS)
+
+
+class Loading:
+    """One load running on a thread of its own, so the screen says it is working and new saves are seen.
+
+    A daemon thread: Ctrl-C leaves at once, even in the middle of a long load.
+    """
+
+    def __init__(self, load: Callable[[], watching.Snapshot]) -> None:
+        self.done = threading.Event()
+        self.result: watching.Snapshot | None = None
+        self.error: BaseException | None = None
+        self.took = 0.0
+        threading.Thread(target=self._run, args=(load,), daemon=True, name="handwired-watch").start()
+
+    def _run(self, load: Callable[[], watching.Snapshot]) -> None:
+        started = time.monotonic()
+        try:
+            self.result = load()
+        except BaseException as error:  # a bug, not a bad file (the snapshot holds those): raised on the main thread
+            self.error = error
+        finally:
+            self.took = time.monotonic() - started
+            self.done.set()
+

@@ -23,6 +23,7 @@ from handwired.cli.common import (
     write_output,
 )
 from handwired.errors import HandwiredError
+from handwired.views.cost import refuse_slow_weights
 from handwired.views.model import model_line, weights_view
 from handwired.views.numbers import count
 from handwired.weightfile import bundled_models, load, validate
@@ -54,6 +55,7 @@ def weights_show(
     if as_sparse:
         typer.echo(dumps(document(model, "sparse")), nl=False)
         return
+    refuse_slow_weights(model, show_all)
     out.show(lambda everything: [weights_view(model, everything)], show_all)
 
 

@@ -18,7 +18,13 @@ import numpy as np
 from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, SEED
 from handwired.engine.batch import next_logits_distinct
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.contexts import count_contexts, exhaustive_contexts, random_contexts, shortest_first
+from handwired.judge.contexts import (
+    count_contexts,
+    exhaustive_contexts,
+    how_many,
+    random_contexts,
+    shortest_first,
+)
 from handwired.judge.plans import Plan, pattern_rule
 from handwired.judge.rules import DECIDED
 from handwired.weightfile import Model
@@ -171,7 +177,7 @@ def compare(
     else:
         n = DIFF_SAMPLE if sample is None else sample
         batches = random_contexts(old, n, seed)()
-        checked = f"{n:,} random contexts of length 1…{old.n_ctx} (seed {seed}) of {total:,}"
+        checked = f"{n:,} random contexts of length 1…{old.n_ctx} (seed {seed}) of {how_many(total)}"
     target = new.target or old.target
     rule = pattern_rule(new, target) if target else None
     result = Diff(weight_changes(old, new), checked, target)

@@ -6,21 +6,26 @@ significant, so context ``i`` of a length is its digits; the tree evaluation
 contexts shortest first, ties in vocab order (:func:`shortest_first`).
 """
 
+import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from handwired.defaults import MIN_LENGTH, SEED
-from handwired.errors import bad_value
+from handwired.errors import HandwiredError, bad_value
 from handwired.weightfile import Model
 
 BATCH = 65536  # contexts judged at a time: bounds memory however many there are
 MAX_EXHAUSTIVE_SECONDS = 30.0  # an exhaustive check estimated to take longer is refused: a sample instead
+MAX_RUN_SECONDS = 600.0  # a sample, a stream or a view estimated to take longer is refused, naming what narrows it
 MAX_EXHAUSTIVE = 100_000_000  # contexts, a sanity bound whatever the model: even the cheapest takes ~30 s for these
 # The cost of an exhaustive check, for the estimate in the refusal (see estimated_seconds).
 SECONDS_PER_CHECK, SECONDS_PER_CONTEXT, SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_GELU, SECONDS_PER_SCORE = (
     0.1, 0.3e-6, 0.1e-9, 15e-9, 80e-9
 )
+# The cost of running contexts through the model one by one (see forward_seconds and stream_seconds).
+SECONDS_PER_POSITION, SECONDS_PER_BATCH_SCORE, SECONDS_PER_PASS = 50e-9, 2e-9, 1.5e-3
+SECONDS_PER_WINDOW, SECONDS_PER_WINDOW_TOKEN = 0.7e-6, 40e-9  # a stream's window: made, then compared with the others
 
 
 def shortest_first(vocab: tuple[str, ...], context: str) -> tuple[int, list[int]]:
@@ -81,11 +86,61 @@ def estimated_seconds(model: Model, contexts: int) -> float:
         multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden + 2 * n * n_keys  # block 0: q, k, v looked up
         per_context += multiply_adds * SECONDS_PER_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
         per_context += n_keys * model.n_head * SECONDS_PER_SCORE / model.n_vocab
-    return SECONDS_PER_CHECK + contexts * per_context
+    return SECONDS_PER_CHECK + _times(contexts, per_context)
+
+
+def forward_seconds(model: Model, contexts: int, length: int, last_only: bool = True) -> float:
+    """Roughly how long running ``contexts`` contexts of ``length`` tokens through the model takes (a sample,
+    complete; with ``last_only`` False, every position's view as explain draws it).
+
+    Per position: q, k, v and c_proj, the MLP, every query against every key in
+    each block but the last, where only the last position's row is needed
+    (unless ``last_only`` is False). An upper bound: q, k, v are taken as
+    computed, not looked up. Fitted to a 2-core machine like estimated_seconds.
+    """
+    n, blocks = model.n_embd, model.params["blocks"]
+    multiply_adds, gelus, scores = n * model.n_vocab * (1 if last_only else length), 0, 0
+    for i, block in enumerate(blocks):
+        hidden = block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0
+        rows = 1 if last_only and i == len(blocks) - 1 else length  # positions whose row this block computes
+        multiply_adds += length * 3 * n * n + rows * (2 * n * length + n * n + 2 * n * hidden)
+        gelus += rows * hidden
+        scores += rows * length * model.n_head
+    per_context = (SECONDS_PER_CONTEXT + length * SECONDS_PER_POSITION + multiply_adds * SECONDS_PER_MULTIPLY_ADD
+                   + gelus * SECONDS_PER_GELU + scores * SECONDS_PER_BATCH_SCORE)
+    return _times(contexts, per_context)
+
+
+def stream_seconds(model: Model, length: int, pattern_length: int) -> float:
+    """Roughly how long a stream check of ``length`` tokens takes: every window of n_ctx tokens is made and
+    compared with the others, each distinct one (at most the pattern's length of them) and each short
+    prefix at the start is run through the model."""
+    windows = _times(length, SECONDS_PER_WINDOW + model.n_ctx * SECONDS_PER_WINDOW_TOKEN)
+    short = min(model.n_ctx, length) - 1  # prefixes shorter than n_ctx, each run on its own; bounded by the longest
+    prefixes = short * (SECONDS_PER_PASS + forward_seconds(model, 1, short))
+    return windows + prefixes + forward_seconds(model, min(length, pattern_length), model.n_ctx)
+
+
+def _times(count: int, seconds: float) -> float:
+    """count × seconds, infinite rather than an OverflowError for a count beyond float range."""
+    try:
+        return float(count) * seconds
+    except OverflowError:
+        return math.inf
+
+
+def how_many(count: int) -> str:
+    """``1,234,567``, or ``about 3.6e+308`` for a count too long to print (2^1024 has 309 digits)."""
+    if count < 10**15:
+        return f"{count:,}"
+    exponent = int(math.log10(count))
+    return f"about {count / 10**exponent:.1f}e+{exponent}"  # int / int: exact, even beyond float range
 
 
 def duration(seconds: float) -> str:
     """``3 seconds``, ``2 minutes``, ``5 hours``: a time estimate as people say it."""
+    if seconds >= 3600 * 10**9:
+        return "a billion hours or more"
     for unit, size in (("hour", 3600), ("minute", 60)):
         if seconds >= 1.5 * size:
             return f"{round(seconds / size):,} {unit}s"
@@ -107,6 +162,11 @@ def random_contexts(model: Model, sample: int, seed: int = SEED,
     if not 0 <= seed < MAX_SEED:
         raise bad_value("seed", seed, f"expected a whole number from 0 to {MAX_SEED - 1:,}")
     lengths = np.array(_lengths(model, min_length))
+    seconds = SECONDS_PER_CHECK + forward_seconds(model, sample, model.n_ctx)
+    if seconds > MAX_RUN_SECONDS:
+        raise HandwiredError(f"{{sample}} {sample:,}: about {duration(seconds)} of checking for this model, "
+                             f"more than the {duration(MAX_RUN_SECONDS)} handwired will spend on one; "
+                             "ask for fewer contexts", ("sample",))
     # Weight each length by how many contexts it has, so every context is equally likely.
     weights = np.array([float(model.n_vocab) ** (length - lengths[-1]) for length in lengths])
     rng = np.random.default_rng(seed)

@@ -25,12 +25,16 @@ from handwired.judge.contexts import (
     BATCH,
     MAX_EXHAUSTIVE,
     MAX_EXHAUSTIVE_SECONDS,
+    MAX_RUN_SECONDS,
+    SECONDS_PER_CHECK,
     check_min_length,
     contexts_of,
     count_contexts,
     duration,
     estimated_seconds,
+    how_many,
     random_contexts,
+    stream_seconds,
 )
 from handwired.judge.domains import Domain
 from handwired.judge.rules import DECIDED, Judgement, PatternRule, Rule
@@ -76,6 +80,11 @@ def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREA
     if length < 2:
         raise bad_value("length", length, "expected at least 2 tokens")
     check_min_length(min_length, length - 1, "the stream's last prefix")
+    seconds = SECONDS_PER_CHECK + stream_seconds(model, length, len(pattern))
+    if seconds > MAX_RUN_SECONDS:
+        raise HandwiredError(f"{{length}} {length:,}: about {duration(seconds)} of checking for this model, more than "
+                             f"the {duration(MAX_RUN_SECONDS)} handwired will spend on one; ask for a shorter stream",
+                             ("length",))
     total = max(0, length - min_length)
 
     def batches() -> Iterator[Batch]:
@@ -112,7 +121,8 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
         reason = (f"more than the {limit:,} handwired will enumerate" if total > limit
                   else f"more than the {duration(max_seconds)} handwired will spend on one")
         raise HandwiredError(
-            f"every context: {model.n_vocab}^{min_length} + … + {model.n_vocab}^{model.n_ctx} = {total:,} contexts, "
+            f"every context: {model.n_vocab}^{min_length} + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} "
+            "contexts, "
             f"about {duration(seconds)} of checking for this model, {reason}; "
             "check a random sample instead, e.g. {sample} 1000000 {seed} 0", ("sample", "seed"))
 

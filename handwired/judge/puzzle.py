@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import every_length
+from handwired.judge.contexts import every_length, how_many
 from handwired.judge.domains import Domain, domain_from_spec
 from handwired.judge.kinds import rule_from_spec
 from handwired.judge.rules import DECIDED, OUT_OF_DOMAIN, Rule
@@ -117,7 +117,7 @@ def parse_statement(doc: Any, path: Path, named_by_file: bool = True) -> tuple[P
     if "domain" in top and vocab is not None:
         domain = domain_from_spec(top["domain"], tuple(vocab), rule, n_ctx, check)
     elif vocab is not None and n_ctx is not None and every_length(len(vocab), n_ctx) > MAX_CONTEXTS:
-        check.problem("n_ctx", f"{every_length(len(vocab), n_ctx):,} contexts, more than the {MAX_CONTEXTS:,} "
+        check.problem("n_ctx", f"{how_many(every_length(len(vocab), n_ctx))} contexts, more than the {MAX_CONTEXTS:,} "
                                "a check enumerates")
     examples = _examples(check, top.get("examples"), vocab, n_ctx, domain) if "examples" in top else None
     hints = check.strings(top["hints"], "hints") if "hints" in top else None

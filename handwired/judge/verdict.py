@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from handwired.defaults import FAILURES_SHOWN, stream_length
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import count_contexts
+from handwired.judge.contexts import count_contexts, how_many
 from handwired.judge.plans import Plan, domain_plan, exhaustive_plan, pattern_rule, stream_plan
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import Report, run
@@ -105,5 +105,5 @@ def target_check(model: Model, show: int = FAILURES_SHOWN, limit: int = QUICK_EX
         plan, how = exhaustive_plan(model, pattern_rule(model, model.target)), "every context"
     else:
         plan = stream_plan(model, model.target, stream_length(model.target))
-        how = f"the stream test (every context would be {total:,})"
+        how = f"the stream test (every context would be {how_many(total)})"
     return how, run(model, plan, show)

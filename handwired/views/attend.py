@@ -18,6 +18,7 @@ from handwired.errors import HandwiredError
 from handwired.views.figures import Matrix, Step
 from handwired.weightfile import read_json
 from handwired.weightfile.checker import describe
+from handwired.weightfile.jsonfile import loads
 
 INPUT_KEYS = ("q", "k", "v", "x")
 
@@ -38,13 +39,11 @@ def parse_inline(text: str, what: str) -> np.ndarray:
     text = text.strip()
     if text.startswith("["):
         try:
-            return to_matrix(json.loads(text), what)
+            return to_matrix(loads(text), what)
         except json.JSONDecodeError as error:
             raise HandwiredError(f"{what} {_short(text)}: not a valid JSON list ({error.msg})") from None
         except RecursionError:
             raise HandwiredError(f"{what} {_short(text)}: nested too deeply; expected a list of rows") from None
-        except ValueError:  # an integer of more digits than Python converts
-            raise HandwiredError(f"{what} {_short(text)}: a number with more digits than can be read") from None
     if not text:
         raise HandwiredError(f"{what}: empty; expected numbers, e.g. 60,64,68 or 64,85;61,80")
     if ";" not in text:

@@ -31,6 +31,7 @@ from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import Report
 from handwired.judge.verdict import QUICK_EXHAUSTIVE, submit, target_check
 from handwired.views import steps as explaining
+from handwired.views.cost import refuse_slow_explain
 from handwired.views.failure import failure_headline
 from handwired.views.matrices import CHANGED, step_panel
 from handwired.views.model import model_line, window_note
@@ -136,6 +137,7 @@ def load_snapshot(
         if context is None:
             raise HandwiredError(f'the file has no "example"; give the context: handwired watch {path} '
                                  f"{model.vocab[0] * 3}")
+        refuse_slow_explain(model, min(len(context), model.n_ctx), wanted, block, head)  # the screen is cropped
         trace_ = trace(model, context)
         steps = tuple(explaining.steps(model, trace_, list(wanted), block, head, position, every_step))
         return Snapshot(path, saved, model, trace_, steps, verdict, drawn=drawn)

@@ -35,14 +35,28 @@ class Axis:
 
     def describe(self) -> str:
         """The valid labels, runs folded: ``q0…q7, k0…k7, v0…v7, or an index 0…23``."""
+        return self._described
+
+    @cached_property
+    def _described(self) -> str:  # once per axis: a file may name a thousand wrong labels
         indices = f"0…{len(self.labels) - 1}" if len(self.labels) > 2 else ", ".join(map(str, range(len(self.labels))))
         if all(label == str(i) for i, label in enumerate(self.labels)):
             return indices
-        return f"{fold_labels(self.labels)}, or an index {indices}"
+        parts = _folded(self.labels)
+        if len(parts) > MOST_SHOWN:  # a vocab of 20,000 tokens: the first few, then how many
+            parts = [*parts[:MOST_SHOWN], f"… ({len(self.labels):,} labels)"]
+        return f"{', '.join(parts)}, or an index {indices}"
+
+
+MOST_SHOWN = 40  # labels (or folded runs) an error message lists
 
 
 def fold_labels(labels: tuple[str, ...] | list[str]) -> str:
     """``q0, q1, q2, k0`` -> ``q0…q2, k0``: runs of a prefix with consecutive numbers folded."""
+    return ", ".join(_folded(labels))
+
+
+def _folded(labels: tuple[str, ...] | list[str]) -> list[str]:
     parts: list[str] = []
     run: list[str] = []
 
@@ -60,7 +74,7 @@ def fold_labels(labels: tuple[str, ...] | list[str]) -> str:
         flush()
         run.append(shown(label))
     flush()
-    return ", ".join(parts)
+    return parts
 
 
 _NUMBERED = re.compile(r"(.*?)(\d+)")

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from handwired.weightfile.axes import as_index, shown
+from handwired.weightfile.jsonfile import HugeInteger
 
 MAX_SIZE = 4096  # the largest count handwired reads: far beyond anything wired by hand
 
@@ -27,6 +28,8 @@ def describe(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, HugeInteger):  # already short: its first digits and how many
+        return f"the number {value}"
     if isinstance(value, (int, float)):
         text = str(value)
         return f"the number {text}" if len(text) <= 20 else "a number of more than 20 digits"
@@ -37,6 +40,13 @@ def describe(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+def listed(tokens: list[str] | tuple[str, ...], most: int = 40) -> str:
+    """Tokens for a message, ``a, b, c``; a long vocabulary cut short: ``a, b, … (20,000 tokens)``."""
+    if len(tokens) <= most:
+        return ", ".join(map(shown, tokens))
+    return f"{', '.join(map(shown, tokens[:most]))}, … ({len(tokens):,} tokens)"
 
 
 def join(path: str, key: str) -> str:
@@ -152,11 +162,12 @@ class Checker:
             wanted = f"a list of {count} {what}" if count is not None else f"a list of {what}"
             self.problem(path, f"expected {wanted}; found {describe(value)}")
             return None
+        seen: set[str] = set()  # not value[:i]: a list of a million labels must not take hours
         for i, label in enumerate(value):
             if not isinstance(label, str) or not label.strip():
                 self.problem(f"{path}[{i}]", f"expected a non-empty label; found {describe(label)}")
                 return None
-            if label in value[:i]:
+            if label in seen:
                 self.problem(f"{path}[{i}]", f"{label!r} appears twice")
                 return None
             number = as_index(label)
@@ -164,6 +175,7 @@ class Checker:
                 self.problem(f"{path}[{i}]", f"{label!r} is a number but labels entry {i}; "
                                              f"in a sparse matrix {label!r} would mean two things")
                 return None
+            seen.add(label)
         return value
 
     def vocab(self, value: Any, path: str = "vocab") -> list[str] | None:
@@ -172,13 +184,15 @@ class Checker:
             self.problem(path, "expected a list of single-character tokens such as [\"a\", \"b\"]; "
                                f"found {describe(value)}")
             return None
+        seen: set[str] = set()
         for i, token in enumerate(value):
             if not isinstance(token, str) or len(token) != 1:
                 self.problem(f"{path}[{i}]", f"expected a single character; found {describe(token)}")
                 return None
-            if token in value[:i]:
+            if token in seen:
                 self.problem(f"{path}[{i}]", f"{token!r} appears twice")
                 return None
+            seen.add(token)
         return value
 
     def tokens(self, value: Any, path: str, vocab: list[str] | tuple[str, ...] | None,
@@ -188,10 +202,11 @@ class Checker:
             self.problem(path, f"expected a non-empty string of vocabulary tokens; found {describe(value)}")
             return None
         if vocab:
+            known = set(vocab)
             for position, char in enumerate(value):
-                if char not in vocab:
+                if char not in known:
                     self.problem(path, f"{char!r} (position {position}) is not in the vocabulary "
-                                       f"{', '.join(map(shown, vocab))}")
+                                       f"{listed(vocab)}")
                     return None
         if longest is not None and len(value) > longest:
             self.problem(path, f"{len(value)} tokens, longer than n_ctx {longest}")
@@ -201,7 +216,7 @@ class Checker:
     def token(self, value: Any, path: str, vocab: list[str] | tuple[str, ...]) -> str | None:
         """One token of the vocabulary."""
         if not isinstance(value, str) or len(value) != 1 or value not in vocab:
-            self.problem(path, f"expected one token of the vocabulary {', '.join(map(shown, vocab))}; "
+            self.problem(path, f"expected one token of the vocabulary {listed(vocab)}; "
                                f"found {describe(value)}")
             return None
         return value

@@ -38,7 +38,8 @@ class EntryChecker(Checker):
             try:
                 return evaluate(value, self.constants)
             except ExpressionError as error:
-                self.problem(path, f"{value!r}: {error}")
+                shown = value if len(value) <= 40 else value[:30] + "…"  # one readable line, however long
+                self.problem(path, f"{shown!r}: {error}")
                 return None
         try:
             number = float(value)
@@ -184,6 +185,13 @@ class EntryChecker(Checker):
 
 def evaluated(written: np.ndarray, values: dict) -> np.ndarray:
     """Entries as written -> float64, through the numbers the checker found for them."""
-    flat = [values[entry] if isinstance(entry, str) else float(entry) for entry in written.ravel()]
-    return np.array(flat, dtype=np.float64).reshape(written.shape)
+    if not values or not _has_expression(written):
+        return written.astype(np.float64)  # numbers only: numpy's loop, not Python's (a sparse 1024² matrix)
+    flat = (values[entry] if isinstance(entry, str) else float(entry) for entry in written.ravel())
+    return np.fromiter(flat, dtype=np.float64, count=written.size).reshape(written.shape)  # no list of floats
 
+
+
+def _has_expression(written: np.ndarray) -> bool:
+    # The number 0 is what a sparse matrix is mostly made of: only the other entries are looked at.
+    return any(isinstance(entry, str) for entry in written[written != 0])

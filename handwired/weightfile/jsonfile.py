@@ -65,7 +65,7 @@ def read_text(path: Path) -> str:
 def parse_json(text: str, source: str) -> Any:
     """JSON text -> the document; one line naming ``source`` if it is not valid JSON for handwired."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        return loads(text)
     except json.JSONDecodeError as error:
         raise HandwiredError(
             f"{source}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
@@ -81,6 +81,34 @@ def parse_json(text: str, source: str) -> Any:
 def _refuse_size(path: Path, size: int, limit: int) -> None:
     if size > limit:
         raise HandwiredError(f"{path}: {size:,} bytes, far too large for a hand-written file (at most {limit:,})")
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` for handwired: no key twice in an object, and an integer too long for a float is a
+    :class:`HugeInteger` (Python refuses to read integers of more than 4,300 digits)."""
+    return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_int=_integer)
+
+
+MAX_DIGITS = 308  # so every int read converts to a float64 (at most 1.8e308) without an OverflowError
+
+
+class HugeInteger(float):
+    """An integer literal beyond float range: infinite as a number, so every check that wants a finite
+    number or a whole count refuses it with its path; printed short, as its first digits and length."""
+
+    def __new__(cls, literal: str) -> "HugeInteger":
+        number = super().__new__(cls, "-inf" if literal.startswith("-") else "inf")
+        number.literal = literal
+        return number
+
+    def __repr__(self) -> str:
+        return f"{self.literal[:6]}…({len(self.literal.lstrip('-')):,} digits)"
+
+    __str__ = __repr__
+
+
+def _integer(literal: str) -> int | float:
+    return HugeInteger(literal) if len(literal.lstrip("-")) > MAX_DIGITS else int(literal)
 
 
 class _DuplicateKey(ValueError):

@@ -17,9 +17,11 @@ from handwired.weightfile.entries import EntryChecker
 from handwired.weightfile.expr import NAME_PATTERN
 from handwired.weightfile.heads import head_axes, numbered
 from handwired.weightfile.model import Config, Model, Written
+from handwired.weightfile.sizing import MAX_PARAMETERS as MAX_PARAMETERS  # read from here by the starter and puzzles
+from handwired.weightfile.sizing import oversized
+from handwired.weightfile.sizing import parameter_count as parameter_count
 
 FORMAT = "handwired/1"
-MAX_PARAMETERS = 10_000_000  # about what a 32 MB dense file holds; a sparse file could ask for more in a line
 
 TOP_KEYS = {
     "format": True, "name": False, "description": False, "vocab": True, "n_ctx": True,
@@ -31,16 +33,15 @@ ATTN_KEYS = {"heads": False, "c_attn": True, "c_proj": True}
 MLP_KEYS = {"hidden": False, "c_fc": True, "c_proj": True}
 
 
-def parameter_count(n_vocab: int, n_ctx: int, n_embd: int, n_layer: int) -> int:
-    """Numbers in a model without MLPs: embeddings plus each block's c_attn and c_proj."""
-    return (n_vocab + n_ctx) * n_embd + n_layer * (4 * n_embd * n_embd + 4 * n_embd)
-
-
 def parse(doc: Any, source: str = "<weights>") -> tuple[Model | None, list[str]]:
     """Validate a parsed weight document; return the model (None if invalid) and every problem found."""
     check = EntryChecker()
     top = check.obj(doc, "", TOP_KEYS)
     if top is None:
+        return None, check.problems
+    too_large = oversized(top)  # before anything is made: a few bytes can declare gigabytes
+    if too_large:
+        check.problem("", too_large)
         return None, check.problems
     if "format" in top and top["format"] != FORMAT:
         check.problem("format", f"expected {FORMAT!r}; found {describe(top['format'])}")
@@ -59,12 +60,6 @@ def parse(doc: Any, source: str = "<weights>") -> tuple[Model | None, list[str]]
     target = check.tokens(top["target"], "target", vocab) if "target" in top else None
     puzzle = _puzzle(check, top["puzzle"]) if "puzzle" in top else None
 
-    n_layer = len(top["blocks"]) if isinstance(top.get("blocks"), list) else 0
-    if vocab and n_ctx and n_embd and parameter_count(len(vocab), n_ctx, n_embd, n_layer) > MAX_PARAMETERS:
-        size = parameter_count(len(vocab), n_ctx, n_embd, n_layer)
-        check.problem("n_embd", f"{size:,} weights with n_embd {n_embd}, n_ctx {n_ctx} and {n_layer} blocks: "
-                                f"more than handwired supports ({MAX_PARAMETERS:,})")
-        return None, check.problems
     axes = _axes(vocab, n_ctx, n_embd, dims)
     params = _params(check, top, axes, n_head)
     if check.problems:

@@ -1,0 +1,114 @@
+"""What a view will cost, known before it is made: a view that would take minutes is refused in one line.
+
+A valid sparse model of a few kilobytes can have n_embd 1024 and a 4,096-token
+example; explaining it means a forward pass that keeps every intermediate and
+tables of millions of numbers. :func:`refuse_slow_explain` estimates that from
+the model's shape before the trace exists, :func:`refuse_slow_drawing` from the
+steps before they are drawn; ``weights show`` and ``attend`` are estimated the same
+way. Each refusal names the estimate and what narrows it.
+"""
+
+import numpy as np
+
+from handwired.errors import HandwiredError
+from handwired.judge.contexts import SECONDS_PER_MULTIPLY_ADD, duration, forward_seconds
+from handwired.views.figures import Matrix, Step
+from handwired.weightfile import Model, locate
+
+SECONDS_PER_CELL = 75e-6  # drawing one number of a table in the terminal (rich), on a 2-core machine
+SECONDS_PER_FORMATTED = 0.5e-6  # formatting one number, drawn or folded away
+SECONDS_PER_WRITTEN = 0.5e-6  # a weight's text as written ("2*Lg"), made for every entry
+MAX_VIEW_SECONDS = 30.0  # a view estimated to take longer is refused: as long as an exhaustive check may take
+SQUARE_STEPS = ("scores", "mask", "pattern")  # a query × key table per head: never folded
+NARROWING = ("step", "block", "head")
+
+
+def explain_seconds(model: Model, length: int, wanted: list[str] | tuple[str, ...], blocks: int, heads: int) -> float:
+    """The forward pass keeping every position's intermediates, and drawing the query × key tables of
+    ``blocks`` blocks × ``heads`` heads (the other tables fold their zero rows and columns; counted later)."""
+    squares = sum(step in wanted for step in SQUARE_STEPS) * blocks * heads * length * length
+    return forward_seconds(model, 1, length, last_only=False) + squares * SECONDS_PER_CELL
+
+
+def refuse_slow_explain(model: Model, length: int, wanted: list[str] | tuple[str, ...], block: int | None,
+                        head: int | None) -> None:
+    """Refuse, before the trace, to explain ``length`` tokens when it would take more than MAX_VIEW_SECONDS."""
+    blocks = 1 if block is not None else model.n_layer
+    heads = 1 if head is not None else model.n_head
+    seconds = explain_seconds(model, length, wanted, blocks, heads)
+    if seconds > MAX_VIEW_SECONDS:
+        raise _slow(f"{length:,} tokens at n_embd {model.n_embd}", seconds)
+
+
+def drawn_cells(steps: list[Step] | tuple[Step, ...], show_all: bool) -> int:
+    """How many numbers drawing the steps prints: zero rows and columns fold away unless ``show_all``."""
+    return sum(_cells(matrix, show_all) for step in steps for matrix in step.matrices)
+
+
+def refuse_slow_drawing(steps: list[Step] | tuple[Step, ...], show_all: bool) -> None:
+    """Refuse, before drawing, steps whose tables would take more than MAX_VIEW_SECONDS to format and draw."""
+    matrices = [matrix for step in steps for matrix in step.matrices]
+    cells, seconds = drawing(matrices, show_all)
+    if seconds > MAX_VIEW_SECONDS:
+        raise _slow(f"{cells:,} numbers to draw", seconds)
+
+
+def refuse_slow_weights(model: Model, show_all: bool) -> None:
+    """Refuse, before the tables are made, a model's weights that would take more than MAX_VIEW_SECONDS to show."""
+    arrays = [np.atleast_2d(locate(model.params, path)) for path in model.written.entries]  # [rows, cols] each
+    cells = sum(_drawn(values, show_all) for values in arrays)
+    formatted = sum(values.size for values in arrays)
+    seconds = cells * SECONDS_PER_CELL + formatted * (SECONDS_PER_FORMATTED + SECONDS_PER_WRITTEN)
+    if seconds > MAX_VIEW_SECONDS:
+        fold = "without {show_all} the rows and columns of zeros fold away, or " if show_all else ""
+        raise HandwiredError(f"{cells:,} numbers to draw: about {duration(seconds)}, more than the "
+                             f"{duration(MAX_VIEW_SECONDS)} handwired spends on a view; {fold}{{as_sparse}} prints "
+                             "only the non-zero entries", ("show_all", "as_sparse"))
+
+
+def drawing(matrices: list[Matrix], show_all: bool) -> tuple[int, float]:
+    """(numbers drawn, seconds to format every number and draw those)."""
+    cells = sum(_cells(matrix, show_all) for matrix in matrices)
+    formatted = sum(matrix.values.size for matrix in matrices)  # folded ones too
+    return cells, cells * SECONDS_PER_CELL + formatted * SECONDS_PER_FORMATTED
+
+
+def _cells(matrix: Matrix, show_all: bool) -> int:
+    return _drawn(matrix.values, show_all or matrix.future is not None)
+
+
+def _drawn(values: np.ndarray, show_all: bool) -> int:
+    """Numbers a [rows, cols] table draws: all, or those left once its rows and columns of zeros fold."""
+    if show_all or values.ndim != 2:
+        return int(values.size)
+    nonzero = values != 0
+    return int(np.count_nonzero(nonzero.any(axis=1))) * int(np.count_nonzero(nonzero.any(axis=0)))
+
+
+def _slow(what: str, seconds: float) -> HandwiredError:
+    return HandwiredError(
+        f"{what}: about {duration(seconds)} to explain, more than the {duration(MAX_VIEW_SECONDS)} handwired spends "
+        "on a view; narrow it with {step}, {block} or {head}, or give a shorter context", NARROWING)
+
+
+SECONDS_PER_JSON_NUMBER = 3e-6  # writing one number of attend's --json answer
+SECONDS_PER_GAUSSIAN_TERM = 5e-9  # one (q − k)² term: made as an [n_q, n_k, d] array, then summed
+
+
+def refuse_slow_attend(n_q: int, n_k: int, d_k: int, d_v: int, score: str, drawn: bool) -> None:
+    """Refuse, before computing it, one attention step whose arithmetic or answer would take minutes."""
+    terms = n_q * n_k * d_k
+    compute = terms * (SECONDS_PER_GAUSSIAN_TERM if score == "gaussian" else SECONDS_PER_MULTIPLY_ADD)
+    numbers = 4 * n_q * n_k + (n_q + n_k) * d_k + (n_k + n_q) * d_v  # scores, masked, weights, (dot); inputs, output
+    seconds = compute + n_q * n_k * d_v * SECONDS_PER_MULTIPLY_ADD + numbers * (
+        SECONDS_PER_CELL if drawn else SECONDS_PER_JSON_NUMBER)
+    what = f"{n_q:,} queries × {n_k:,} keys (width {d_k:,})"
+    if score == "gaussian" and terms > MAX_GAUSSIAN_TERMS:
+        raise HandwiredError(f"{what}: {terms * 8 / 2**30:.1f} GB of differences for the gaussian score, more than "
+                             f"the {MAX_GAUSSIAN_TERMS * 8 / 2**20:,.0f} MB handwired will use; give fewer rows")
+    if seconds > MAX_VIEW_SECONDS:
+        raise HandwiredError(f"{what}: about {duration(seconds)} to compute and show, more than the "
+                             f"{duration(MAX_VIEW_SECONDS)} handwired spends on a view; give fewer rows")
+
+
+MAX_GAUSSIAN_TERMS = 50_000_000  # the [n_q, n_k, d] array of (q − k)²: 381 MB of float64

@@ -1,0 +1,199 @@
+"""Heavy work estimated first: a check, a view or a completion that would take far too long is refused in
+one line with the estimate and what narrows it; numbers too large to read are one line with their path."""
+
+import json
+import re
+import time
+
+import pytest
+from test_cli import invoke, user_error
+
+from handwired.judge.contexts import duration, forward_seconds, how_many, stream_seconds
+from handwired.views import watch as watching
+from handwired.weightfile import load
+
+BIG_INTEGER = "9" * 5000  # Python refuses to read an integer of more than 4,300 digits
+
+
+@pytest.fixture
+def sparse_giant(tmp_path):
+    """A valid 4.3 KB sparse model: n_ctx 4096, n_embd 1024 and a 4,096-token example."""
+    doc = {"format": "handwired/1", "vocab": ["a", "b"], "n_ctx": 4096, "n_embd": 1024, "target": "ab",
+           "example": "ab" * 2048, "wte": {"a": {"0": 1}}, "wpe": {"0": {"1": 1}},
+           "blocks": [{"attn": {"c_attn": {"w": {"0": {"q0": 1}}}, "c_proj": {"w": {"z0": {"0": 1}}}}}]}
+    path = tmp_path / "giant.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def long_context(tmp_path, aab_doc):
+    """The aab model with n_ctx 1024: 2^1 + … + 2^1024 contexts, a 309-digit count."""
+    aab_doc["n_ctx"] = 1024
+    aab_doc["wpe"] += [[0] * 8] * (1024 - len(aab_doc["wpe"]))
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(aab_doc), encoding="utf-8")
+    return path
+
+
+def test_counts_and_durations_beyond_float_range_are_printed_short():
+    assert how_many(999_999) == "999,999"
+    assert how_many(2**1025 - 2) == "about 3.6e+308"  # 2^1025 = 3.59e308, worked out by hand
+    # 10000·log10(3) = 4771.2125 and 10^0.2125 = 1.63: more digits (4,772) than Python will print
+    assert how_many(3**10000) == "about 1.6e+4771"
+    assert duration(float("inf")) == "a billion hours or more"
+    assert duration(7200) == "2 hours" and duration(89) == "89 seconds"
+
+
+def test_an_exhaustive_check_of_a_309_digit_count_is_refused_not_overflowed(long_context):
+    assert user_error("check", str(long_context), "--exhaustive") == (
+        "error: every context: 2^1 + … + 2^1024 = about 3.6e+308 contexts, about a billion hours or more of checking "
+        "for this model, more than the 100,000,000 handwired will enumerate; check a random sample instead, "
+        "e.g. --sample 1000000 --seed 0")
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [(["--sample", str(10**20)], "error: --sample 100,000,000,000,000,000,000: about a billion hours or more of "
+                                 "checking for this model, more than the 10 minutes handwired will spend on one; "
+                                 "ask for fewer contexts"),
+     (["--sample", str(10**12)], "error: --sample 1,000,000,000,000: about "),
+     (["--length", str(10**9)], "error: --length 1,000,000,000: about ")],
+)
+def test_a_sample_or_stream_that_would_take_hours_is_refused_with_its_estimate(args, message):
+    started = time.perf_counter()
+    line = user_error("check", *args)
+    assert time.perf_counter() - started < 5
+    assert line.startswith(message), line
+
+
+def test_the_estimates_grow_as_the_work_does():
+    """Independent of the constants: twice the contexts is twice the time; a longer window costs more."""
+    model = load("aab")
+    assert forward_seconds(model, 2000, 5) == pytest.approx(2 * forward_seconds(model, 1000, 5))
+    assert forward_seconds(model, 1, 5, last_only=False) > forward_seconds(model, 1, 5)
+    assert stream_seconds(model, 2 * 10**8, 3) > 1.9 * stream_seconds(model, 10**8, 3)
+
+
+def test_explain_of_a_huge_valid_model_is_refused_at_once_with_the_flags_that_narrow_it(sparse_giant):
+    started = time.perf_counter()
+    line = user_error("explain", "-w", str(sparse_giant))
+    assert time.perf_counter() - started < 5
+    assert line.startswith("error: 4,096 tokens at n_embd 1024: about ")
+    assert line.endswith("to explain, more than the 30 seconds handwired spends on a view; narrow it with --step, "
+                         "--block or --head, or give a shorter context")
+
+
+def test_explain_narrowed_to_one_step_of_a_short_context_still_works(sparse_giant):
+    result = invoke("explain", "abab", "-w", str(sparse_giant), "--step", "embed")
+    assert result.exit_code == 0, result.output
+    assert "(4 tokens)" in result.output
+
+
+def test_watch_shows_the_refusal_instead_of_freezing(sparse_giant):
+    started = time.perf_counter()
+    snapshot = watching.load_snapshot(sparse_giant)
+    assert time.perf_counter() - started < 5  # reading the 8.4 million weights, then the estimate: no trace
+    assert snapshot.model is None and len(snapshot.errors) == 1
+    assert snapshot.errors[0].startswith("4,096 tokens at n_embd 1024: about ")
+
+
+def test_complete_estimates_first(sparse_giant):
+    line = user_error("complete", "ab", "-w", str(sparse_giant), "-n", "1000")
+    assert line.startswith("error: -n 1,000: about ") and line.endswith(
+        "of generating for this model, more than the 30 seconds handwired will spend on it; ask for fewer tokens")
+
+
+def test_attend_estimates_first():
+    six_thousand = ",".join(str(i % 7) for i in range(6000))
+    started = time.perf_counter()
+    line = user_error("attend", "--x", six_thousand)
+    assert time.perf_counter() - started < 5
+    assert line.startswith("error: 6,000 queries × 6,000 keys (width 1): about ")
+    assert line.endswith("to compute and show, more than the 30 seconds handwired spends on a view; give fewer rows")
+    x = ";".join([",".join(["1"] * 600)] * 600)
+    assert user_error("attend", "--x", x, "--score", "gaussian", "--json") == (
+        "error: 600 queries × 600 keys (width 600): 1.6 GB of differences for the gaussian score, more than the "
+        "381 MB handwired will use; give fewer rows")  # 600³ float64 = 1.728e9 bytes = 1.6 GiB
+
+
+# ---------------------------------------------------------------- numbers too large to read
+
+
+def replace_once(path, old, new):
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_a_5000_digit_integer_in_a_weight_file_is_one_line_with_its_path(tmp_path, write_json, aab_doc):
+    path = write_json(aab_doc)
+    replace_once(path, '"n_ctx": 5', f'"n_ctx": {BIG_INTEGER}')
+    assert user_error("predict", "aab", "-w", str(path)) == (
+        f"error: {path}: n_ctx: expected a whole number ≥ 1; found the number 999999…(5,000 digits)")
+    path = write_json(aab_doc)
+    replace_once(path, '"constants": {"Lg": 1024', f'"constants": {{"Lg": -{BIG_INTEGER}')
+    line = user_error("predict", "aab", "-w", str(path))
+    assert line.startswith(f"error: {path}: constants.Lg: expected a finite number; found ")
+
+
+def test_a_5000_digit_integer_in_a_statement_an_import_or_attend_is_one_line(tmp_path):
+    statement = tmp_path / "puzzle.json"
+    from handwired.judge.catalogue import bundled_puzzles
+
+    text = next(iter(bundled_puzzles().values())).read_text(encoding="utf-8")
+    statement.write_text(text.replace('"n_ctx": ', f'"n_ctx": {BIG_INTEGER}0', 1), encoding="utf-8")
+    assert BIG_INTEGER in statement.read_text(encoding="utf-8")
+    line = user_error("puzzles", "show", str(statement))
+    assert line.startswith(f"error: {statement}") and "n_ctx" in line and len(line) < 300
+    folder = tmp_path / "export"
+    assert invoke("export", "aab", "-o", str(folder)).exit_code == 0
+    replace_once(folder / "config.json", '"d_model": 8', f'"d_model": {BIG_INTEGER}')
+    line = user_error("import", str(folder), "-o", str(tmp_path / "back.json"))
+    assert line.startswith("error: ") and "d_model" in line and len(line) < 300
+    assert user_error("attend", "--q", f"[[{BIG_INTEGER}]]", "--k", "1", "--v", "1") == (
+        "error: --q[0][0]: the number 999999…(5,000 digits) is not a finite number")
+
+
+@pytest.mark.parametrize("expression", ["(" * 300 + "1" + ")" * 300, "-" * 999 + "1", "sqrt(" * 150 + "1" + ")" * 150])
+def test_deeply_nested_expressions_are_one_line_naming_the_entry(tmp_path, write_json, aab_doc, expression):
+    aab_doc["constants"]["Deep"] = expression
+    path = write_json(aab_doc)
+    line = user_error("predict", "aab", "-w", str(path))
+    assert line.startswith(f"error: {path}: constants.Deep: '{expression[:30]}…': "), line
+    assert "nested more than 100 deep" in line or "at most 1,000" in line
+
+
+def test_drawn_cells_count_what_folding_leaves_by_hand():
+    import numpy as np
+
+    from handwired.views.cost import drawn_cells
+    from handwired.views.figures import Matrix, Step
+
+    values = np.zeros((4, 5))
+    values[0, 1], values[2, 3], values[2, 4] = 1, 2, 3  # rows 0 and 2, columns 1, 3 and 4 are not all zero
+    labels = tuple("abcde")
+    plain = Matrix("m", "h", values, labels[:4], labels, "r", "c")
+    square = Matrix("a", "h", values, labels[:4], labels, "r", "c", future=np.zeros((4, 5), dtype=bool))
+    step = Step("k", "t", "f", "s", "n", (plain, square))
+    assert drawn_cells([step], show_all=False) == 2 * 3 + 20  # attention tables never fold
+    assert drawn_cells([step], show_all=True) == 20 + 20
+
+
+def test_explain_with_everything_shown_is_refused_before_drawing(sparse_giant):
+    started = time.perf_counter()
+    line = user_error("explain", "ab" * 128, "-w", str(sparse_giant), "--all")
+    assert time.perf_counter() - started < 30
+    assert re.fullmatch(r"error: [\d,]+ numbers to draw: about \d+ minutes to explain, more than the 30 seconds "
+                        r"handwired spends on a view; narrow it with --step, --block or --head, or give a shorter "
+                        r"context", line), line
+
+
+def test_weights_show_all_of_a_huge_valid_model_is_refused_before_any_table_is_made(sparse_giant):
+    started = time.perf_counter()
+    line = user_error("weights", "show", str(sparse_giant), "--all")
+    assert time.perf_counter() - started < 5
+    cells = 2 * 1024 + 4096 * 1024 + 1024 * 3072 + 3072 + 1024 * 1024 + 1024  # wte, wpe, c_attn w b, c_proj w b
+    assert line.startswith(f"error: {cells:,} numbers to draw: about ")
+    assert line.endswith("more than the 30 seconds handwired spends on a view; without --all the rows and columns "
+                         "of zeros fold away, or --sparse prints only the non-zero entries")
