@@ -214,3 +214,27 @@ def test_a_file_that_names_its_puzzle_is_spread_over_it(tmp_path, monkeypatch):
     result = invoke("spread", "logits:a", "-w", "a.json", "--puzzle", "xor")
     assert result.exit_code == 0 and "over every context of puzzle xor" in " ".join(result.stdout.split())
     assert result.stderr == "warning: a.json names the puzzle 'aab'; judged by 'xor', as asked\n"
+
+
+def test_a_block_not_wired_yet_is_still_recorded():
+    """The trie skips an attention or MLP whose c_proj.w is all zeros when it only needs logits; spread must still
+    see what such a block computes (a player tunes hook_pre before wiring c_proj): the trace's values, exactly."""
+    from handwired.engine.probe import parse_probe, probe_values
+    from handwired.engine.trace import trace
+
+    model = load(str(ROOT / "puzzles" / "solutions" / "xor.json"))
+    block = model.params["blocks"][0]
+    block["mlp"]["c_proj"]["w"][:] = 0.0
+    block["attn"]["c_proj"]["w"][:] = 0.0
+    unit = model.axes("blocks[0].mlp.c_fc.w")[1].labels[0]
+    contexts = [np.array(list(itertools.product(range(2), repeat=4)))]
+    pre = probe_values(model, parse_probe(model, f"blocks.0.mlp.hook_pre:{unit}"), contexts)[0][0]
+    assert np.ptp(pre) > 0  # it varies with the context: the MLP was evaluated, not skipped
+    for name, column in (("blocks.0.mlp.hook_pre", unit), ("blocks.0.attn.hook_pattern", "0")):
+        probe = parse_probe(model, f"{name}:{column}")
+        values, present, _ = probe_values(model, probe, contexts)
+        for row, value in zip(contexts[0], values[0]):
+            record = trace(model, model.decode(row)).record[name]
+            want = record[0, 3, 0] if name.endswith("pattern") else record[3].reshape(-1)[probe.index]
+            assert value == pytest.approx(want)
+        assert present[0].all()
