@@ -19,10 +19,10 @@ from test_cli import invoke
 from handwired.engine.trace import trace as run_trace
 from handwired.views import steps as explain
 from handwired.views.matrices import matrix_table
-from handwired.views.model import weight_matrices
 from handwired.views.numbers import numbers as format_values
 from handwired.views.numbers import probability as format_probability
 from handwired.views.paging import column_pages, table_width
+from handwired.views.weights import weight_matrices
 from handwired.weightfile import fold_labels, load
 
 WIDTH = 80

@@ -24,8 +24,9 @@ from handwired.cli.common import (
 )
 from handwired.errors import HandwiredError
 from handwired.views.cost import refuse_slow_weights
-from handwired.views.model import model_line, weights_view
+from handwired.views.model import model_line
 from handwired.views.numbers import count
+from handwired.views.weights import weights_view
 from handwired.weightfile import bundled_models, load, validate
 from handwired.weightfile.axes import printable, shown
 from handwired.weightfile.forms import FORMS, document, entry_counts
