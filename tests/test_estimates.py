@@ -197,3 +197,117 @@ def test_weights_show_all_of_a_huge_valid_model_is_refused_before_any_table_is_m
     assert line.startswith(f"error: {cells:,} numbers to draw: about ")
     assert line.endswith("more than the 30 seconds handwired spends on a view; without --all the rows and columns "
                          "of zeros fold away, or --sparse prints only the non-zero entries")
+
+
+# ---------------------------------------------------------------- memory, estimated before any array exists
+
+
+@pytest.fixture
+def sparse_model(tmp_path):
+    """A valid sparse model of a few hundred bytes with the shape asked for: n_head heads in each of `blocks` blocks."""
+    def make(n_ctx: int, n_embd: int, n_head: int, blocks: int):
+        block = {"attn": {"c_attn": {"w": {"0": {"q0": 1}}}, "c_proj": {"w": {"z0": {"0": 1}}}}}
+        doc = {"format": "handwired/1", "vocab": ["a", "b"], "n_ctx": n_ctx, "n_embd": n_embd, "n_head": n_head,
+               "target": "ab", "wte": {"a": {"0": 1}}, "wpe": {"0": {"1": 1}}, "blocks": [block] * blocks}
+        path = tmp_path / f"sparse-{n_ctx}-{n_embd}-{n_head}-{blocks}.json"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        return path
+
+    return make
+
+
+def test_predict_on_eight_heads_of_4096_tokens_is_refused_for_memory_before_any_array(sparse_model):
+    path = sparse_model(4096, 1024, 8, 1)
+    started = time.perf_counter()
+    # By hand, in MiB: scores, masked scores and pattern, 3 × 8 heads × 4096² × 8 bytes = 3,072; 14 [4096, 1024]
+    # activations = 448; the causal mask, 4096² × (8 + 1) bytes = 144; logits and probabilities 0.125:
+    # 3,664 MiB = 3.58 GiB.
+    assert user_error("predict", "ab" * 2048, "-w", str(path)) == (
+        "error: 4,096 tokens at n_embd 1024, 8 heads, 1 block: about 3.6 GB of attention scores and activations at "
+        "the peak, more than the 2 GB handwired will use; give a shorter context")
+    assert user_error("predict", "ab" * 2048, "-w", str(path), "--every-position", "--json").startswith(
+        "error: 4,096 tokens at n_embd 1024, 8 heads, 1 block: about 3.6 GB")
+    assert time.perf_counter() - started < 5
+
+
+def test_predict_of_a_shorter_text_on_the_same_model_is_not_refused(sparse_model):
+    result = invoke("predict", "ab" * 512, "-w", str(sparse_model(4096, 1024, 8, 1)), "--every-position")
+    assert result.exit_code == 0, result.output
+    assert "prediction at every position" in result.output
+
+
+def test_predict_estimates_its_time_first(sparse_giant, monkeypatch):
+    """Under the limits on files, predict's pass takes seconds and memory binds first; the time estimate
+    is shown by lowering the limit."""
+    from handwired.views import cost
+
+    monkeypatch.setattr(cost, "MAX_VIEW_SECONDS", 1.0)
+    assert user_error("predict", "ab" * 2048, "-w", str(sparse_giant), "--every-position") == (
+        "error: 4,096 tokens at n_embd 1024: about 7 seconds to predict, more than the 1 second handwired spends on "
+        "a view; give a shorter context")
+    assert invoke("predict", "abab", "-w", str(sparse_giant)).exit_code == 0
+
+
+@pytest.mark.parametrize("command", [["diff", "{path}", "{path}"], ["check", "{path}"]])
+def test_a_sample_whose_batches_would_not_fit_in_memory_is_refused_with_the_figure(sparse_model, monkeypatch,
+                                                                                    command):
+    from handwired.engine import batch
+
+    monkeypatch.setattr(batch, "WORKERS", 2)  # the figure counts the chunks run side by side
+    path = str(sparse_model(4096, 512, 8, 2))
+    started = time.perf_counter()
+    # Seed 0 draws 4 of the 10 contexts at 4,096 tokens: 2 chunks of 2 side by side. By hand, in MiB, a chunk:
+    # scores 2 × 8 heads × 4096² × 8 bytes = 2,048, 6 activations of [2, 4096, 512] = 192, the mask 144: 2,384;
+    # two of them and the [2, 4096, 4 × 512] lookup table (128): 4,896 MiB = 4.78 GiB.
+    assert user_error(*[part.format(path=path) for part in command], "--sample", "10") == (
+        "error: --sample 10 of up to 4,096 tokens at n_embd 512, 8 heads: about 4.8 GB of attention scores and "
+        "activations at the peak, more than the 2 GB handwired will use; ask for fewer contexts")
+    assert time.perf_counter() - started < 5
+
+
+def test_a_sample_of_a_smaller_model_is_not_refused(sparse_model):
+    path = str(sparse_model(512, 64, 8, 2))
+    result = invoke("diff", path, path, "--sample", "10")
+    assert result.exit_code == 0, result.output
+    assert "no context's prediction or margin changed (10 compared)" in result.output
+
+
+def test_the_memory_estimates_match_what_numpy_allocates(sparse_model):
+    """Against tracemalloc, which counts numpy's buffers: the estimates are near the measured peak, above it."""
+    import tracemalloc
+
+    import numpy as np
+
+    from handwired.engine.batch import next_logits, peak_bytes
+    from handwired.engine.memory import trace_bytes
+    from handwired.engine.trace import trace
+
+    model = load(str(sparse_model(1024, 64, 4, 2)))
+    tracemalloc.start()
+    try:
+        trace(model, "ab" * 512)
+        traced = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        next_logits(model, np.zeros((8, 1024), dtype=np.uint8))  # one chunk of 8 contexts, and the lookup table
+        batched = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert traced <= trace_bytes(model, 1024) <= 1.3 * traced
+    assert batched <= peak_bytes(model, 8, 1024) <= 1.3 * batched
+
+
+def test_diff_of_two_huge_valid_models_compares_their_8_million_weights_as_arrays(sparse_giant, tmp_path):
+    """Entry by entry, 8.4 million labels took 35 s and 5 GB before any context was compared."""
+    doc = json.loads(sparse_giant.read_text(encoding="utf-8"))
+    doc["wte"]["b"] = {"3": -1}
+    doc["blocks"][0]["attn"]["c_proj"]["w"]["z0"]["0"] = 2
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc), encoding="utf-8")
+    started = time.perf_counter()
+    result = invoke("diff", str(sparse_giant), str(edited), "--sample", "1", "--json")
+    assert time.perf_counter() - started < 15
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["weights"] == [
+        {"label": "wte.b.d3", "old": 0.0, "new": -1.0},
+        {"label": "blocks[0].attn.c_proj.w.z0.d0", "old": 1.0, "new": 2.0},
+    ]

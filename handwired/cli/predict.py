@@ -22,6 +22,9 @@ from handwired.weightfile import Model, load
 
 app = typer.Typer()
 
+# Positions × n_embd × blocks below which predict takes milliseconds: the estimate is not even imported.
+WORTH_ESTIMATING = 2**16
+
 
 @app.command()
 def predict(
@@ -44,7 +47,8 @@ def predict(
     model = load(weight_spec(None, weights))
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     judge = _puzzle(model, puzzle) if puzzle is not None or model.puzzle is not None else None
-    run = trace(model, text, causal=not no_mask)
+    _refuse_slow(model, text, every_position)
+    run = trace(model, text, causal=not no_mask)  # refuses, before any array, a pass too large for memory
     if as_json:
         data = prediction_json(model, run, every_position)
         if judge is not None:  # the game's modules load only when a puzzle judges (see _puzzle)
@@ -59,6 +63,16 @@ def predict(
 
             parts.append(rule_view(judge, model, run, every_position))
         out.show(lambda everything: parts)
+
+
+def _refuse_slow(model: Model, text: str, every_position: bool) -> None:
+    """The time estimate, loaded only for a pass large enough to need one: predict is the command that must start
+    quickest."""
+    length = min(len(model.encode(text)), model.n_ctx)
+    if length * model.n_embd * max(1, model.n_layer) >= WORTH_ESTIMATING:
+        from handwired.views.cost import refuse_slow_predict
+
+        refuse_slow_predict(model, length, every_position)
 
 
 def _puzzle(model: Model, name: str | None):

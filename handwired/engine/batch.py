@@ -13,17 +13,19 @@ import numpy as np
 
 from handwired.engine.forward import forward, qkv_table
 from handwired.engine.logits import require_finite
+from handwired.engine.memory import chunk_bytes, table_bytes
 from handwired.weightfile import Model
 
 # Positions per forward pass (contexts x their length). Big enough that numpy's
 # per-call overhead is small, small enough that the intermediates stay in cache.
 CHUNK_POSITIONS = 8192
+WORKERS = min(8, os.cpu_count() or 1)  # chunks run side by side
 
 
 @lru_cache(maxsize=1)
 def pool() -> ThreadPoolExecutor:
     # numpy releases the GIL inside its loops, so chunks run side by side on every core.
-    return ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="handwired")
+    return ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="handwired")
 
 
 def next_logits(model: Model, contexts: np.ndarray, chunk: int | None = None) -> np.ndarray:
@@ -31,18 +33,36 @@ def next_logits(model: Model, contexts: np.ndarray, chunk: int | None = None) ->
     contexts = np.asarray(contexts)
     if contexts.shape[0] == 0:
         return np.zeros((0, model.n_vocab))
-    chunk = chunk or max(1, CHUNK_POSITIONS // contexts.shape[1])
+    chunk = chunk or _chunk(contexts.shape[1])
     starts = range(0, contexts.shape[0], chunk)
-    # The lookup table pays off only when the batch has more positions than the table has rows
-    # (complete, one context at a time, would build it for nothing).
-    worth_a_table = model.n_layer and contexts.size > model.n_vocab * model.n_ctx
-    table = qkv_table(model.params) if worth_a_table else None
+    table = qkv_table(model.params) if _worth_a_table(model, contexts.size) else None
 
     def run(start: int) -> np.ndarray:
         return forward(model.params, contexts[start : start + chunk], model.n_head, last_only=True, table=table)
 
     logits = run(0) if len(starts) == 1 else np.concatenate(list(pool().map(run, starts)))
     return require_finite(model, contexts, logits)
+
+
+def _chunk(length: int) -> int:
+    return max(1, CHUNK_POSITIONS // length)
+
+
+def _worth_a_table(model: Model, positions: int) -> bool:
+    # The lookup table pays off only when the batch has more positions than the table has rows
+    # (complete, one context at a time, would build it for nothing).
+    return bool(model.n_layer) and positions > model.n_vocab * model.n_ctx
+
+
+def peak_bytes(model: Model, contexts: int, length: int) -> int:
+    """Peak bytes of :func:`next_logits` over ``contexts`` contexts of ``length`` tokens: the chunks that run side
+    by side, and the lookup table when the batch builds one."""
+    if contexts == 0:
+        return 0
+    chunk = min(_chunk(length), contexts)
+    side_by_side = min(WORKERS, -(-contexts // chunk))
+    table = table_bytes(model) if _worth_a_table(model, contexts * length) else 0
+    return table + side_by_side * chunk_bytes(model, chunk, length)
 
 
 def next_logits_distinct(model: Model, contexts: np.ndarray, chunk: int | None = None) -> np.ndarray:

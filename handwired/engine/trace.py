@@ -6,6 +6,7 @@ import numpy as np
 
 from handwired.engine.forward import forward
 from handwired.engine.logits import raise_not_finite
+from handwired.engine.memory import refuse_large_trace
 from handwired.weightfile import Model
 
 
@@ -36,10 +37,12 @@ def trace(model: Model, text: str, causal: bool = True) -> Trace:
     """Run the model on the last n_ctx tokens of ``text``, recording every intermediate.
 
     ``causal=False`` runs the same weights without the causal mask: every
-    position attends to every other, later ones included (an encoder).
+    position attends to every other, later ones included (an encoder). A pass
+    whose arrays would not fit MAX_MEMORY is refused before it starts.
     """
     ids = model.encode(text)
     window = ids[-model.n_ctx :]
+    refuse_large_trace(model, len(window))  # before any array: the recorded [head, n, n] scores grow as n²
     record: dict[str, np.ndarray] = {}
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, by name, not as a warning
         forward(model.params, window[None, :], model.n_head, record=record, causal=causal)

@@ -10,7 +10,7 @@ sample of them, each run through both models with check's batch evaluation.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,12 +86,12 @@ def labelled_weights(model: Model) -> dict[str, float]:
     return {label: value for _, label, value in _entries(model)}
 
 
-def _entries(model: Model) -> Iterator[tuple[str, str, float]]:
-    """(key, label, value) for every weight entry. The key names a head dim by its number (``q0``) even where
-    the file names it (``q:pos``), so naming a head's dims is not a change of weights."""
-    for path, axes in model.written.axes.items():
-        values = locate(model.params, path)
-        keys = tuple(_numbered(axis, model.n_embd) for axis in axes)
+def _entries(model: Model, paths: Iterable[str] | None = None) -> Iterator[tuple[str, str, float]]:
+    """(key, label, value) for every weight entry (of ``paths`` only, if given). The key names a head dim by its
+    number (``q0``) even where the file names it (``q:pos``), so naming a head's dims is not a change of weights."""
+    for path in model.written.axes if paths is None else paths:
+        axes, values = model.written.axes[path], locate(model.params, path)
+        keys = _keys(model, path)
         if len(axes) == 1:
             for key, label, value in zip(keys[0], axes[0].labels, values):
                 yield f"{path}.{key}", f"{path}.{label}", float(value)
@@ -99,6 +99,10 @@ def _entries(model: Model) -> Iterator[tuple[str, str, float]]:
         for row_key, row, line in zip(keys[0], axes[0].labels, values):
             for col_key, col, value in zip(keys[1], axes[1].labels, line):
                 yield f"{path}.{row_key}.{col_key}", f"{path}.{row}.{col}", float(value)
+
+
+def _keys(model: Model, path: str) -> tuple[tuple[str, ...], ...]:
+    return tuple(_numbered(axis, model.n_embd) for axis in model.written.axes[path])
 
 
 def _numbered(axis: Axis, n_embd: int) -> tuple[str, ...]:
@@ -111,16 +115,36 @@ def weight_changes(old: Model, new: Model) -> list[WeightChange]:
     file's label where it has the entry.
 
     An entry only one file has (its dim, block or LayerNorm is not in the other) is listed when it is
-    not 0: a zero there contributes nothing either way, as a left-out sparse entry.
+    not 0: a zero there contributes nothing either way, as a left-out sparse entry. A matrix both files
+    have with the same rows and columns is compared as one array (a model can have millions of entries).
     """
-    before = {key: (label, value) for key, label, value in _entries(old)}
-    after = {key: (label, value) for key, label, value in _entries(new)}
-    changes = [WeightChange(after[key][0] if key in after else label, value, after[key][1] if key in after else None)
-               for key, (label, value) in before.items()
-               if (key in after and after[key][1] != value) or (key not in after and value != 0)]
-    changes += [WeightChange(label, None, value) for key, (label, value) in after.items()
-                if key not in before and value != 0]
+    same = {path for path in old.written.axes if path in new.written.axes and _keys(old, path) == _keys(new, path)}
+    changes: list[WeightChange] = []
+    for path in old.written.axes:
+        changes += _array_changes(old, new, path) if path in same else _entry_changes(old, new, path)
+    for path in new.written.axes:
+        if path not in same:
+            before = {key for key, _, _ in _entries(old, [path] if path in old.written.axes else [])}
+            changes += [WeightChange(label, None, value) for key, label, value in _entries(new, [path])
+                        if key not in before and value != 0]
     return changes
+
+
+def _array_changes(old: Model, new: Model, path: str) -> list[WeightChange]:
+    """The entries of one matrix (or vector) with the same rows and columns in both files that differ, row by row."""
+    before, after = np.atleast_1d(locate(old.params, path)), np.atleast_1d(locate(new.params, path))
+    labels = [axis.labels for axis in new.written.axes[path]]
+    return [WeightChange(".".join([path, *(names[i] for names, i in zip(labels, where))]),
+                         float(before[where]), float(after[where]))
+            for where in map(tuple, np.argwhere(before != after))]
+
+
+def _entry_changes(old: Model, new: Model, path: str) -> list[WeightChange]:
+    """The old file's entries of one path that differ from the new file's or that it lacks (and are not 0)."""
+    after = {key: (label, value) for key, label, value in _entries(new, [path] if path in new.written.axes else [])}
+    return [WeightChange(after[key][0] if key in after else label, value, after[key][1] if key in after else None)
+            for key, label, value in _entries(old, [path])
+            if (key in after and after[key][1] != value) or (key not in after and value != 0)]
 
 
 # ---------------------------------------------------------------- contexts

@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from handwired.defaults import MIN_LENGTH, SEED
+from handwired.defaults import MAX_MEMORY, MIN_LENGTH, SEED
+from handwired.engine.batch import peak_bytes
+from handwired.engine.memory import gigabytes, refuse_large
 from handwired.errors import HandwiredError, bad_value
 from handwired.weightfile import Model
 
@@ -151,6 +153,15 @@ def duration(seconds: float) -> str:
 MAX_SEED = 2**64  # seeds are whole numbers: numpy refuses a negative one, and this bounds what reports print
 
 
+def _refuse_large_sample(model: Model, sample: int, lengths: np.ndarray, per_length: np.ndarray) -> None:
+    """Refuse a sample whose batch evaluation would not fit MAX_MEMORY: the largest of its batches, as drawn."""
+    peak = max(peak_bytes(model, min(int(count), BATCH), int(length)) for length, count in zip(lengths, per_length))
+    one = peak_bytes(model, 1, model.n_ctx)
+    narrowing = "; ask for fewer contexts" if one <= MAX_MEMORY else f"; one context alone takes {gigabytes(one)}"
+    refuse_large(f"{{sample}} {sample:,} of up to {model.n_ctx:,} tokens at n_embd {model.n_embd}, {model.n_head} "
+                 f"head{'s' * (model.n_head != 1)}", peak, narrowing, ("sample",))
+
+
 def random_contexts(model: Model, sample: int, seed: int = SEED,
                     min_length: int = MIN_LENGTH) -> Callable[[], Iterator[np.ndarray]]:
     """``sample`` contexts drawn uniformly (with replacement) from :func:`exhaustive_contexts`'s set, shortest first.
@@ -171,6 +182,7 @@ def random_contexts(model: Model, sample: int, seed: int = SEED,
     weights = np.array([float(model.n_vocab) ** (length - lengths[-1]) for length in lengths])
     rng = np.random.default_rng(seed)
     per_length = rng.multinomial(sample, weights / weights.sum())
+    _refuse_large_sample(model, sample, lengths, per_length)
     dtype = np.min_scalar_type(model.n_vocab)
 
     def batches() -> Iterator[np.ndarray]:

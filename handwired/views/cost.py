@@ -40,6 +40,24 @@ def refuse_slow_explain(model: Model, length: int, wanted: list[str] | tuple[str
         raise _slow(f"{length:,} tokens at n_embd {model.n_embd}", seconds)
 
 
+POSITION_CELLS = 7  # a row of predict's every-position table: pos, token, sees, predicts, p, lead, next
+
+
+def predict_seconds(model: Model, length: int, every_position: bool) -> float:
+    """The recorded forward pass over ``length`` tokens, and with ``every_position`` a table row for each."""
+    rows = length * POSITION_CELLS * SECONDS_PER_CELL if every_position else 0.0
+    return forward_seconds(model, 1, length, last_only=False) + rows
+
+
+def refuse_slow_predict(model: Model, length: int, every_position: bool) -> None:
+    """Refuse, before the trace, to predict after ``length`` tokens when it would take more than MAX_VIEW_SECONDS."""
+    seconds = predict_seconds(model, length, every_position)
+    if seconds > MAX_VIEW_SECONDS:
+        raise HandwiredError(f"{length:,} tokens at n_embd {model.n_embd}: about {duration(seconds)} to predict, "
+                             f"more than the {duration(MAX_VIEW_SECONDS)} handwired spends on a view; "
+                             "give a shorter context")
+
+
 def drawn_cells(steps: list[Step] | tuple[Step, ...], show_all: bool) -> int:
     """How many numbers drawing the steps prints: zero rows and columns fold away unless ``show_all``."""
     return sum(_cells(matrix, show_all) for step in steps for matrix in step.matrices)
