@@ -1,11 +1,15 @@
 """The judge: which contexts a model is run on, what the right next token is, and the verdict.
 
 :mod:`.rules` says which next tokens are right for a context (pattern, first,
-previous, … the rule kinds a puzzle names); :mod:`.contexts` enumerates and
+previous, …) and :mod:`.answers` the kinds that answer after a separator, both
+built from a statement's data by :mod:`.kinds`; :mod:`.domains` gives the exact
+contexts a puzzle judges; :mod:`.contexts` enumerates and
 samples contexts; :mod:`.plans` pairs contexts with a rule; :mod:`.report` runs
 a plan through the engine and keeps the counts, the shortest failures and the
 margin. The game sits on top: :mod:`.puzzle` reads statements, :mod:`.catalogue`
 finds them, :mod:`.scores` scores an answer, :mod:`.verdict` gives the one
 verdict on a submission, :mod:`.progress` keeps a player's progress, and
-:mod:`.compare` says what an edit changed. Nothing here draws or parses a command line.
+:mod:`.compare` says what an edit changed; :mod:`.spread` groups one recorded
+value over the judged contexts and :mod:`.separation` finds the thresholds
+between the groups. Nothing here draws or parses a command line.
 """
