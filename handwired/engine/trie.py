@@ -69,20 +69,13 @@ def build_trie(contexts: list[np.ndarray]) -> Trie:
     """Every prefix of every context given (arrays [n, L] of token ids, any lengths), level by level."""
     longest = max(batch.shape[1] for batch in contexts)
     levels: list[Level] = []
-    first = 0
     for length in range(1, longest + 1):
         cut = [batch[:, :length] for batch in contexts if batch.shape[1] >= length]
         stacked = np.ascontiguousarray(np.concatenate(cut))  # [n, length]
         distinct = np.unique(_rows(stacked))  # sorted, as searchsorted will want them
         prefixes = distinct.view(stacked.dtype).reshape(len(distinct), length)  # [m, length]
-        if length == 1:
-            ancestors = np.zeros((len(prefixes), 0), dtype=np.intp)
-        else:
-            previous = levels[-1]
-            parent = np.searchsorted(_rows(previous.prefixes), _rows(prefixes[:, :-1]))  # [m], in the level above
-            ancestors = np.concatenate([previous.ancestors[parent], previous.first + parent[:, None]], axis=1)
-        levels.append(Level(prefixes, first, ancestors))
-        first += len(prefixes)
+        parent = None if length == 1 else np.searchsorted(_rows(levels[-1].prefixes), _rows(prefixes[:, :-1]))
+        levels.append(_level(levels, prefixes, parent))
     return Trie(tuple(levels))
 
 
@@ -90,21 +83,23 @@ def full_trie(n_vocab: int, longest: int) -> Trie:
     """Every string of length 1…``longest`` over n_vocab tokens, level by level, without sorting anything:
     string i of length L is string i // n_vocab of length L-1 followed by token i % n_vocab."""
     levels: list[Level] = []
-    first = 0
     dtype = np.min_scalar_type(n_vocab)
     for length in range(1, longest + 1):
         index = np.arange(n_vocab**length, dtype=np.int64)  # [m]
         place = n_vocab ** np.arange(length - 1, -1, -1, dtype=np.int64)  # [L]
         prefixes = ((index[:, None] // place) % n_vocab).astype(dtype)  # [m, L]
-        if length == 1:
-            ancestors = np.zeros((len(prefixes), 0), dtype=np.intp)
-        else:
-            previous = levels[-1]
-            parent = index // n_vocab  # [m], in the level above
-            ancestors = np.concatenate([previous.ancestors[parent], previous.first + parent[:, None]], axis=1)
-        levels.append(Level(prefixes, first, ancestors))
-        first += len(prefixes)
+        levels.append(_level(levels, prefixes, None if length == 1 else index // n_vocab))
     return Trie(tuple(levels), n_vocab)
+
+
+def _level(levels: list[Level], prefixes: np.ndarray, parent: np.ndarray | None) -> Level:
+    """The level after ``levels`` holding ``prefixes`` [m, L], each the child of ``parent`` [m] in the level above
+    (None for the first level): its ancestors are the parent's, then the parent itself."""
+    if parent is None:
+        return Level(prefixes, 0, np.zeros((len(prefixes), 0), dtype=np.intp))
+    previous = levels[-1]
+    ancestors = np.concatenate([previous.ancestors[parent], previous.first + parent[:, None]], axis=1)  # [m, L-1]
+    return Level(prefixes, previous.first + len(previous.prefixes), ancestors)
 
 
 def evaluate_trie(model: Model, trie: Trie, lengths: set[int] | None = None,
@@ -194,7 +189,7 @@ def _new_position(model, table, level, rows, length, store, logits=True, hook=No
             x = x + block["attn"]["c_proj"]["b"]  # [n, n_embd]
             if not logits and all(kv is None for kv in store[b:]):
                 return None
-            x = _mlp(x, block, _ignore)
+            x = _mlp(x, block, at)
             continue
         if b == 0 and table is not None:
             qkv = table[tokens, length - 1]  # [n, 3*n_embd]
@@ -210,8 +205,7 @@ def _new_position(model, table, level, rows, length, store, logits=True, hook=No
         if not logits and all(kv is None for kv in store[b + 1:]):  # no later block reads this node's keys
             return None
         seen = np.concatenate([ancestors, own[:, None]], axis=1)  # [n, length]: its ancestors' keys, then its own
-        x = _block_rest(x, block, qkv, np.take(keys, seen, axis=0), np.take(values, seen, axis=0), model.n_head,
-                        None if hook is None else at)
+        x = _block_rest(x, block, qkv, np.take(keys, seen, axis=0), np.take(values, seen, axis=0), model.n_head, at)
     if "ln_f" in params:
         x = layer_norm(x, **params["ln_f"])
         if hook is not None:
@@ -223,14 +217,14 @@ def _new_position(model, table, level, rows, length, store, logits=True, hook=No
     return out
 
 
-def _block_rest(x, block, qkv, all_k, all_v, n_head, at=None):
+def _block_rest(x, block, qkv, all_k, all_v, n_head, at=_ignore):
     # x [n, n_embd] at the new position, its qkv [n, 3*n_embd], every key and value it sees [n, length, n_embd]
     # -> x after the block's attention and MLP; ``at(name, value)``: the block's intermediates, [n, …]
     n, n_embd = x.shape
     q = qkv[:, :n_embd]  # [n, n_embd]
     mask = np.zeros((1, all_k.shape[1]))  # the causal mask lets the last position see every key
     attend = None
-    if at is not None:
+    if at is not _ignore:
         for i, name in enumerate(("hook_q", "hook_k", "hook_v")):
             at(f"attn.{name}", qkv[:, i * n_embd:(i + 1) * n_embd].reshape(n, n_head, -1))  # [n, head, d_head]
 
@@ -240,7 +234,6 @@ def _block_rest(x, block, qkv, all_k, all_v, n_head, at=None):
                   attend)  # [n, head, 1, d_head]
     attn_out = linear(merge_heads(z)[:, 0], **block["attn"]["c_proj"])  # [n, n_embd]
     x = x + attn_out
-    at = at or _ignore
     at("attn.hook_z", z[:, :, 0])  # [n, head, d_head]
     at("hook_attn_out", attn_out)
     x = _mlp(x, block, at)
