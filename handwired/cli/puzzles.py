@@ -27,7 +27,7 @@ from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
 from handwired.judge.catalogue import catalogue, load_puzzle, puzzle_reference, solution_path
-from handwired.judge.puzzle import Puzzle, starter, template
+from handwired.judge.puzzle import starter, template
 from handwired.views.puzzles import catalogue_json, catalogue_view, score_text, statement_view
 from handwired.weightfile import load
 from handwired.weightfile.axes import shown
@@ -41,11 +41,6 @@ app = typer.Typer(
 
 NameArgument = Annotated[str, typer.Argument(
     metavar="PUZZLE", help="A puzzle's name, e.g. previous (see: handwired puzzles), or a statement's path.")]
-
-
-def answer_file(puzzle: Puzzle) -> str:
-    """Where start writes an answer and check looks for it: NAME.json, or NAME-answer.json beside a written one."""
-    return f"{puzzle.name}.json" if puzzle.ref == puzzle.name else f"{puzzle.name}-answer.json"
 
 
 def _progress() -> progressing.Progress:
@@ -94,7 +89,7 @@ def puzzles_start(
 ) -> None:
     """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""
     puzzle = load_puzzle(name)
-    output = output or Path(answer_file(puzzle))
+    output = output or Path(puzzle.answer_file)
     say = write_output(output, dumps(starter(puzzle, puzzle_reference(puzzle, output.parent))), force)
     say.print(f"wrote {escape(str(output))}: vocab {escape(' '.join(map(shown, puzzle.vocab)))}, n_ctx {puzzle.n_ctx}, "
               f"{puzzle.caps.text()}; all zeros; it names its puzzle, so check, watch, diff and predict "
@@ -128,7 +123,7 @@ def puzzles_check(
     force: ForceOption = False,
 ) -> None:
     """Judge PATH on every context by the puzzle's rule; exit code 0 only if it solves the puzzle."""
-    default = answer_file(load_puzzle(name))
+    default = load_puzzle(name).answer_file
     puzzle_verdict(name, weight_spec(file, weights, default=default), show, near_miss, as_json, svg, html,
                    force, show_all)
 
@@ -163,7 +158,7 @@ def puzzles_solution(
     """The reference solution, once you have solved the puzzle (or with --spoil). In a pipe, or with -o, the weight
     file alone, as it is written."""
     puzzle = load_puzzle(name)
-    path = solution_path(puzzle.name) if puzzle.ref == puzzle.name else None
+    path = solution_path(puzzle.name) if puzzle.bundled else None
     if path is None:
         raise HandwiredError(f"puzzle {name!r} has no reference solution")
     if not spoil and not _progress().solved(puzzle.key):

@@ -76,6 +76,12 @@ class Puzzle:
         return self.key == self.name
 
     @property
+    def answer_file(self) -> str:
+        """Where start writes an answer and check looks for it: NAME.json, or NAME-answer.json for a written one
+        (beside its statement NAME.json)."""
+        return f"{self.name}.json" if self.bundled else f"{self.name}-answer.json"
+
+    @property
     def n_contexts(self) -> int:
         """How many contexts are judged."""
         return self.domain.size if self.domain is not None else every_length(len(self.vocab), self.n_ctx)

@@ -69,13 +69,10 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80)
 
 def catalogue_json(catalogue: list[Puzzle], progress: Progress) -> dict:
     """Every puzzle with the player's progress, for programs: solved, best score, hints revealed of how many."""
-    def figures(score: Score | None) -> dict | None:
-        return None if score is None else score.to_json()
-
     return {"puzzles": [{"name": puzzle.name, "level": puzzle.level, "title": puzzle.title,
-                         "solved": progress.solved(puzzle.key), "best": figures(progress.best(puzzle.key)),
+                         "solved": progress.solved(puzzle.key), "best": _figures(progress.best(puzzle.key)),
                          "hints": progress.hints(puzzle.key), "hints_available": len(puzzle.hints),
-                         "par": figures(puzzle.par), "record": figures(puzzle.record)} for puzzle in catalogue]}
+                         "par": _figures(puzzle.par), "record": _figures(puzzle.record)} for puzzle in catalogue]}
 
 
 def mlp_cap(caps: Caps) -> str:
@@ -110,7 +107,7 @@ def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
                                    (" (the leanest answer known: beat it)", "dim")))
     if best is not None:
         parts.append(Text.assemble(("your best: ", "bold"), score_text(best)))
-    answer_path = f"{puzzle.name}-answer.json" if puzzle.ref != puzzle.name else f"{puzzle.name}.json"
+    answer_path = puzzle.answer_file
     parts.append(Text(f"hints: {progress.hints(puzzle.key)} of {len(puzzle.hints)} revealed "
                       f"(handwired puzzles hint {puzzle.ref})", style="dim"))
     parts.append(Text(f"Next: handwired puzzles start {puzzle.ref} -o {answer_path}, wire it, then "
@@ -184,13 +181,14 @@ def unsolved_line(submission: Submission) -> Text:
 
 def submission_json(submission: Submission, best: Score | None, new_best: bool, near_miss: float = NEAR_MISS) -> dict:
     """The verdict for programs: the report, solved, the score, par, the player's best."""
-    def figures(score: Score | None) -> dict | None:
-        return None if score is None else score.to_json()
-
     return {"puzzle": submission.puzzle.name, **report_json(submission.report, near_miss),
             "solved": submission.solved, "parameters": nonzero_parameters(submission.model),
-            "score": figures(submission.score), "par": figures(submission.par),
-            "record": figures(submission.puzzle.record), "best": figures(best), "new_best": new_best}
+            "score": _figures(submission.score), "par": _figures(submission.par),
+            "record": _figures(submission.puzzle.record), "best": _figures(best), "new_best": new_best}
+
+
+def _figures(score: Score | None) -> dict | None:
+    return None if score is None else score.to_json()
 
 
 def rule_answers(puzzle: Puzzle, model: Model, run: Trace, every_position: bool) -> list[dict]:
