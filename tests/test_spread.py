@@ -238,3 +238,16 @@ def test_a_block_not_wired_yet_is_still_recorded():
             want = record[0, 3, 0] if name.endswith("pattern") else record[3].reshape(-1)[probe.index]
             assert value == pytest.approx(want)
         assert present[0].all()
+
+
+def test_every_context_of_a_huge_model_is_refused_in_one_line(tmp_path):
+    """30 tokens and n_ctx 4096: a count of 6,000 digits, which Python will not print whole; the spread refuses
+    as the exhaustive check does, naming the count short."""
+    path = tmp_path / "huge.json"
+    vocab = [chr(ord("a") + i) for i in range(26)] + list("0123")
+    path.write_text(json.dumps({"format": "handwired/1", "vocab": vocab, "n_ctx": 4096, "n_embd": 1, "n_head": 1,
+                                "wte": {}, "wpe": {}, "blocks": []}))
+    message = user_error("spread", "logits:a", "-w", str(path), "--every")
+    assert message.startswith("error: every context: 30^1 + … + 30^4096 = about ")
+    assert message.endswith("contexts, about a billion hours or more of checking for this model, more than the "
+                            "4,000,000 handwired will enumerate; spread over a puzzle's contexts instead")

@@ -131,6 +131,21 @@ def _times(count: int, seconds: float) -> float:
         return math.inf
 
 
+def refuse_every_context(model: Model, instead: str, parameters: tuple[str, ...] = (), min_length: int = MIN_LENGTH,
+                         limit: int = MAX_EXHAUSTIVE, max_seconds: float = MAX_EXHAUSTIVE_SECONDS) -> int:
+    """How many contexts of length min_length…n_ctx there are; refused when they would count more than ``limit``
+    or take more than about ``max_seconds`` (estimated_seconds), the line ending with what to do ``instead``."""
+    total = count_contexts(model, min_length)
+    seconds = estimated_seconds(model, total)
+    if total > limit or seconds > max_seconds:
+        reason = (f"more than the {limit:,} handwired will enumerate" if total > limit
+                  else f"more than the {duration(max_seconds)} handwired will spend on one")
+        raise HandwiredError(
+            f"every context: {model.n_vocab}^{min_length} + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} "
+            f"contexts, about {duration(seconds)} of checking for this model, {reason}; {instead}", parameters)
+    return total
+
+
 def how_many(count: int) -> str:
     """``1,234,567``, or ``about 3.6e+308`` for a count too long to print (2^1024 has 309 digits)."""
     if count < 10**15:

@@ -29,11 +29,9 @@ from handwired.judge.contexts import (
     SECONDS_PER_CHECK,
     check_min_length,
     contexts_of,
-    count_contexts,
     duration,
-    estimated_seconds,
-    how_many,
     random_contexts,
+    refuse_every_context,
     stream_seconds,
 )
 from handwired.judge.domains import Domain
@@ -115,16 +113,8 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
 
     Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``.
     """
-    total = count_contexts(model, min_length)
-    seconds = estimated_seconds(model, total)
-    if total > limit or seconds > max_seconds:
-        reason = (f"more than the {limit:,} handwired will enumerate" if total > limit
-                  else f"more than the {duration(max_seconds)} handwired will spend on one")
-        raise HandwiredError(
-            f"every context: {model.n_vocab}^{min_length} + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} "
-            "contexts, "
-            f"about {duration(seconds)} of checking for this model, {reason}; "
-            "check a random sample instead, e.g. {sample} 1000000 {seed} 0", ("sample", "seed"))
+    total = refuse_every_context(model, "check a random sample instead, e.g. {sample} 1000000 {seed} 0",
+                                 ("sample", "seed"), min_length, limit, max_seconds)
 
     def judged(runs: list[TreeBatch]) -> Batch:
         runs = sorted(runs, key=lambda run: run.first)  # threads interleave their runs; a batch is in vocab order

@@ -14,7 +14,7 @@ import numpy as np
 from handwired.engine.probe import Probe, probe_values
 from handwired.engine.trie import Trie, full_trie
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.contexts import MAX_EXHAUSTIVE_SECONDS, count_contexts, duration, estimated_seconds
+from handwired.judge.contexts import refuse_every_context
 from handwired.judge.plans import pattern_rule
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.rules import DECIDED, Rule
@@ -73,12 +73,7 @@ def every_source(model: Model) -> Source:
 
 
 def _every_context(model: Model) -> tuple[tuple[np.ndarray, ...], Trie]:
-    total = count_contexts(model)
-    seconds = estimated_seconds(model, total)
-    if total > MAX_CONTEXTS or seconds > MAX_EXHAUSTIVE_SECONDS:
-        raise HandwiredError(f"every context: {total:,} contexts, about {duration(seconds)} for this model, "
-                             f"more than a spread takes on (at most {MAX_CONTEXTS:,} contexts and "
-                             f"{duration(MAX_EXHAUSTIVE_SECONDS)})")
+    refuse_every_context(model, "spread over a puzzle's contexts instead", limit=MAX_CONTEXTS)
     trie = full_trie(model.n_vocab, model.n_ctx)
     return tuple(level.prefixes for level in trie.levels), trie
 
