@@ -46,6 +46,10 @@ def test_a_flag_still_overrides_the_files_puzzle(max_starter):
     assert user_error("check", "-w", "m.json", "--puzzle", "ab") == (  # another puzzle: it does not fit
         "error: m.json: does not fit puzzle 'ab': it expects vocab a, b, the file has a, b, c, d; n_ctx 4, the file "
         "has 6")
+    # a flag given as 0 is given: refused as that flag, not silently dropped for the file's puzzle
+    assert user_error("check", "-w", "m.json", "--target", "ab", "--length", "0") == (
+        "error: --length 0: expected at least 2 tokens")
+    assert user_error("check", "-w", "m.json", "--length", "0") == user_error("check", "-w", "m.json", "--length", "9")
 
 
 def test_a_puzzle_asked_for_wins_over_the_files_with_a_warning(tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ from handwired.cli.common import (
     SvgOption,
     WeightsArgument,
     WeightsOption,
+    given_flags,
     weight_spec,
 )
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STREAM_MIN_LENGTH, stream_length
@@ -67,7 +68,7 @@ def check(
     spec = weight_spec(file, weights)
     if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
         raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
-    given = _given(target=target, length=length, exhaustive=exhaustive, sample=sample, min_length=min_length)
+    given = given_flags(target=target, length=length, exhaustive=exhaustive, sample=sample, min_length=min_length)
     if puzzle is not None:
         if given:
             raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
@@ -91,11 +92,6 @@ def check(
         raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok:
         raise typer.Exit(EXIT_CHECK_FAILED)
-
-
-def _given(**options) -> list[str]:
-    """The target check's options that were given, as flags: each one means the file's puzzle does not judge."""
-    return ["--" + name.replace("_", "-") for name, value in options.items() if value not in (None, False)]
 
 
 def _plan(model: Model, target: str | None, length: int | None, exhaustive: bool, sample: int | None, seed: int,

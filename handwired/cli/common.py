@@ -158,6 +158,13 @@ def is_stdout(path: Path | None) -> bool:
     return path is not None and str(path) == STDOUT
 
 
+def given_flags(**options) -> list[str]:
+    """The options given, as their flags (``min_length`` -> ``--min-length``): a value of 0 is given, None and
+    an unset switch (False) are not."""
+    return ["--" + name.replace("_", "-") for name, value in options.items()
+            if value is not None and value is not False]
+
+
 def write_output(path: Path, text: str, force: bool = False) -> Console:
     """Write ``text`` to the file ``path`` (atomically, see write_new), or to stdout when it is ``-``.
 

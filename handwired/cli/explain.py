@@ -19,6 +19,7 @@ from handwired.cli.common import (
     ShowAllOption,
     SvgOption,
     WeightsOption,
+    given_flags,
     weight_spec,
 )
 from handwired.engine.trace import trace
@@ -57,8 +58,7 @@ def explain(
     model = load(weight_spec(None, weights))
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     if as_json:
-        given = (("--step", step), ("--block", block), ("--head", head), ("--position", position), ("--all", show_all))
-        narrowed = [flag for flag, value in given if value is not None and value is not False]
+        narrowed = given_flags(step=step, block=block, head=head, position=position, all=show_all)
         if narrowed:
             raise HandwiredError(f"--json prints every intermediate of the context; {narrowed[0]} does not apply")
     if text is None:
