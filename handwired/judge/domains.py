@@ -17,6 +17,7 @@ length, each in vocab order, which the judge walks as a trie of their prefixes.
 """
 
 from dataclasses import dataclass
+from itertools import chain, permutations
 from math import perm
 from typing import Any
 
@@ -61,21 +62,25 @@ class _Inputs:
     start: int | None
     distinct: bool
 
+    @property
+    def sizes(self) -> list[int]:
+        """How many tokens are drawn from the alphabet, per group: the template's slots, or each length."""
+        return [self.template.count(None)] if self.template is not None else list(self.lengths)
+
     def count(self) -> int:
         a = len(self.alphabet)
-        slots = self.template.count(None) if self.template is not None else None
-        sizes = [slots] if slots is not None else list(self.lengths)
-        return sum(perm(a, n) if self.distinct else a**n for n in sizes)
+        return sum(perm(a, n) if self.distinct else a**n for n in self.sizes)
 
     def enumerate(self) -> list[np.ndarray]:
         """Every input, start token included, grouped by length: [n, L] token ids each."""
-        sizes = [self.template.count(None)] if self.template is not None else list(self.lengths)
         groups = []
-        for n in sizes:
-            picks = np.indices((len(self.alphabet),) * n).reshape(n, -1).T  # [a^n, n], lexicographic
-            if self.distinct and n > 1:
-                ordered = np.sort(picks, axis=1)
-                picks = picks[(ordered[:, 1:] != ordered[:, :-1]).all(axis=1)]
+        for n in self.sizes:
+            if self.distinct:  # only the permutations, never every pick: the count bounds the memory
+                k = perm(len(self.alphabet), n)  # lexicographic, as the picks below
+                flat = chain.from_iterable(permutations(range(len(self.alphabet)), n))
+                picks = np.fromiter(flat, dtype=np.int64, count=k * n).reshape(k, n)  # [a!/(a-n)!, n]
+            else:
+                picks = np.indices((len(self.alphabet),) * n).reshape(n, -1).T  # [a^n, n], lexicographic
             filled = np.array(self.alphabet, dtype=np.int64)[picks]  # [k, n]
             if self.template is not None:
                 columns, slot = [], 0
@@ -154,8 +159,9 @@ def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checke
         return None
     inputs = _Inputs(tuple(vocab.index(t) for t in alphabet), lengths, template,
                      None if start is None else vocab.index(start), distinct)
-    if inputs.count() > MAX_INPUTS:
-        check.problem(path, f"{inputs.count():,} inputs, more than the {MAX_INPUTS:,} a domain may hold")
+    count = inputs.count()
+    if count > MAX_INPUTS:
+        check.problem(path, f"{count:,} inputs, more than the {MAX_INPUTS:,} a domain may hold")
         return None
     return inputs
 
