@@ -6,8 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from handwired.errors import HandwiredError
-from handwired.judge.puzzle import Puzzle, read_statement
+from handwired.judge.puzzle import Puzzle, read_statement, statement_from_text
 from handwired.weightfile import Model, bundled_folder, json_files, load
+from handwired.weightfile.jsonfile import read_text
 from handwired.weightfile.puzzlekey import HASH_MARK, reference
 
 FOLDER_VARIABLE = "HANDWIRED_PUZZLES"
@@ -51,8 +52,9 @@ def load_puzzle(name: str) -> Puzzle:
     if name.endswith(".json") or path.exists():
         if not path.is_file():
             raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
-        puzzle = read_statement(path)
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+        text = read_text(path)  # read once: the hash is of the very text the puzzle is made from
+        puzzle = statement_from_text(text, path)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
         return replace(puzzle, ref=str(path), key=f"{puzzle.name}{HASH_MARK}{digest}")
     names = ", ".join(p.name for p in catalogue()) or "none are installed"
     raise HandwiredError(f"no puzzle named {name!r} (puzzles: {names}; or give a statement's path, NAME.json)")

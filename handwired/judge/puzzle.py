@@ -19,8 +19,8 @@ from handwired.judge.domains import Domain, domain_from_spec
 from handwired.judge.kinds import rule_from_spec
 from handwired.judge.rules import DECIDED, OUT_OF_DOMAIN, Rule
 from handwired.judge.scores import Score, read_score
-from handwired.weightfile import read_json
 from handwired.weightfile.checker import Checker, describe
+from handwired.weightfile.jsonfile import parse_json, read_text
 from handwired.weightfile.parse import MAX_PARAMETERS, parameter_count
 from handwired.weightfile.starter import starter_document
 
@@ -93,7 +93,12 @@ def read_statement(path: Path, named_by_file: bool = False) -> Puzzle:
     A bundled statement's name must be its file's (the catalogue finds it by that name); one someone wrote may
     be called anything, as its path is how commands find it.
     """
-    puzzle, problems = parse_statement(read_json(path), path, named_by_file)
+    return statement_from_text(read_text(path), path, named_by_file)
+
+
+def statement_from_text(text: str, path: Path, named_by_file: bool = False) -> Puzzle:
+    """As :func:`read_statement`, from the file's text already read (to hash the very text it parsed)."""
+    puzzle, problems = parse_statement(parse_json(text, str(path)), path, named_by_file)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise HandwiredError(f"{path}: {problems[0]}{more}")
