@@ -175,8 +175,6 @@ def _read(path: Path, warn: Callable[[str], None], set_aside: bool = True) -> di
         return parse(read_json(path))
     except HandwiredError as error:
         reason = str(error).removeprefix(f"{path}: ")
-    except ValueError:  # Python refuses to convert an integer of thousands of digits
-        reason = "a number with more digits than can be read"
     aside = _set_aside(path) if set_aside else None
     if aside is None:
         warn(f"{path}: unreadable progress ({reason}); could not set it aside, so it is left as it is "
