@@ -23,7 +23,7 @@ from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
 from handwired.judge.catalogue import load_puzzle, named_puzzle, other_puzzle
 from handwired.judge.puzzle import Puzzle
-from handwired.judge.verdict import submit
+from handwired.judge.verdict import require_fit, submit
 from handwired.views.puzzles import puzzle_line, score_view, submission_json, unsolved_line
 from handwired.views.report import failure_view
 from handwired.weightfile import Model, bundled_models, load
@@ -74,6 +74,19 @@ def files_puzzle(model: Model) -> Puzzle | None:
     puzzle, note = named_puzzle(model)
     if note:
         warn(note)
+    return puzzle
+
+
+def chosen_puzzle(name: str | None, *models: Model) -> Puzzle | None:
+    """The puzzle that judges ``models``: the one asked for by ``name`` (with a warning for each file that names
+    another), else the one the files name, the last first; each file must fit it. None: no puzzle."""
+    puzzle = load_puzzle(name) if name is not None else next(filter(None, map(files_puzzle, reversed(models))), None)
+    if puzzle is None:
+        return None
+    for model in models:
+        require_fit(puzzle, model)
+    if name is not None:
+        warn_other_puzzle(puzzle, *models)
     return puzzle
 
 

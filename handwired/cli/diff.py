@@ -6,14 +6,13 @@ from typing import Annotated
 
 import typer
 
-from handwired.cli.checking import files_puzzle, warn_other_puzzle
+from handwired.cli.checking import chosen_puzzle
 from handwired.cli.common import EXIT_INTERRUPTED, ForceOption, HtmlOption, JsonOption, Output, SvgOption, stderr
 from handwired.defaults import CHANGES_SHOWN, SEED
 from handwired.errors import HandwiredError
-from handwired.judge.catalogue import load_puzzle
 from handwired.judge.compare import compare
 from handwired.judge.plans import Plan
-from handwired.judge.verdict import Submission, fit_problems, puzzle_plan
+from handwired.judge.verdict import puzzle_plan
 from handwired.views.diff import diff_json, diff_view
 from handwired.weightfile import Model, load
 
@@ -61,17 +60,5 @@ def _puzzle(before: Model, after: Model, name: str | None, sample: int | None) -
     """The puzzle that judges the comparison, and its plan on the old file: --puzzle, else the one a file names."""
     if name is not None and sample is not None:
         raise HandwiredError("--puzzle compares every context the puzzle judges; --sample does not apply")
-    if name is not None:
-        puzzle = load_puzzle(name)
-    elif sample is None:
-        puzzle = files_puzzle(after) or files_puzzle(before)
-    else:
-        puzzle = None
-    if puzzle is None:
-        return None
-    for model in (before, after):
-        if fit_problems(puzzle, model):
-            raise Submission(puzzle, model, tuple(fit_problems(puzzle, model)), None, None).misfit_error()
-    if name is not None:
-        warn_other_puzzle(puzzle, before, after)
-    return puzzle.name, puzzle_plan(puzzle, before)
+    puzzle = chosen_puzzle(name, before, after) if name is not None or sample is None else None
+    return None if puzzle is None else (puzzle.name, puzzle_plan(puzzle, before))

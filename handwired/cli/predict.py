@@ -78,13 +78,6 @@ def _refuse_slow(model: Model, text: str, every_position: bool) -> None:
 def _puzzle(model: Model, name: str | None):
     """The puzzle whose rule is shown beside the model: --puzzle, else the file's. Imported only when there is one:
     predict is the command that must start quickest."""
-    from handwired.cli.checking import files_puzzle, warn_other_puzzle
-    from handwired.judge.catalogue import load_puzzle
-    from handwired.judge.verdict import Submission, fit_problems
+    from handwired.cli.checking import chosen_puzzle
 
-    judge = load_puzzle(name) if name is not None else files_puzzle(model)
-    if fit_problems(judge, model):
-        raise Submission(judge, model, tuple(fit_problems(judge, model)), None, None).misfit_error()
-    if name is not None:
-        warn_other_puzzle(judge, model)
-    return judge
+    return chosen_puzzle(name, model)

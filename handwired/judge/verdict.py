@@ -46,8 +46,18 @@ class Submission:
 
     def misfit_error(self) -> HandwiredError:
         """One line: what the puzzle expects and what the file has."""
-        return HandwiredError(f"{self.model.source}: does not fit puzzle {self.puzzle.name!r}: it expects "
-                              + "; ".join(self.misfit))
+        return _misfit_error(self.puzzle, self.model, self.misfit)
+
+
+def require_fit(puzzle: Puzzle, model: Model) -> None:
+    """Raise the one-line misfit error unless the file fits the puzzle's vocab, n_ctx and caps."""
+    problems = fit_problems(puzzle, model)
+    if problems:
+        raise _misfit_error(puzzle, model, problems)
+
+
+def _misfit_error(puzzle: Puzzle, model: Model, problems: list[str] | tuple[str, ...]) -> HandwiredError:
+    return HandwiredError(f"{model.source}: does not fit puzzle {puzzle.name!r}: it expects " + "; ".join(problems))
 
 
 def fit_problems(puzzle: Puzzle, model: Model) -> list[str]:
