@@ -20,16 +20,12 @@ SQUARES_RECORDED = 3  # [head, n_seq, n_seq] arrays a recorded block keeps: scor
 MASK = FLOAT + 1  # bytes per query × key cell of the causal mask: the float mask and the boolean it is made from
 
 
-def _hidden(block: dict) -> int:
-    return block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0
-
-
 def trace_bytes(model: Model, length: int) -> int:
     """Peak bytes of one context of ``length`` tokens run with every intermediate recorded (predict, explain)."""
     n, blocks = length, model.params["blocks"]
     squares = len(blocks) * SQUARES_RECORDED * model.n_head * n * n  # [head, n, n] per block
     wide = (2 + len(blocks) * WIDE_RECORDED) * n * model.n_embd  # embeddings, then each block's
-    hidden = sum(2 * n * _hidden(block) for block in blocks)  # the MLP before and after GELU
+    hidden = 2 * n * sum(model.hidden)  # the MLP before and after GELU
     logits = 2 * n * model.n_vocab  # logits and probabilities
     return FLOAT * (squares + wide + hidden + logits) + MASK * n * n
 
@@ -40,7 +36,7 @@ def chunk_bytes(model: Model, contexts: int, length: int) -> int:
     blocks = model.params["blocks"]
     queries = length if len(blocks) > 1 else 1
     squares = contexts * model.n_head * queries * length  # [batch, head, n_query, n_seq]
-    wide = contexts * length * (WIDE_RUNNING * model.n_embd + 2 * max(map(_hidden, blocks), default=0))
+    wide = contexts * length * (WIDE_RUNNING * model.n_embd + 2 * max(model.hidden, default=0))
     return FLOAT * (squares + wide) + MASK * queries * length
 
 

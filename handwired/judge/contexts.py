@@ -83,8 +83,7 @@ def estimated_seconds(model: Model, contexts: int) -> float:
     """
     n, n_keys = model.n_embd, model.n_ctx + model.n_vocab
     per_context = SECONDS_PER_CONTEXT
-    for i, block in enumerate(model.params["blocks"]):
-        hidden = block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0
+    for i, hidden in enumerate(model.hidden):
         multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden + 2 * n * n_keys  # block 0: q, k, v looked up
         per_context += multiply_adds * SECONDS_PER_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
         per_context += n_keys * model.n_head * SECONDS_PER_SCORE / model.n_vocab
@@ -102,8 +101,7 @@ def forward_seconds(model: Model, contexts: int, length: int, last_only: bool = 
     """
     n, blocks = model.n_embd, model.params["blocks"]
     multiply_adds, gelus, scores = n * model.n_vocab * (1 if last_only else length), 0, 0
-    for i, block in enumerate(blocks):
-        hidden = block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0
+    for i, hidden in enumerate(model.hidden):
         rows = 1 if last_only and i == len(blocks) - 1 else length  # positions whose row this block computes
         multiply_adds += length * 3 * n * n + rows * (2 * n * length + n * n + 2 * n * hidden)
         gelus += rows * hidden

@@ -77,8 +77,7 @@ def fit_problems(puzzle: Puzzle, model: Model) -> list[str]:
     with_mlp = [f"blocks[{i}]" for i, block in enumerate(model.params["blocks"]) if "mlp" in block]
     if with_mlp and not caps.mlp:
         problems.append(f"no MLP, the file has one in {', '.join(with_mlp)}")
-    for i, block in enumerate(model.params["blocks"]):
-        width = block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0
+    for i, width in enumerate(model.hidden):
         if caps.mlp and caps.hidden is not None and width > caps.hidden:
             problems.append(f"an MLP of at most {caps.hidden} hidden units, the file has {width} in blocks[{i}]")
     return problems

@@ -94,6 +94,11 @@ class Model:
         return self.config.n_layer
 
     @property
+    def hidden(self) -> tuple[int, ...]:
+        """Each block's MLP width (hidden units); 0 for a block without an MLP."""
+        return tuple(block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0 for block in self.params["blocks"])
+
+    @property
     def dims(self) -> tuple[str, ...]:
         return self.config.dims
 
