@@ -4,14 +4,14 @@ A valid sparse model of a few kilobytes can have n_embd 1024 and a 4,096-token
 example; explaining it means a forward pass that keeps every intermediate and
 tables of millions of numbers. :func:`refuse_slow_explain` estimates that from
 the model's shape before the trace exists, :func:`refuse_slow_drawing` from the
-steps before they are drawn; ``weights show`` and ``attend`` are estimated the same
-way. Each refusal names the estimate and what narrows it.
+steps before they are drawn; ``weights show``, ``attend`` and ``complete`` are
+estimated the same way. Each refusal names the estimate and what narrows it.
 """
 
 import numpy as np
 
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import SECONDS_PER_MULTIPLY_ADD, duration, forward_seconds
+from handwired.judge.contexts import SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_PASS, duration, forward_seconds
 from handwired.views.figures import Matrix, Step
 from handwired.weightfile import Model, locate
 
@@ -56,6 +56,20 @@ def refuse_slow_predict(model: Model, length: int, every_position: bool) -> None
         raise HandwiredError(f"{length:,} tokens at n_embd {model.n_embd}: about {duration(seconds)} to predict, "
                              f"more than the {duration(MAX_VIEW_SECONDS)} handwired spends on a view; "
                              "give a shorter context")
+
+
+def complete_seconds(model: Model, length: int, n: int) -> float:
+    """Generating ``n`` tokens one at a time after ``length``, each a pass over the longest context seen on the way."""
+    window = min(length + n, model.n_ctx)
+    return n * (SECONDS_PER_PASS + forward_seconds(model, 1, window))
+
+
+def refuse_slow_complete(model: Model, length: int, n: int) -> None:
+    """Refuse, before generating, ``n`` tokens after ``length`` when it would take more than MAX_VIEW_SECONDS."""
+    seconds = complete_seconds(model, length, n)
+    if seconds > MAX_VIEW_SECONDS:
+        raise HandwiredError(f"{{n}} {n:,}: about {duration(seconds)} of generating for this model, more than the "
+                             f"{duration(MAX_VIEW_SECONDS)} handwired will spend on it; ask for fewer tokens", ("n",))
 
 
 def drawn_cells(steps: list[Step] | tuple[Step, ...], show_all: bool) -> int:
