@@ -4,15 +4,15 @@ A valid sparse model of a few kilobytes can have n_embd 1024 and a 4,096-token
 example; explaining it means a forward pass that keeps every intermediate and
 tables of millions of numbers. :func:`refuse_slow_explain` estimates that from
 the model's shape before the trace exists, :func:`refuse_slow_drawing` from the
-steps before they are drawn; ``weights show`` and ``attend`` are estimated the same
-way. Each refusal names the estimate and what narrows it.
+steps before they are drawn; ``weights show``, ``attend`` and ``complete`` are
+estimated the same way. Each refusal names the estimate and what narrows it.
 """
 
 import numpy as np
 
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import SECONDS_PER_MULTIPLY_ADD, duration, forward_seconds
-from handwired.views.figures import Matrix, Step
+from handwired.judge.contexts import SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_PASS, duration, forward_seconds
+from handwired.views.figures import Step
 from handwired.weightfile import Model, locate
 
 SECONDS_PER_CELL = 75e-6  # drawing one number of a table in the terminal (rich), on a 2-core machine
@@ -37,7 +37,7 @@ def refuse_slow_explain(model: Model, length: int, wanted: list[str] | tuple[str
     heads = 1 if head is not None else model.n_head
     seconds = explain_seconds(model, length, wanted, blocks, heads)
     if seconds > MAX_VIEW_SECONDS:
-        raise _slow(f"{length:,} tokens at n_embd {model.n_embd}", seconds)
+        raise _slow(f"{length:,} tokens at n_embd {model.n_embd}", seconds, "explain")
 
 
 POSITION_CELLS = 7  # a row of predict's every-position table: pos, token, sees, predicts, p, lead, next
@@ -53,30 +53,42 @@ def refuse_slow_predict(model: Model, length: int, every_position: bool) -> None
     """Refuse, before the trace, to predict after ``length`` tokens when it would take more than MAX_VIEW_SECONDS."""
     seconds = predict_seconds(model, length, every_position)
     if seconds > MAX_VIEW_SECONDS:
-        raise HandwiredError(f"{length:,} tokens at n_embd {model.n_embd}: about {duration(seconds)} to predict, "
-                             f"more than the {duration(MAX_VIEW_SECONDS)} handwired spends on a view; "
-                             "give a shorter context")
+        raise _slow(f"{length:,} tokens at n_embd {model.n_embd}", seconds, "predict", narrowable=False)
+
+
+def complete_seconds(model: Model, length: int, n: int) -> float:
+    """Generating ``n`` tokens one at a time after ``length``, each a pass over the longest context seen on the way."""
+    window = min(length + n, model.n_ctx)
+    return n * (SECONDS_PER_PASS + forward_seconds(model, 1, window))
+
+
+def refuse_slow_complete(model: Model, length: int, n: int) -> None:
+    """Refuse, before generating, ``n`` tokens after ``length`` when it would take more than MAX_VIEW_SECONDS."""
+    seconds = complete_seconds(model, length, n)
+    if seconds > MAX_VIEW_SECONDS:
+        raise HandwiredError(f"{{n}} {n:,}: about {duration(seconds)} of generating for this model, more than the "
+                             f"{duration(MAX_VIEW_SECONDS)} handwired will spend on it; ask for fewer tokens", ("n",))
+
+
+Table = tuple[np.ndarray, bool]  # a [rows, cols] table's values, and whether its rows and columns of zeros fold
 
 
 def drawn_cells(steps: list[Step] | tuple[Step, ...], show_all: bool) -> int:
     """How many numbers drawing the steps prints: zero rows and columns fold away unless ``show_all``."""
-    return sum(_cells(matrix, show_all) for step in steps for matrix in step.matrices)
+    return drawing(_step_tables(steps), show_all)[0]
 
 
 def refuse_slow_drawing(steps: list[Step] | tuple[Step, ...], show_all: bool) -> None:
     """Refuse, before drawing, steps whose tables would take more than MAX_VIEW_SECONDS to format and draw."""
-    matrices = [matrix for step in steps for matrix in step.matrices]
-    cells, seconds = drawing(matrices, show_all)
+    cells, seconds = drawing(_step_tables(steps), show_all)
     if seconds > MAX_VIEW_SECONDS:
-        raise _slow(f"{cells:,} numbers to draw", seconds)
+        raise _slow(f"{cells:,} numbers to draw", seconds, "explain")
 
 
 def refuse_slow_weights(model: Model, show_all: bool) -> None:
     """Refuse, before the tables are made, a model's weights that would take more than MAX_VIEW_SECONDS to show."""
-    arrays = [np.atleast_2d(locate(model.params, path)) for path in model.written.entries]  # [rows, cols] each
-    cells = sum(_drawn(values, show_all) for values in arrays)
-    formatted = sum(values.size for values in arrays)
-    seconds = cells * SECONDS_PER_CELL + formatted * (SECONDS_PER_FORMATTED + SECONDS_PER_WRITTEN)
+    tables = [(np.atleast_2d(locate(model.params, path)), True) for path in model.written.entries]  # [rows, cols]
+    cells, seconds = drawing(tables, show_all, SECONDS_PER_WRITTEN)
     if seconds > MAX_VIEW_SECONDS:
         fold = "without {show_all} the rows and columns of zeros fold away, or " if show_all else ""
         raise HandwiredError(f"{cells:,} numbers to draw: about {duration(seconds)}, more than the "
@@ -84,15 +96,17 @@ def refuse_slow_weights(model: Model, show_all: bool) -> None:
                              "only the non-zero entries", ("show_all", "as_sparse"))
 
 
-def drawing(matrices: list[Matrix], show_all: bool) -> tuple[int, float]:
-    """(numbers drawn, seconds to format every number and draw those)."""
-    cells = sum(_cells(matrix, show_all) for matrix in matrices)
-    formatted = sum(matrix.values.size for matrix in matrices)  # folded ones too
-    return cells, cells * SECONDS_PER_CELL + formatted * SECONDS_PER_FORMATTED
+def drawing(tables: list[Table], show_all: bool, seconds_per_number: float = 0.0) -> tuple[int, float]:
+    """(numbers drawn, seconds to format every number and draw those); ``seconds_per_number`` is further work
+    made for every number, drawn or folded away (a weight's text as written)."""
+    cells = sum(_drawn(values, show_all or not folds) for values, folds in tables)
+    formatted = sum(values.size for values, _ in tables)  # folded ones too
+    return cells, cells * SECONDS_PER_CELL + formatted * (SECONDS_PER_FORMATTED + seconds_per_number)
 
 
-def _cells(matrix: Matrix, show_all: bool) -> int:
-    return _drawn(matrix.values, show_all or matrix.future is not None)
+def _step_tables(steps: list[Step] | tuple[Step, ...]) -> list[Table]:
+    """The steps' matrices as tables: an attention table, which marks the future, never folds."""
+    return [(matrix.values, matrix.future is None) for step in steps for matrix in step.matrices]
 
 
 def _drawn(values: np.ndarray, show_all: bool) -> int:
@@ -103,10 +117,12 @@ def _drawn(values: np.ndarray, show_all: bool) -> int:
     return int(np.count_nonzero(nonzero.any(axis=1))) * int(np.count_nonzero(nonzero.any(axis=0)))
 
 
-def _slow(what: str, seconds: float) -> HandwiredError:
+def _slow(what: str, seconds: float, verb: str, narrowable: bool = True) -> HandwiredError:
+    """``what`` would take ``seconds`` to ``verb``; a view of some steps, blocks and heads says how to narrow it."""
+    narrow = "narrow it with {step}, {block} or {head}, or " if narrowable else ""
     return HandwiredError(
-        f"{what}: about {duration(seconds)} to explain, more than the {duration(MAX_VIEW_SECONDS)} handwired spends "
-        "on a view; narrow it with {step}, {block} or {head}, or give a shorter context", NARROWING)
+        f"{what}: about {duration(seconds)} to {verb}, more than the {duration(MAX_VIEW_SECONDS)} handwired spends "
+        f"on a view; {narrow}give a shorter context", NARROWING if narrowable else ())
 
 
 SECONDS_PER_JSON_NUMBER = 3e-6  # writing one number of attend's --json answer
