@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from handwired.engine.probe import HEAD_DIMS
+from handwired.engine.probe import HEAD_DIMS, KEY_HOOKS, column_labels
 from handwired.engine.trace import Trace
 from handwired.views.model import context_json
 from handwired.weightfile import Model
@@ -29,16 +29,12 @@ def axes(model: Model, trace: Trace, hook: str, shape: tuple[int, ...]) -> list[
         return [{"name": "position", "labels": positions}, {"name": "head", "labels": heads},
                 {"name": f"{letter} dim", "labels_per_head": [list(model.head_labels(block, letter, h))
                                                              for h in range(model.n_head)]}]
-    if last in ("hook_pattern", "hook_attn_scores", "scores_before_mask"):  # [head, query, key]
+    if last in KEY_HOOKS:  # [head, query, key]
         return [{"name": "head", "labels": heads}, {"name": "query position", "labels": positions},
                 {"name": "key position", "labels": positions}]
-    if hook in ("logits", "probs"):
-        return [{"name": "position", "labels": positions}, {"name": "next token", "labels": list(model.vocab)}]
-    if hook.endswith(("mlp.hook_pre", "mlp.hook_post")):
-        block = int(hook.split(".")[1])
-        units = list(model.axes(f"blocks[{block}].mlp.c_fc.w")[1].labels)
-        return [{"name": "position", "labels": positions}, {"name": "hidden unit", "labels": units}]
-    return [{"name": "position", "labels": positions}, {"name": "residual dim", "labels": list(model.dims)}]
+    column = ("next token" if hook in ("logits", "probs")
+              else "hidden unit" if hook.endswith(("mlp.hook_pre", "mlp.hook_post")) else "residual dim")
+    return [{"name": "position", "labels": positions}, {"name": column, "labels": list(column_labels(model, hook))}]
 
 
 def record_json(model: Model, trace: Trace) -> dict:
