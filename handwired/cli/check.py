@@ -23,6 +23,7 @@ from handwired.cli.common import (
 )
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STREAM_MIN_LENGTH, stream_length
 from handwired.errors import HandwiredError, bad_value
+from handwired.judge.catalogue import load_puzzle
 from handwired.judge.plans import Plan, exhaustive_plan, pattern_rule, sample_plan, stream_plan
 from handwired.judge.report import run
 from handwired.views.report import failure_view, report_json
@@ -72,12 +73,12 @@ def check(
     if puzzle is not None:
         if given:
             raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
-        puzzle_verdict(puzzle, spec, show, near_miss, as_json, svg, html, force, show_all)
+        puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, svg, html, force, show_all)
         return
     model = load(spec)
     named = None if given else files_puzzle(model)  # the file's puzzle judges it, unless a flag asks otherwise
     if named is not None:
-        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model)
+        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model, asked=False)
         return
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     plan = _plan(model, target, length, exhaustive, sample, seed, min_length)

@@ -106,19 +106,18 @@ def load_answer(puzzle: Puzzle, weights: str) -> Model:
     return load(weights)
 
 
-def puzzle_verdict(name: str | Puzzle, weights: str, show: int, near_miss: float, as_json: bool,
+def puzzle_verdict(puzzle: Puzzle, weights: str, show: int, near_miss: float, as_json: bool,
                    svg: Path | None = None, html: Path | None = None, force: bool = False,
-                   show_all: bool = False, model: Model | None = None) -> None:
-    """Judge a weight file as an answer to a puzzle (by name, or as loaded), record the player's progress, and show
-    the verdict."""
-    puzzle = load_puzzle(name) if isinstance(name, str) else name
+                   show_all: bool = False, model: Model | None = None, asked: bool = True) -> None:
+    """Judge a weight file (or ``model``, loaded already) as an answer to a puzzle, record the player's progress,
+    and show the verdict. ``asked``: the puzzle was asked for, not named by the file, which may name another."""
     model = model or load_answer(puzzle, weights)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     with progress_and_stop(not as_json) as (progress, should_stop):
         submission = submit(puzzle, model, show, progress, should_stop)
     if not submission.fits:
         raise submission.misfit_error()
-    if isinstance(name, str):  # asked for by name: the file may name another
+    if asked:
         warn_other_puzzle(puzzle, model)
     report = submission.report
     player = progressing.load(warn=warn)

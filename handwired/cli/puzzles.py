@@ -123,8 +123,8 @@ def puzzles_check(
     force: ForceOption = False,
 ) -> None:
     """Judge PATH on every context by the puzzle's rule; exit code 0 only if it solves the puzzle."""
-    default = load_puzzle(name).answer_file
-    puzzle_verdict(name, weight_spec(file, weights, default=default), show, near_miss, as_json, svg, html,
+    puzzle = load_puzzle(name)
+    puzzle_verdict(puzzle, weight_spec(file, weights, default=puzzle.answer_file), show, near_miss, as_json, svg, html,
                    force, show_all)
 
 
