@@ -212,15 +212,7 @@ def compare(
         judged = judgement.status == DECIDED if judgement is not None else np.zeros(len(contexts), dtype=bool)
         before = _answers(old, next_logits_distinct(old, contexts), acceptable)
         after = _answers(new, next_logits_distinct(new, contexts), acceptable)
-        moved = (before["best"] != after["best"]) | (before["tied"] != after["tied"])
-        changed = moved | ~_same(before["margin"], after["margin"])
-        result.contexts += len(contexts)
-        result.changed += int(changed.sum())
-        result.predictions += int(moved.sum())
-        if rule is not None:
-            result.now_right += int((judged & ~before["right"] & after["right"]).sum())
-            result.now_wrong += int((judged & before["right"] & ~after["right"]).sum())
-        rows = np.flatnonzero(changed)
+        rows = np.flatnonzero(_tally(result, before, after, judged))
         if len(rows) == 0:
             continue
         # np.unique sorts a batch's rows (one length each) in vocab order; batches come shortest first.
@@ -232,6 +224,21 @@ def compare(
                                                    _answer(new, after, row, judged[row])))
     result.shown = sorted(kept.values(), key=lambda c: shortest_first(old.vocab, c.context))[:show]
     return result
+
+
+def _tally(result: Diff, before: dict, after: dict, judged: np.ndarray) -> np.ndarray:
+    """Count one batch's changes into ``result``: predictions moved, margins changed, and among the ``judged``
+    contexts [n] bool, those fixed, broken, or changed in margin only. Returns which contexts changed [n] bool."""
+    moved = (before["best"] != after["best"]) | (before["tied"] != after["tied"])  # [n]
+    changed = moved | ~_same(before["margin"], after["margin"])  # [n]
+    fixed, broken = judged & ~before["right"] & after["right"], judged & before["right"] & ~after["right"]
+    result.contexts += len(changed)
+    result.changed += int(changed.sum())
+    result.predictions += int(moved.sum())
+    result.now_right += int(fixed.sum())
+    result.now_wrong += int(broken.sum())
+    result.margin_only += int((changed & judged & ~fixed & ~broken).sum())
+    return changed
 
 
 def _comparable(old: Model, new: Model, show: int) -> None:
@@ -255,15 +262,7 @@ def _by_puzzle(old: Model, new: Model, show: int, name: str, plan: Plan) -> Diff
         old_logits = next_logits_distinct(old, contexts) if batch.logits is None else batch.logits[judged]
         before = _answers(old, old_logits, acceptable)
         after = _answers(new, next_logits_distinct(new, contexts), acceptable)
-        moved = (before["best"] != after["best"]) | (before["tied"] != after["tied"])
-        changed = moved | ~_same(before["margin"], after["margin"])
-        fixed, broken = ~before["right"] & after["right"], before["right"] & ~after["right"]
-        result.contexts += len(contexts)
-        result.changed += int(changed.sum())
-        result.predictions += int(moved.sum())
-        result.now_right += int(fixed.sum())
-        result.now_wrong += int(broken.sum())
-        result.margin_only += int((changed & ~fixed & ~broken).sum())
+        changed = _tally(result, before, after, np.ones(len(contexts), dtype=bool))
         for row in np.flatnonzero(changed)[:show]:  # batches come shortest first, each in vocab order
             context = old.decode(contexts[row])
             expected = tuple(old.vocab[i] for i in np.flatnonzero(acceptable[row]))
