@@ -42,11 +42,6 @@ def headline(model: Model, failure: Failure, split: attribution.Attribution) -> 
     return lines
 
 
-def failure_headline(model: Model, failure: Failure) -> list[Text]:
-    """:func:`headline` on its own, for a screen that shows another context's steps (watch)."""
-    return headline(model, failure, attribution.attribute(model, trace(model, failure.context)))
-
-
 def failure_steps(model: Model, context: str) -> tuple[attribution.Attribution, list[Step]]:
     """The attribution at the context's last position, then its why step and every block's steps."""
     run = trace(model, context)
