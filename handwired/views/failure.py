@@ -42,18 +42,14 @@ def headline(model: Model, failure: Failure, split: attribution.Attribution) -> 
     return lines
 
 
-def failure_headline(model: Model, failure: Failure) -> list[Text]:
-    """:func:`headline` on its own, for a screen that shows another context's steps (watch)."""
-    return headline(model, failure, attribution.attribute(model, trace(model, failure.context)))
-
-
 def failure_steps(model: Model, context: str) -> tuple[attribution.Attribution, list[Step]]:
     """The attribution at the context's last position, then its why step and every block's steps."""
     run = trace(model, context)
+    split = attribution.attribute(model, run)  # once: the headline and the why step both show it
     wanted = ["why", *BLOCK_STEPS]
-    steps = explaining.steps(model, run, wanted)
+    steps = explaining.steps(model, run, wanted, split=split)
     why = [step for step in steps if step.key == "why"]
-    return attribution.attribute(model, run), why + [step for step in steps if step.key != "why"]
+    return split, why + [step for step in steps if step.key != "why"]
 
 
 def failure_parts(model: Model, failure: Failure, everything: bool = False, reveal: str | None = None) -> list:

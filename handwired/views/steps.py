@@ -42,12 +42,15 @@ def _shape(array: np.ndarray) -> str:
 
 
 def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = None, head: int | None = None,
-          position: int | None = None, every_step: bool = False) -> list[Step]:
+          position: int | None = None, every_step: bool = False,
+          split: attribution.Attribution | None = None) -> list[Step]:
     """The explain view of ``trace``: the ``wanted`` steps, for one block/head or all of them.
 
     ``position`` is the position ``why`` explains (default: the last). The
     multi-head steps (``heads``, ``concat``) are left out on a one-head model
     unless asked for by name (``every_step`` False: they came from ``all``).
+    ``split`` is the attribution ``why`` shows when the caller has it already
+    (of this trace, at that position), so it is not worked out twice.
     """
     if block is not None and not 0 <= block < model.n_layer:
         raise bad_value("block", block, f"the model has blocks 0…{model.n_layer - 1}" if model.n_layer
@@ -80,7 +83,7 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
     if "prediction" in wanted:
         result.append(view.prediction())
     if "why" in wanted:
-        result.append(view.why(position))
+        result.append(view.why(position, split))
     return result
 
 
@@ -314,8 +317,8 @@ class _View:
 
     # ---------------------------------------------------------------- why this token
 
-    def why(self, position: int | None) -> Step:
-        split = attribution.attribute(self.model, self.trace, position)
+    def why(self, position: int | None, split: attribution.Attribution | None = None) -> Step:
+        split = attribution.attribute(self.model, self.trace, position) if split is None else split
         vocab = self.model.vocab
         values = np.vstack([split.contributions, split.total[None, :]])  # [n_parts + 1, n_vocab]
         best, tied = top_token(split.logits)

@@ -4,7 +4,9 @@
 these; nothing here touches a terminal, so every part is testable on its own.
 
 A :class:`Snapshot` is one load of the file: the model, the trace of the
-context, the explain steps and the verdict, or the error that stopped it. A
+context, the explain steps, the verdict and the shortest failure's headline, or
+the error that stopped it; all of it is worked out while loading, so drawing
+the screen runs no forward pass. A
 :class:`State` keeps the latest good snapshot, the good one before it (whose
 values the marks compare against) and the current error, if the file is
 mid-edit.
@@ -12,7 +14,7 @@ mid-edit.
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
+from handwired.engine import attribution
 from handwired.engine.trace import Trace, trace
 from handwired.errors import HandwiredError
 from handwired.judge.catalogue import named_puzzle
@@ -32,7 +35,7 @@ from handwired.judge.report import Report
 from handwired.judge.verdict import QUICK_EXHAUSTIVE, submit, target_check
 from handwired.views import steps as explaining
 from handwired.views.cost import refuse_slow_explain
-from handwired.views.failure import failure_headline
+from handwired.views.failure import headline
 from handwired.views.matrices import CHANGED, step_panel
 from handwired.views.model import model_line, window_note
 from handwired.views.numbers import number
@@ -93,6 +96,7 @@ class Snapshot:
     verdict: Verdict | None = None
     errors: tuple[str, ...] = ()  # every problem, when the file could not be shown
     drawn: str = ""  # why this context is drawn, when it is not the one asked for
+    headline: tuple[Text, ...] = ()  # the shortest failure's logit gap and the part that pushed it, if one fails
 
     @property
     def ok(self) -> bool:
@@ -140,7 +144,8 @@ def load_snapshot(
         refuse_slow_explain(model, min(len(context), model.n_ctx), wanted, block, head)  # the screen is cropped
         trace_ = trace(model, context)
         steps = tuple(explaining.steps(model, trace_, list(wanted), block, head, position, every_step))
-        return Snapshot(path, saved, model, trace_, steps, verdict, drawn=drawn)
+        return Snapshot(path, saved, model, trace_, steps, verdict, drawn=drawn,
+                        headline=_failure_headline(model, verdict, trace_))
     except HandwiredError as error:
         return Snapshot(path, saved, errors=(error.render(spell),))
 
@@ -156,6 +161,17 @@ def _context(model: Model, text: str | None, verdict: Verdict) -> tuple[str | No
     if verdict.follows_failure and report is not None and report.ok:
         return model.example, "the file's example: every context passes"
     return model.example, ""
+
+
+def _failure_headline(model: Model, verdict: Verdict, drawn: Trace) -> tuple[Text, ...]:
+    """The shortest failure's headline, on the loading thread; its trace is the drawn one when that is the
+    failing context (under a puzzle, unless another was asked for), so the pass is not run twice."""
+    report = verdict.report
+    if report is None or not report.failures:
+        return ()
+    failure = report.shortest_failure
+    run = drawn if drawn.text == failure.context else trace(model, failure.context)
+    return tuple(headline(model, failure, attribution.attribute(model, run)))
 
 
 # ---------------------------------------------------------------- what changed
@@ -207,8 +223,8 @@ def _clock(seconds: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(seconds))
 
 
-def verdict_view(verdict: Verdict, earlier: Verdict | None = None, model: Model | None = None) -> Group:
-    """The verdict's lines; with the ``model``, the shortest failure's logit gap and the part that pushed it."""
+def verdict_view(verdict: Verdict, earlier: Verdict | None = None, failure_headline: Sequence[Text] = ()) -> Group:
+    """The verdict's lines, then the shortest failure's headline (its logit gap and the part that pushed it)."""
     report = verdict.report
     if report is None:
         return Group(Text.assemble((f"{verdict.how}: ", "bold"),
@@ -232,8 +248,7 @@ def verdict_view(verdict: Verdict, earlier: Verdict | None = None, model: Model 
                           for f in report.failures)
         more = f" and {report.failed - len(report.failures):,} more" if report.failed > len(report.failures) else ""
         parts.append(Text.assemble(("shortest failures: ", "dim"), shown, more, style="red"))
-        if model is not None:
-            parts += failure_headline(model, report.failures[0])
+        parts += failure_headline
     return Group(*parts)
 
 
@@ -270,7 +285,7 @@ def screen(state: State, header: str = "", show_all: bool = False) -> Group:
     good = state.good
     if good is None:
         return Group(*parts)
-    parts.append(verdict_view(good.verdict, state.before.verdict if state.before is not None else None, good.model))
+    parts.append(verdict_view(good.verdict, state.before.verdict if state.before is not None else None, good.headline))
     edits = edited_weights(state.before, good)
     if edits:
         parts.append(edits_view(edits))
