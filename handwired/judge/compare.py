@@ -231,7 +231,10 @@ def _tally(result: Diff, before: dict, after: dict, judged: np.ndarray) -> np.nd
     contexts [n] bool, those fixed, broken, or changed in margin only. Returns which contexts changed [n] bool."""
     moved = (before["best"] != after["best"]) | (before["tied"] != after["tied"])  # [n]
     changed = moved | ~_same(before["margin"], after["margin"])  # [n]
-    fixed, broken = judged & ~before["right"] & after["right"], judged & before["right"] & ~after["right"]
+    if before["right"] is None:  # no rule: nothing is right or wrong
+        fixed = broken = np.zeros(len(changed), dtype=bool)
+    else:
+        fixed, broken = judged & ~before["right"] & after["right"], judged & before["right"] & ~after["right"]
     result.contexts += len(changed)
     result.changed += int(changed.sum())
     result.predictions += int(moved.sum())
