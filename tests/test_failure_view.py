@@ -86,3 +86,19 @@ def test_a_tie_is_a_gap_of_zero_in_json(tmp_path):
     failures = json.loads(invoke("check", "-w", str(path), "--json").stdout)["failures"]
     assert [(f["context"], f["predicted"], f["tied"], f["gap"]) for f in failures[:2]] == [
         ("a", "a", True, 0.0), ("b", "a", True, 0.0)]
+
+
+def test_a_wide_vocabulary_pages_the_failures_probabilities_at_80_columns(tmp_path, monkeypatch):
+    """add has 12 tokens: p(0)…p(=) do not fit 80 columns beside the context; they come in pages under the same
+    four columns, every number whole, rather than squeezed into '0…'."""
+    monkeypatch.setenv("COLUMNS", "80")
+    starter = tmp_path / "add.json"
+    started = invoke("puzzles", "start", "add", "-o", str(starter))
+    assert started.exit_code == 0, started.stderr
+    out = invoke("puzzles", "check", "add", str(starter)).stdout
+    failures = out[out.index("failures: the 10 shortest"):out.index("gap: the best wrong token")]
+    assert "…" not in failures and max(len(line) for line in failures.splitlines()) <= 80
+    headers = re.findall(r"p\((.)\)", failures)
+    assert headers == list("0123456789+=")  # each token once, in vocab order, across the pages
+    assert failures.count("┃ context ┃ expected ┃ predicted ┃ gap ┃") == 3
+    assert failures.count("│ 00+00=  │ 0        │ 0 (tie)   │   0 │ 0.0833 │ 0.0833 │ 0.0833 │ 0.0833 │") == 3

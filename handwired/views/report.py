@@ -1,7 +1,7 @@
 """Drawing a check's report: what was checked, the counts, the margin, the shortest failures."""
 
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -10,6 +10,7 @@ from handwired.judge.report import Margin, Report
 from handwired.views.failure import failure_parts
 from handwired.views.model import model_line
 from handwired.views.numbers import count, logit_gap, logits, probability
+from handwired.views.paging import COLUMN_CHROME, TABLE_EDGE, column_pages, table_width
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
@@ -78,23 +79,37 @@ def failures_table(model: Model, report: Report) -> Group:
         title = f"failures: the {listed} shortest distinct failing contexts (of {count(report.failed, 'failure')})"
     else:
         title = f"failures: all {listed}"
-    table = Table()
-    table.add_column("context")
-    table.add_column("expected")
-    table.add_column("predicted")
-    table.add_column("gap", justify="right")
-    for token in model.vocab:
-        table.add_column(f"p({shown(token)})", justify="right")
-    for failure in report.failures:
-        table.add_row(
-            failure.context, " or ".join(failure.acceptable),
-            Text(failure.predicted + (" (tie)" if failure.tied else ""), style="red"),
-            logit_gap(failure.gap),
-            *[probability(p) for p in failure.probs],
-        )
+    head = [Text("context"), Text("expected"), Text("predicted"), Text("gap", justify="right")]
+    rows = [[Text(failure.context), Text(" or ".join(failure.acceptable)),
+             Text(failure.predicted + (" (tie)" if failure.tied else ""), style="red"),
+             Text(logit_gap(failure.gap), justify="right"),
+             *[Text(probability(p), justify="right") for p in failure.probs]] for failure in report.failures]
+    probabilities = [Text(f"p({shown(token)})", justify="right") for token in model.vocab]
+    table = _PagedColumns(head, probabilities, rows)
     note = Text("gap: the best wrong token's logit minus the best right one's (0: a tie, which fails too)",
                 style="dim")
     return Group(Text(title, style="bold"), table, note)
+
+
+class _PagedColumns:
+    """A table whose first columns repeat on every page and whose other columns are paged to fit the terminal
+    (each token's probability, when the vocabulary is wide): as views.paging pages a matrix, nothing squeezed."""
+
+    def __init__(self, head: list[Text], paged: list[Text], rows: list[list[Text]]):
+        self.head, self.paged, self.rows = head, paged, rows
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        n = len(self.head)
+        widths = [max(cell.cell_len for cell in [header, *(row[i] for row in self.rows)])
+                  for i, header in enumerate(self.head + self.paged)]  # each column's widest cell
+        fixed = table_width(widths[:n]) - TABLE_EDGE - COLUMN_CHROME  # the repeated columns, as one label column
+        for page in column_pages(fixed, widths[n:], options.max_width):
+            table = Table()
+            for header in [*self.head, *(self.paged[i] for i in page)]:
+                table.add_column(header, justify=header.justify or "left")
+            for row in self.rows:
+                table.add_row(*row[:n], *(row[n + i] for i in page))
+            yield table
 
 
 def report_json(report: Report, near_miss: float = NEAR_MISS) -> dict:
