@@ -1,0 +1,187 @@
+"""The certified forward pass: forward.py's float64 logits, and beside each a bound on its distance from the logits
+the same weights give in exact real arithmetic (:mod:`handwired.engine.interval`).
+
+A context is *proved* when the lower bound of the right token's logit is above the upper bound of every other
+token's: then the real-arithmetic model predicts it too, whatever float64 rounded.
+
+The passes here are the float ones with intervals: :func:`certified_logits` for a batch of whole contexts (as
+:mod:`handwired.engine.batch`), :func:`tree_position` for the walk of every string (:mod:`handwired.engine.tree`)
+and :func:`trie_position` for a puzzle's domain (:mod:`handwired.engine.trie`); each walk calls them in place of
+its float function, and keeps its keys and values packed: ``[..., mid | rad]`` on the last axis. Their mids are
+the float pass's numbers, bit for bit.
+"""
+
+import numpy as np
+
+from handwired.engine import interval as iv
+from handwired.engine.forward import causal_mask, merge_heads, split_heads
+from handwired.engine.tree import Pass, sibling_mask
+from handwired.weightfile import Model
+
+CHUNK_POSITIONS = 8192  # positions per certified pass over whole contexts
+
+
+def prepare(params: dict) -> dict:
+    """The parameters with each matrix an :class:`~handwired.engine.interval.Weight` (|w| computed once)."""
+
+    def layer(part: dict) -> dict:
+        return {"w": iv.Weight(part["w"]), "b": part["b"]}
+
+    blocks = []
+    for block in params["blocks"]:
+        n_embd = block["attn"]["c_attn"]["w"].shape[0]
+        attn, w, b = block["attn"], block["attn"]["c_attn"]["w"], block["attn"]["c_attn"]["b"]
+        out = {**block, "attn": {"c_attn": layer(attn["c_attn"]), "c_proj": layer(attn["c_proj"]),
+                                 "q": {"w": iv.Weight(w[:, :n_embd]), "b": b[:n_embd]},  # forward.mha's slices
+                                 "kv": {"w": iv.Weight(w[:, n_embd:]), "b": b[n_embd:]}}}
+        if "mlp" in block:
+            out["mlp"] = {"c_fc": layer(block["mlp"]["c_fc"]), "c_proj": layer(block["mlp"]["c_proj"])}
+        blocks.append(out)
+    unembed = {"w": iv.Weight(params["wte"].T), "b": np.zeros(params["wte"].shape[0])}  # tied, no bias
+    return {**params, "blocks": blocks, "unembed": unembed}
+
+
+def pack(x):  # interval ([..., n], [..., n]) -> [..., 2n]: mid | rad
+    return np.concatenate(x, axis=-1)
+
+
+def unpack(packed):  # [..., 2n] -> interval ([..., n], [..., n]) (views)
+    n = packed.shape[-1] // 2
+    return packed[..., :n], packed[..., n:]
+
+
+def _norm(x, block, name):  # interval [..., n_embd] -> interval [..., n_embd]: block[name]'s LayerNorm, if any
+    return iv.layer_norm_bounds(x, **block[name]) if name in block else x
+
+
+def _heads(x, n_head):  # interval [batch, n_seq, n_embd] -> [batch, head, n_seq, d_head]
+    return split_heads(x[0], n_head), split_heads(x[1], n_head)
+
+
+def _mlp(x, block):  # interval [..., n_embd] -> x after the block's MLP, if it has one
+    if "mlp" not in block:
+        return x
+    mlp = block["mlp"]
+    if mlp["c_proj"]["w"].zero:  # a silent MLP adds its bias alone, as the float walks do
+        return iv.add(x, iv.exact(np.broadcast_to(mlp["c_proj"]["b"], x[0].shape)))
+    h = _norm(x, block, "ln_2")
+    post = iv.gelu_bounds(iv.linear(h, mlp["c_fc"]["w"], mlp["c_fc"]["b"]))  # [..., n_hidden]
+    return iv.add(x, iv.linear(post, mlp["c_proj"]["w"], mlp["c_proj"]["b"]))
+
+
+def _attend(x, block, q, k, v, mask, n_head):
+    # x interval [n, n_embd] at the queries; q [c, sibling, n_embd], k and v [c, n_keys, n_embd] intervals
+    # -> x [n, n_embd] after the attention's c_proj, the residual and the MLP
+    z = iv.attention(_heads(q, n_head), _heads(k, n_head), _heads(v, n_head), mask)  # [c, head, sibling, d_head]
+    n, n_embd = x[0].shape
+    merged = (merge_heads(z[0]).reshape(n, n_embd), merge_heads(z[1]).reshape(n, n_embd))  # [n, n_embd]
+    proj = block["attn"]["c_proj"]
+    return _mlp(iv.add(x, iv.linear(merged, proj["w"], proj["b"])), block)
+
+
+def _qkv(x, block):  # interval [n, n_embd] -> interval [n, 3*n_embd]: ln_1 and c_attn at the new position
+    return iv.linear(_norm(x, block, "ln_1"), block["attn"]["c_attn"]["w"], block["attn"]["c_attn"]["b"])
+
+
+def _logits(prepared, x):  # interval [n, n_embd] -> packed [n, 2*n_vocab]: ln_f and the tied unembedding
+    x = _norm(x, prepared, "ln_f")
+    return pack(iv.linear(x, prepared["unembed"]["w"], prepared["unembed"]["b"]))
+
+
+def certified_table(params: dict):
+    """What the walks pass their position functions: the prepared weights, and block 0's packed q, k, v for every
+    (token, position), [n_vocab, n_ctx, 6*n_embd] (None without blocks)."""
+    prepared = prepare(params)
+    if not params["blocks"]:
+        return prepared, None
+    x = iv.embed(params["wte"][:, None, :] + params["wpe"][None, :, :])  # [n_vocab, n_ctx, n_embd]
+    first = prepared["blocks"][0]
+    return prepared, pack(iv.linear(_norm(x, first, "ln_1"), first["attn"]["c_attn"]["w"],
+                                    first["attn"]["c_attn"]["b"]))
+
+
+def tree_position(params, n_head, tokens, position, kv, setup):
+    # As tree.new_position, in intervals: tokens [n]; kv per block, the parents' packed keys and values with room
+    # for the new ones [c, position + sibling, 2*n_embd] -> packed logits [n, 2*n_vocab]
+    prepared, table = setup
+    x = iv.embed(np.take(params["wte"] + params["wpe"][position], tokens, axis=0))  # [n, n_embd]
+    for i, (block, (keys, values)) in enumerate(zip(prepared["blocks"], kv)):
+        qkv = unpack(np.take(table[:, position], tokens, axis=0)) if i == 0 else _qkv(x, block)  # [n, 3*n_embd]
+        n, n_embd = x[0].shape
+        c, n_keys, _ = keys.shape
+        n_sibling = n // c
+        parts = [(qkv[0][:, j * n_embd:(j + 1) * n_embd], qkv[1][:, j * n_embd:(j + 1) * n_embd]) for j in range(3)]
+        keys[:, -n_sibling:] = pack(parts[1]).reshape(c, n_sibling, 2 * n_embd)
+        values[:, -n_sibling:] = pack(parts[2]).reshape(c, n_sibling, 2 * n_embd)
+        q = (parts[0][0].reshape(c, n_sibling, n_embd), parts[0][1].reshape(c, n_sibling, n_embd))
+        x = _attend(x, block, q, unpack(keys), unpack(values), sibling_mask(n_keys - n_sibling, n_sibling), n_head)
+    return _logits(prepared, x)
+
+
+def trie_position(model, setup, level, rows, length, store, logits=True, hook=None):
+    # As trie._new_position, in intervals: the nodes `rows` of level `length` -> packed logits [n, 2*n_vocab]
+    # (None without ``logits``: only their keys and values); ``store`` per block, every node's packed key and value
+    params, (prepared, table) = model.params, setup
+    tokens = level.prefixes[rows, -1]  # [n]
+    own = np.arange(level.first, level.first + len(tokens)) + rows.start  # [n] these nodes' numbers
+    seen = np.concatenate([level.ancestors[rows], own[:, None]], axis=1)  # [n, length]: the keys each one sees
+    x = iv.embed(params["wte"][tokens] + params["wpe"][length - 1])  # [n, n_embd]
+    for b, block in enumerate(prepared["blocks"]):
+        if store[b] is None:  # silent attention: only its bias reaches the residual stream
+            x = iv.add(x, iv.exact(np.broadcast_to(block["attn"]["c_proj"]["b"], x[0].shape)))
+            if not logits and all(kv is None for kv in store[b:]):
+                return None
+            x = _mlp(x, block)
+            continue
+        qkv = unpack(table[tokens, length - 1]) if b == 0 else _qkv(x, block)  # [n, 3*n_embd]
+        n, n_embd = x[0].shape
+        parts = [(qkv[0][:, j * n_embd:(j + 1) * n_embd], qkv[1][:, j * n_embd:(j + 1) * n_embd]) for j in range(3)]
+        keys, values = store[b]
+        keys[own], values[own] = pack(parts[1]), pack(parts[2])
+        if not logits and all(kv is None for kv in store[b + 1:]):  # no later block reads this node's keys
+            return None
+        q = (parts[0][0][:, None], parts[0][1][:, None])  # [n, 1, n_embd]
+        seen_k, seen_v = np.take(keys, seen, axis=0), np.take(values, seen, axis=0)  # [n, length, 2*n_embd]
+        x = _attend(x, block, q, unpack(seen_k), unpack(seen_v), np.zeros((1, length)), model.n_head)
+    return _logits(prepared, x)
+
+
+TREE = Pass(certified_table, tree_position, 2)  # the certified pass of engine.tree's walk
+TRIE = Pass(certified_table, trie_position, 2)  # and of engine.trie's
+
+
+def _block(x, block, n_head, n_query):
+    # interval [batch, n_seq, n_embd] -> [batch, n_query, n_embd]: forward.block, its last n_query positions
+    batch, n_seq, n_embd = x[0].shape
+    h = _norm(x, block, "ln_1")
+    attn = block["attn"]
+    q = iv.linear((h[0][:, -n_query:], h[1][:, -n_query:]), attn["q"]["w"], attn["q"]["b"])  # [batch, n_query, E]
+    kv = iv.linear(h, attn["kv"]["w"], attn["kv"]["b"])  # [batch, n_seq, 2*n_embd]
+    k, v = (kv[0][..., :n_embd], kv[1][..., :n_embd]), (kv[0][..., n_embd:], kv[1][..., n_embd:])
+    rest = (x[0][:, -n_query:], x[1][:, -n_query:])  # [batch, n_query, n_embd]
+    out = _attend((rest[0].reshape(-1, n_embd), rest[1].reshape(-1, n_embd)), block, q, k, v,
+                  causal_mask(n_query, n_seq), n_head)  # [batch * n_query, n_embd]
+    return out[0].reshape(batch, n_query, n_embd), out[1].reshape(batch, n_query, n_embd)
+
+
+def certified_forward(prepared, tokens):  # [batch, n_seq] token ids -> packed logits [batch, 2*n_vocab], last pos
+    params = prepared
+    n_seq = tokens.shape[-1]
+    x = iv.embed(params["wte"][tokens] + params["wpe"][np.arange(n_seq)])  # [batch, n_seq, n_embd]
+    n_layer = len(prepared["blocks"])
+    for i, block in enumerate(prepared["blocks"]):
+        x = _block(x, block, prepared["n_head"], 1 if i == n_layer - 1 else x[0].shape[1])
+    return _logits(prepared, (x[0][:, -1], x[1][:, -1]))
+
+
+def certified_logits(model: Model, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[n, n_seq] contexts of one length -> (logits, radius) [n, n_vocab] each: float64's next-token logits and
+    a bound on their distance from the real-arithmetic ones."""
+    prepared = {**prepare(model.params), "n_head": model.n_head}
+    contexts = np.asarray(contexts)
+    if len(contexts) == 0:
+        return np.zeros((0, model.n_vocab)), np.zeros((0, model.n_vocab))
+    chunk = max(1, CHUNK_POSITIONS // contexts.shape[1])
+    packed = np.concatenate([certified_forward(prepared, contexts[start:start + chunk])
+                             for start in range(0, len(contexts), chunk)])
+    return unpack(packed)
