@@ -13,6 +13,7 @@ from handwired.cli.common import (
     ForceOption,
     HtmlOption,
     JsonOption,
+    NoProofOption,
     Output,
     ShowAllOption,
     SvgOption,
@@ -63,9 +64,10 @@ def check(
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
+    no_proof: NoProofOption = False,
 ) -> None:
-    """Score the model on its target pattern, or on its puzzle's rule when it names one (or --puzzle); exit code 0
-    only if nothing fails."""
+    """Score the model on its target pattern, or on its puzzle's rule when it names one (or --puzzle), with bounds on
+    every rounding; exit code 0 only if nothing fails and every passing context is proved."""
     spec = weight_spec(file, weights)
     if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
         raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
@@ -73,15 +75,17 @@ def check(
     if puzzle is not None:
         if given:
             raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
-        puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, svg, html, force, show_all)
+        puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, svg, html, force, show_all,
+                       proof=not no_proof)
         return
     model = load(spec)
     named = None if given else files_puzzle(model)  # the file's puzzle judges it, unless a flag asks otherwise
     if named is not None:
-        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model, asked=False)
+        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model, asked=False,
+                       proof=not no_proof)
         return
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
-    plan = _plan(model, target, length, exhaustive, sample, seed, min_length)
+    plan = _plan(model, target, length, exhaustive, sample, seed, min_length, not no_proof)
     with progress_and_stop(not as_json) as (progress, should_stop):
         report = run(model, plan, show, progress, should_stop)
     if as_json:
@@ -96,7 +100,7 @@ def check(
 
 
 def _plan(model: Model, target: str | None, length: int | None, exhaustive: bool, sample: int | None, seed: int,
-          min_length: int | None) -> Plan:
+          min_length: int | None, proof: bool = True) -> Plan:
     """The plan the options ask for: a stream of the target (the default), every context, or a sample."""
     pattern = target if target is not None else model.target  # --target '' is a mistake, not "the file's"
     if pattern is None:
@@ -107,9 +111,10 @@ def _plan(model: Model, target: str | None, length: int | None, exhaustive: bool
     if (exhaustive or sample is not None) and length is not None:
         raise HandwiredError("--length is for a stream check; --exhaustive and --sample choose their own contexts")
     if exhaustive:
-        return exhaustive_plan(model, pattern_rule(model, pattern), MIN_LENGTH if min_length is None else min_length)
+        return exhaustive_plan(model, pattern_rule(model, pattern), MIN_LENGTH if min_length is None else min_length,
+                               proof=proof)
     if sample is not None:
         return sample_plan(model, pattern_rule(model, pattern), sample, seed,
-                           MIN_LENGTH if min_length is None else min_length)
+                           MIN_LENGTH if min_length is None else min_length, proof)
     return stream_plan(model, pattern, stream_length(pattern) if length is None else length,
-                       STREAM_MIN_LENGTH if min_length is None else min_length)
+                       STREAM_MIN_LENGTH if min_length is None else min_length, proof)

@@ -174,6 +174,10 @@ def certified_forward(prepared, tokens):  # [batch, n_seq] token ids -> packed l
     return _logits(prepared, (x[0][:, -1], x[1][:, -1]))
 
 
+def logit_bounds(logits, radius):  # [..., n_vocab] x2 -> (lower, upper) [..., n_vocab]: the real logits between
+    return iv.lower(logits - radius), iv.upper(logits + radius)
+
+
 def certified_logits(model: Model, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[n, n_seq] contexts of one length -> (logits, radius) [n, n_vocab] each: float64's next-token logits and
     a bound on their distance from the real-arithmetic ones."""

@@ -28,7 +28,7 @@ from handwired.engine.forward import LN_EPS
 U = 2.0**-53  # the unit roundoff of float64
 TINY = 2.0**-1000  # above every underflow loss a bound here can meet (each at most 2^-1075, times few terms)
 EXP_ULPS = 4  # numpy's exp is trusted within this many ulps (tested against mpmath)
-EXP_LOW, EXP_HIGH = 1 - 2.0**-42, 1 + 2.0**-42  # exp(x) for a float x within 2u·|x|, |x| < 746: 746·2u + 2·EXP_ULPS·u
+EXP_LOW, EXP_HIGH = 1 - 16 * U, 1 + 16 * U  # exp's own error (2·EXP_ULPS·u relative), the product's rounding
 GELU_SLOPE = 1.13  # sup |gelu'| over the real line is 1.12899… (at x ≈ 1.6), inf is -0.12899…
 GELU_C1 = 0.07135481627362  # above 2·0.044715·√(2/π): |t| ≤ |x|·(C2 + C1·x²), t = -2·√(2/π)·(x + 0.044715·x³)
 GELU_C2 = 1.5957691216058  # above 2·√(2/π)
@@ -106,20 +106,23 @@ def scaled_rad(rad, mid, d):  # the radius of x [...] before, fl(x / fl(√d)) [
 
 
 def softmax_bounds(s, pattern):  # scores interval [..., n_key] (masked keys -inf), forward's softmax of them
-    # -> the pattern as an interval [..., n_key]: p_j = e_j / Σ e_k, e_k = exp(s_k - M), bounded below by
-    # e_lo_j / Σ e_hi and above by e_hi_j / Σ e_lo (any shift M cancels)
+    # -> the pattern as an interval [..., n_key]: p_j = e_j / (e_j + Σ_{k≠j} e_k), e_k = exp(s_k - M), bounded below
+    # by e_lo_j / (e_lo_j + Σ_{k≠j} e_hi_k) and above by e_hi_j / (e_hi_j + Σ_{k≠j} e_lo_k) (any shift M cancels)
     sm, sr = s
     n = sm.shape[-1]
     finite = np.maximum(sm, -(2.0**1000))  # a masked key: exp underflows to 0 either way, without inf - inf
     d = finite - np.max(sm, axis=-1, keepdims=True)  # [..., n_key] ≤ 0, within u·|d|
-    err = (np.abs(d) + sr) * (4 * U)  # covers d's rounding and that of d ± sr
+    err = (np.abs(d) + sr) * (8 * U)  # covers the roundings of d, of d ± sr and of subtracting or adding err
     e_lo = np.maximum(np.exp(d - sr - err) * EXP_LOW - TINY, 0)  # [..., n_key]
     e_hi = np.exp(d + sr + err) * EXP_HIGH + TINY  # [..., n_key]: a masked key's is TINY, above its 0
     total_lo = np.sum(e_lo, axis=-1, keepdims=True) * (1 - 2 * gamma(n + 2))  # [..., 1]
     total_hi = up(np.sum(e_hi, axis=-1, keepdims=True), n + 2)  # [..., 1]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        p_lo = np.fmax(e_lo / total_hi * (1 - 4 * U), 0)  # fmax/fmin: a 0/0 or inf/inf gives the trivial bound
-        p_hi = np.fmin(e_hi / total_lo * (1 + 4 * U), 1)
+        # the others' sums, each the total less its own term: that subtraction is within u·total
+        others_hi = up(np.maximum(total_hi - e_hi, 0) + total_hi * (2 * U), 2)  # [..., n_key]
+        others_lo = np.maximum(total_lo - e_lo - total_lo * (4 * U), 0)  # [..., n_key]
+        p_lo = np.fmax(e_lo / (e_lo + others_hi) * (1 - 4 * U), 0)  # fmax/fmin: 0/0 or inf/inf gives the trivial bound
+        p_hi = np.fmin(e_hi / (e_hi + others_lo) * (1 + 4 * U), 1)
     return hull(pattern, p_lo, p_hi)
 
 

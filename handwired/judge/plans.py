@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH
-from handwired.engine.tree import TreeBatch, evaluate_tree
+from handwired.engine.certify import TREE, TRIE, certified_logits
+from handwired.engine.tree import FLOAT, TreeBatch, evaluate_tree
 from handwired.engine.trie import build_trie, evaluate_trie
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
@@ -45,6 +46,7 @@ class Batch:
     contexts: np.ndarray  # [n, n_seq] token ids, one length per batch
     judgement: Judgement
     logits: np.ndarray | None = None  # [n, n_vocab] when the plan has evaluated the contexts already
+    radius: np.ndarray | None = None  # [n, n_vocab] with them when certified: each real logit within this of its float
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,23 @@ class Plan:
     rule: str  # how answers are judged
     total: int  # contexts the plan will run
     batches: Callable[[], Iterator[Batch]]
+    proof: bool = False  # every batch carries certified bounds (handwired.engine.certify)
+
+
+def certified_batch(model: Model, contexts: np.ndarray, judgement: Judgement) -> Batch:
+    """The batch with its certified logits and radii, each distinct context evaluated once."""
+    rows = np.ascontiguousarray(contexts)
+    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    logits, radius = certified_logits(model, rows[first])
+    return Batch(contexts, judgement, logits[inverse.ravel()], radius[inverse.ravel()])  # checked finite by run
+
+
+def _split(model: Model, packed: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """A walk's logits [n, n_vocab], or the certified walk's [n, 2*n_vocab] -> (logits, radius or None)."""
+    if packed.shape[1] == model.n_vocab:
+        return packed, None
+    return packed[:, :model.n_vocab], packed[:, model.n_vocab:]
 
 
 def _stream(ids: np.ndarray, start: int, stop: int) -> np.ndarray:
@@ -72,8 +91,10 @@ def _windows(model: Model, ids: np.ndarray, length: int, min_length: int) -> Ite
         yield np.lib.stride_tricks.sliding_window_view(segment[:-1], model.n_ctx), segment[model.n_ctx :]
 
 
-def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREAM_MIN_LENGTH) -> Plan:
-    """Every prefix of ``pattern`` repeated to ``length`` tokens, judged by the token after it."""
+def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREAM_MIN_LENGTH,
+                proof: bool = True) -> Plan:
+    """Every prefix of ``pattern`` repeated to ``length`` tokens, judged by the token after it; ``proof``: with
+    certified bounds."""
     ids = model.encode(pattern, "target").astype(np.min_scalar_type(model.n_vocab))
     if length < 2:
         raise bad_value("length", length, "expected at least 2 tokens")
@@ -90,7 +111,8 @@ def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREA
             acceptable = np.zeros((len(following), model.n_vocab), dtype=bool)
             acceptable[np.arange(len(following)), following] = True
             status = np.full(len(following), DECIDED, dtype=np.int8)
-            yield Batch(contexts, Judgement(status, acceptable))
+            judgement = Judgement(status, acceptable)
+            yield certified_batch(model, contexts, judgement) if proof else Batch(contexts, judgement)
 
     shown = pattern * (1 + 12 // len(pattern))
     return Plan(
@@ -99,6 +121,7 @@ def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREA
         rule="the token that follows it in the stream",
         total=total,
         batches=batches,
+        proof=proof,
     )
 
 
@@ -108,8 +131,9 @@ def pattern_rule(model: Model, pattern: str) -> PatternRule:
 
 
 def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limit: int = MAX_EXHAUSTIVE,
-                    max_seconds: float = MAX_EXHAUSTIVE_SECONDS) -> Plan:
-    """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes.
+                    max_seconds: float = MAX_EXHAUSTIVE_SECONDS, proof: bool = True) -> Plan:
+    """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes; ``proof``:
+    with certified bounds, on the same tree.
 
     Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``.
     """
@@ -119,13 +143,13 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
     def judged(runs: list[TreeBatch]) -> Batch:
         runs = sorted(runs, key=lambda run: run.first)  # threads interleave their runs; a batch is in vocab order
         contexts = np.concatenate([contexts_of(r.length, r.first, len(r.logits), model.n_vocab) for r in runs])
-        return Batch(contexts, rule.judge(contexts), np.concatenate([r.logits for r in runs]))
+        return Batch(contexts, rule.judge(contexts), *_split(model, np.concatenate([r.logits for r in runs])))
 
     def batches() -> Iterator[Batch]:
         # The tree's batches are small; the rule judges them BATCH at a time, one length at a time.
         pending: dict[int, list[TreeBatch]] = {}
         counts: dict[int, int] = {}
-        for evaluated in evaluate_tree(model, min_length):
+        for evaluated in evaluate_tree(model, min_length, evaluator=TREE if proof else FLOAT):
             pending.setdefault(evaluated.length, []).append(evaluated)
             counts[evaluated.length] = counts.get(evaluated.length, 0) + len(evaluated.logits)
             if counts[evaluated.length] >= BATCH:
@@ -140,40 +164,47 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
         rule=rule.description,
         total=total,
         batches=batches,
+        proof=proof,
     )
 
 
-def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH) -> Plan:
-    """``sample`` contexts drawn uniformly (with replacement) from the exhaustive set."""
+def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH,
+                proof: bool = True) -> Plan:
+    """``sample`` contexts drawn uniformly (with replacement) from the exhaustive set; ``proof``: certified."""
     draw = random_contexts(model, sample, seed, min_length)
 
     def batches() -> Iterator[Batch]:
         for contexts in draw():
-            yield Batch(contexts, rule.judge(contexts))
+            yield certified_batch(model, contexts, rule.judge(contexts)) if proof else Batch(contexts,
+                                                                                            rule.judge(contexts))
 
     return Plan(
         description=f"{sample:,} random contexts of length {min_length}…{model.n_ctx} (seed {seed})",
         rule=rule.description,
         total=sample,
         batches=batches,
+        proof=proof,
     )
 
 
-def domain_plan(model: Model, domain: Domain, rule: Rule) -> Plan:
-    """Every context of a puzzle's domain, evaluated as a trie of their prefixes (nothing outside it is run)."""
+def domain_plan(model: Model, domain: Domain, rule: Rule, proof: bool = True) -> Plan:
+    """Every context of a puzzle's domain, evaluated as a trie of their prefixes (nothing outside it is run);
+    ``proof``: with certified bounds, on the same trie."""
 
     def batches() -> Iterator[Batch]:
         trie = build_trie(list(domain.contexts))
-        logits = evaluate_trie(model, trie, {batch.shape[1] for batch in domain.contexts})  # per level judged
+        lengths = {batch.shape[1] for batch in domain.contexts}
+        logits = evaluate_trie(model, trie, lengths, evaluator=TRIE if proof else None)  # per level judged
         for contexts in domain.contexts:  # shortest first, each in vocab order
             contexts = contexts.astype(np.min_scalar_type(model.n_vocab))
             for start in range(0, len(contexts), BATCH):
                 chunk = contexts[start:start + BATCH]
-                yield Batch(chunk, rule.judge(chunk), logits[chunk.shape[1] - 1][trie.find(chunk)])
+                yield Batch(chunk, rule.judge(chunk), *_split(model, logits[chunk.shape[1] - 1][trie.find(chunk)]))
 
     return Plan(
         description=f"every context of the domain: {domain.description} ({domain.size:,} contexts)",
         rule=rule.description,
         total=domain.size,
         batches=batches,
+        proof=proof,
     )

@@ -83,24 +83,26 @@ def fit_problems(puzzle: Puzzle, model: Model) -> list[str]:
     return problems
 
 
-def puzzle_plan(puzzle: Puzzle, model: Model) -> Plan:
-    """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule."""
+def puzzle_plan(puzzle: Puzzle, model: Model, proof: bool = True) -> Plan:
+    """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule;
+    ``proof``: with certified bounds."""
     if puzzle.domain is None:
-        return exhaustive_plan(model, puzzle.rule)
-    return domain_plan(model, puzzle.domain, puzzle.rule)
+        return exhaustive_plan(model, puzzle.rule, proof=proof)
+    return domain_plan(model, puzzle.domain, puzzle.rule, proof)
 
 
 def submit(puzzle: Puzzle, model: Model, show: int = FAILURES_SHOWN,
            progress: Callable[[int, int], None] | None = None,
-           should_stop: Callable[[], bool] = lambda: False) -> Submission:
+           should_stop: Callable[[], bool] = lambda: False, proof: bool = True) -> Submission:
     """The whole verdict on ``model`` as an answer to ``puzzle``: fit, counts, failures, margin, score.
 
-    A file that does not fit is not run: its submission holds only what it breaks.
+    A file that does not fit is not run: its submission holds only what it breaks. Without ``proof`` the contexts
+    are judged in float64 alone, and the puzzle is not solved: only a proof scores.
     """
     misfit = tuple(fit_problems(puzzle, model))
     if misfit:
         return Submission(puzzle, model, misfit, None, None)
-    report = run(model, puzzle_plan(puzzle, model), show, progress, should_stop)
+    report = run(model, puzzle_plan(puzzle, model, proof), show, progress, should_stop)
     return Submission(puzzle, model, (), report, score(model, report))
 
 
