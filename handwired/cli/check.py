@@ -72,17 +72,14 @@ def check(
     if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
         raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
     given = given_flags(target=target, length=length, exhaustive=exhaustive, sample=sample, min_length=min_length)
-    if puzzle is not None:
-        if given:
-            raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
-        puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, svg, html, force, show_all,
-                       proof=not no_proof)
-        return
-    model = load(spec)
-    named = None if given else files_puzzle(model)  # the file's puzzle judges it, unless a flag asks otherwise
+    if puzzle is not None and given:
+        raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
+    model = None if puzzle is not None else load(spec)  # --puzzle: the verdict loads the file, or says how to start
+    # the puzzle asked for, else the file's, unless a flag asks otherwise
+    named = load_puzzle(puzzle) if puzzle is not None else None if given else files_puzzle(model)
     if named is not None:
-        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model, asked=False,
-                       proof=not no_proof)
+        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model,
+                       asked=puzzle is not None, proof=not no_proof)
         return
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     plan = _plan(model, target, length, exhaustive, sample, seed, min_length, not no_proof)

@@ -114,7 +114,8 @@ class Pass:
     width: int = 1
 
 
-FLOAT = Pass(lambda params: qkv_table(params) if params["blocks"] else None, new_position)
+FLOAT = Pass(lambda params: qkv_table(params) if params["blocks"] else None,
+             lambda *args: new_position(*args))  # the module's function as it is when called
 
 
 @dataclass
