@@ -38,7 +38,8 @@ def prepare(params: dict) -> dict:
             out["mlp"] = {"c_fc": layer(block["mlp"]["c_fc"]), "c_proj": layer(block["mlp"]["c_proj"])}
         blocks.append(out)
     unembed = {"w": iv.Weight(params["wte"].T), "b": np.zeros(params["wte"].shape[0])}  # tied, no bias
-    return {**params, "blocks": blocks, "unembed": unembed}
+    span = len(params["wpe"]) + len(params["wte"])  # above the keys any query sees, in any walk
+    return {**params, "blocks": blocks, "unembed": unembed, "span": span}
 
 
 def pack(x):  # interval ([..., n], [..., n]) -> [..., 2n]: mid | rad
@@ -58,6 +59,17 @@ def _heads(x, n_head):  # interval [batch, n_seq, n_embd] -> [batch, head, n_seq
     return split_heads(x[0], n_head), split_heads(x[1], n_head)
 
 
+def _operand_heads(packed, n_head):  # operand [batch, n_seq, 3*n_embd] -> mid [batch, head, n_seq, d_head] and
+    # the rest [batch, head, n_seq, 2*d_head]
+    n_embd = packed.shape[-1] // 3
+    return split_heads(packed[..., :n_embd], n_head), split_heads(packed[..., n_embd:], n_head)
+
+
+def _keys(part, n_head, span):  # keys' and values' intervals [..., n_embd] -> operands [..., 3*n_embd] each
+    # keys enter q·k over d_head terms, values p·v over at most ``span`` (every position a query can see)
+    return (iv.operand(part[0], part[0][0].shape[-1] // n_head, n_head), iv.operand(part[1], span, n_head))
+
+
 def _mlp(x, block):  # interval [..., n_embd] -> x after the block's MLP, if it has one
     if "mlp" not in block:
         return x
@@ -70,9 +82,9 @@ def _mlp(x, block):  # interval [..., n_embd] -> x after the block's MLP, if it 
 
 
 def _attend(x, block, q, k, v, mask, n_head):
-    # x interval [n, n_embd] at the queries; q [c, sibling, n_embd], k and v [c, n_keys, n_embd] intervals
+    # x interval [n, n_embd] at the queries; q [c, sibling, n_embd] interval, k and v [c, n_keys, 3*n_embd] operands
     # -> x [n, n_embd] after the attention's c_proj, the residual and the MLP
-    z = iv.attention(_heads(q, n_head), _heads(k, n_head), _heads(v, n_head), mask)  # [c, head, sibling, d_head]
+    z = iv.attention(_heads(q, n_head), _operand_heads(k, n_head), _operand_heads(v, n_head), mask)
     n, n_embd = x[0].shape
     merged = (merge_heads(z[0]).reshape(n, n_embd), merge_heads(z[1]).reshape(n, n_embd))  # [n, n_embd]
     proj = block["attn"]["c_proj"]
@@ -111,10 +123,10 @@ def tree_position(params, n_head, tokens, position, kv, setup):
         c, n_keys, _ = keys.shape
         n_sibling = n // c
         parts = [(qkv[0][:, j * n_embd:(j + 1) * n_embd], qkv[1][:, j * n_embd:(j + 1) * n_embd]) for j in range(3)]
-        keys[:, -n_sibling:] = pack(parts[1]).reshape(c, n_sibling, 2 * n_embd)
-        values[:, -n_sibling:] = pack(parts[2]).reshape(c, n_sibling, 2 * n_embd)
+        k, v = _keys(parts[1:], n_head, prepared["span"])  # [n, 3*n_embd] each
+        keys[:, -n_sibling:], values[:, -n_sibling:] = k.reshape(c, n_sibling, -1), v.reshape(c, n_sibling, -1)
         q = (parts[0][0].reshape(c, n_sibling, n_embd), parts[0][1].reshape(c, n_sibling, n_embd))
-        x = _attend(x, block, q, unpack(keys), unpack(values), sibling_mask(n_keys - n_sibling, n_sibling), n_head)
+        x = _attend(x, block, q, keys, values, sibling_mask(n_keys - n_sibling, n_sibling), n_head)
     return _logits(prepared, x)
 
 
@@ -137,17 +149,19 @@ def trie_position(model, setup, level, rows, length, store, logits=True, hook=No
         n, n_embd = x[0].shape
         parts = [(qkv[0][:, j * n_embd:(j + 1) * n_embd], qkv[1][:, j * n_embd:(j + 1) * n_embd]) for j in range(3)]
         keys, values = store[b]
-        keys[own], values[own] = pack(parts[1]), pack(parts[2])
+        keys[own], values[own] = _keys(parts[1:], model.n_head, prepared["span"])
         if not logits and all(kv is None for kv in store[b + 1:]):  # no later block reads this node's keys
             return None
         q = (parts[0][0][:, None], parts[0][1][:, None])  # [n, 1, n_embd]
-        seen_k, seen_v = np.take(keys, seen, axis=0), np.take(values, seen, axis=0)  # [n, length, 2*n_embd]
-        x = _attend(x, block, q, unpack(seen_k), unpack(seen_v), np.zeros((1, length)), model.n_head)
+        seen_k, seen_v = np.take(keys, seen, axis=0), np.take(values, seen, axis=0)  # [n, length, 3*n_embd]
+        x = _attend(x, block, q, seen_k, seen_v, np.zeros((1, length)), model.n_head)
     return _logits(prepared, x)
 
 
-TREE = Pass(certified_table, tree_position, 2)  # the certified pass of engine.tree's walk
-TRIE = Pass(certified_table, trie_position, 2)  # and of engine.trie's
+# The certified passes of engine.tree's and engine.trie's walks: keys and values stored as operands, logits as
+# mid | rad
+TREE = Pass(certified_table, tree_position, width=3, logits=2)
+TRIE = Pass(certified_table, trie_position, width=3, logits=2)
 
 
 def _block(x, block, n_head, n_query):
@@ -157,7 +171,8 @@ def _block(x, block, n_head, n_query):
     attn = block["attn"]
     q = iv.linear((h[0][:, -n_query:], h[1][:, -n_query:]), attn["q"]["w"], attn["q"]["b"])  # [batch, n_query, E]
     kv = iv.linear(h, attn["kv"]["w"], attn["kv"]["b"])  # [batch, n_seq, 2*n_embd]
-    k, v = (kv[0][..., :n_embd], kv[1][..., :n_embd]), (kv[0][..., n_embd:], kv[1][..., n_embd:])
+    k, v = _keys(((kv[0][..., :n_embd], kv[1][..., :n_embd]), (kv[0][..., n_embd:], kv[1][..., n_embd:])), n_head,
+                 n_seq)  # [batch, n_seq, 3*n_embd] operands
     rest = (x[0][:, -n_query:], x[1][:, -n_query:])  # [batch, n_query, n_embd]
     out = _attend((rest[0].reshape(-1, n_embd), rest[1].reshape(-1, n_embd)), block, q, k, v,
                   causal_mask(n_query, n_seq), n_head)  # [batch * n_query, n_embd]

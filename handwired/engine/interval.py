@@ -92,12 +92,33 @@ def linear(x, weight, b):  # interval [..., n_in] @ exact [n_in, n_out] + exact 
     return mid, rad
 
 
-def product_rad(a, b):  # intervals [..., m, n] @ [..., n, p] -> [..., m, p]: the radius around fl(am @ bm)
-    (am, ar), (bm, br) = a, b
-    n = am.shape[-1]
-    spread = np.abs(am) @ (np.abs(bm) * gamma(n) + br) + ar @ (np.abs(bm) + br)  # [..., m, p]
-    floor = (np.abs(am).sum(axis=-1, keepdims=True) + n) * TINY  # [..., m, 1]: underflows times Σ|a|
-    return up(spread, n + 4) + floor
+def operand(x, n, n_head):  # interval [..., E] -> packed [..., 3E]: mid, then per head [γ_n·|mid| + rad | |mid| + rad]
+    # what a product over at most n terms with x on its right needs (see spreads), made once: a key or value is read by
+    # every descendant of its position
+    mid, rad = x
+    size = np.abs(mid)
+    heads = (*mid.shape[:-1], n_head, mid.shape[-1] // n_head)  # [..., head, d_head]
+    both = np.concatenate([(size * gamma(n) + rad).reshape(heads), (size + rad).reshape(heads)], axis=-1)
+    return np.concatenate([mid, both.reshape(*mid.shape[:-1], 2 * mid.shape[-1])], axis=-1)
+
+
+def scores_spread(q, k):
+    # q interval [..., n_q, d]; k's operand part [..., n_k, 2d] per head -> radius [..., n_q, n_k] around
+    # fl(qm @ kmᵀ): |qm|·(γ_d·|km| + kr) covers the product's rounding and k's radius, qr·(|km| + kr) q's
+    (qm, qr), d = q, q[0].shape[-1]
+    size = np.abs(qm)  # [..., n_q, d]
+    spread = np.concatenate([size, qr], axis=-1) @ np.swapaxes(k, -1, -2)  # [..., n_q, n_k]: one product over 2d
+    floor = (size.sum(axis=-1, keepdims=True) + d) * TINY  # [..., n_q, 1]: underflows in γ·|k| times Σ|q|, the sum's
+    return up(spread, 2 * d + 4) + floor
+
+
+def mix_spread(p, v):
+    # p interval [..., n_q, n_k] with entries in [0, 1]; v's operand part [..., n_k, 2d] -> radius [..., n_q, d]
+    # around fl(pm @ vm): pm·(γ·|vm| + vr) + pr·(|vm| + vr), both from one product
+    (pm, pr), (n_q, n) = p, p[0].shape[-2:]
+    d = v.shape[-1] // 2
+    out = np.concatenate([pm, pr], axis=-2) @ v  # [..., 2 n_q, 2d]: the two wanted quarters, and two not
+    return up(out[..., :n_q, :d] + out[..., n_q:, d:], 2 * n + 4) + 2 * n * TINY
 
 
 def scaled_rad(rad, mid, d):  # the radius of x [...] before, fl(x / fl(√d)) [...] after, d whole -> radius after
@@ -127,14 +148,15 @@ def softmax_bounds(s, pattern):  # scores interval [..., n_key] (masked keys -in
 
 
 def attention(q, k, v, mask):
-    # intervals [batch, head, n_q, d_head], [batch, head, n_k, d_head] x2, exact mask [n_q, n_k]
+    # q interval [batch, head, n_q, d_head]; k and v operands as (mid [batch, head, n_k, d_head], the rest
+    # [batch, head, n_k, 2*d_head]), k's made for d_head terms, v's for at least n_k; exact mask [n_q, n_k]
     # -> interval [batch, head, n_q, d_head], its mid forward.attention's bits
     seen = {}
     z = forward.attention(q[0], k[0], v[0], mask, seen.__setitem__)  # [batch, head, n_q, d_head]
-    raw = product_rad(q, (np.swapaxes(k[0], -1, -2), np.swapaxes(k[1], -1, -2)))  # [batch, head, n_q, n_k]
+    raw = scores_spread(q, k[1])  # [batch, head, n_q, n_k]
     scores_rad = scaled_rad(raw, seen["scores_before_mask"], q[0].shape[-1])  # [batch, head, n_q, n_k]
     pattern = softmax_bounds((seen["hook_attn_scores"], scores_rad), seen["hook_pattern"])
-    return z, product_rad(pattern, v)
+    return z, mix_spread(pattern, v[1])
 
 
 def layer_norm_bounds(x, g, b, eps=LN_EPS):  # interval [..., n] -> interval [..., n], mid forward.layer_norm's

@@ -105,13 +105,14 @@ def inherit(parents, out):  # [c, n_past + sibling, n_embd] -> out [n, n_past + 
 @dataclass(frozen=True)
 class Pass:
     """How a walk evaluates a batch's new position: ``position(params, n_head, tokens, position, kv, setup)``, as
-    :func:`new_position`, given ``setup(params)`` made once per walk, its keys and values ``width`` numbers per
-    residual dimension (2 for :mod:`handwired.engine.certify`'s intervals, mid | rad) and its logits ``width``
-    per token."""
+    :func:`new_position` (or :func:`handwired.engine.trie`'s, as it walks), given ``setup(params)`` made once per
+    walk, its keys and values ``width`` numbers per residual dimension and its logits ``logits`` per token
+    (:mod:`handwired.engine.certify`'s: 3 and 2)."""
 
     setup: Callable
     position: Callable
     width: int = 1
+    logits: int = 1  # numbers per logit (2: mid | rad)
 
 
 FLOAT = Pass(lambda params: qkv_table(params) if params["blocks"] else None,

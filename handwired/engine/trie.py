@@ -137,7 +137,7 @@ def _evaluate(model, trie, lengths, chunk, capture, evaluator=None):
     kept: list[np.ndarray | None] = [None] * len(trie.levels)  # what ``capture`` keeps, per level
     for length, level in enumerate(trie.levels, start=1):
         wanted = lengths is None or length in lengths
-        out = np.empty((len(level.prefixes), model.n_vocab * width)) if wanted else None
+        out = np.empty((len(level.prefixes), model.n_vocab * evaluator.logits)) if wanted else None
         pieces: dict[int, np.ndarray] = {}  # capture's values, by the first row of their chunk
 
         def run(start: int, level=level, length=length, out=out, pieces=pieces) -> None:
