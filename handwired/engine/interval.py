@@ -131,19 +131,29 @@ def softmax_bounds(s, pattern):  # scores interval [..., n_key] (masked keys -in
     # by e_lo_j / (e_lo_j + Σ_{k≠j} e_hi_k) and above by e_hi_j / (e_hi_j + Σ_{k≠j} e_lo_k) (any shift M cancels)
     sm, sr = s
     n = sm.shape[-1]
-    finite = np.maximum(sm, -(2.0**1000))  # a masked key: exp underflows to 0 either way, without inf - inf
-    d = finite - np.max(sm, axis=-1, keepdims=True)  # [..., n_key] ≤ 0, within u·|d|
-    err = (np.abs(d) + sr) * (8 * U)  # covers the roundings of d, of d ± sr and of subtracting or adding err
-    e_lo = np.maximum(np.exp(d - sr - err) * EXP_LOW - TINY, 0)  # [..., n_key]
-    e_hi = np.exp(d + sr + err) * EXP_HIGH + TINY  # [..., n_key]: a masked key's is TINY, above its 0
+    d = np.maximum(sm, -(2.0**1000))  # [..., n_key]: a masked key's exp underflows to 0 either way, without inf - inf
+    d -= np.max(sm, axis=-1, keepdims=True)  # ≤ 0, within u·|d|
+    err = np.abs(d)
+    err += sr
+    err *= 8 * U  # covers the roundings of d, of d ± sr and of subtracting or adding err
+    err += sr  # [..., n_key]: how far the real s_k - M can be from d, and more
+    e_lo, e_hi = np.subtract(d, err), np.add(d, err, out=d)  # [..., n_key] each
+    e_lo = np.maximum(np.exp(e_lo, out=e_lo) * EXP_LOW - TINY, 0)  # [..., n_key]
+    np.exp(e_hi, out=e_hi)
+    e_hi *= EXP_HIGH
+    e_hi += TINY  # [..., n_key]: a masked key's is TINY, above its 0
     total_lo = np.sum(e_lo, axis=-1, keepdims=True) * (1 - 2 * gamma(n + 2))  # [..., 1]
     total_hi = up(np.sum(e_hi, axis=-1, keepdims=True), n + 2)  # [..., 1]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # the others' sums, each the total less its own term: that subtraction is within u·total
         others_hi = up(np.maximum(total_hi - e_hi, 0) + total_hi * (2 * U), 2)  # [..., n_key]
-        others_lo = np.maximum(total_lo - e_lo - total_lo * (4 * U), 0)  # [..., n_key]
-        p_lo = np.fmax(e_lo / (e_lo + others_hi) * (1 - 4 * U), 0)  # fmax/fmin: 0/0 or inf/inf gives the trivial bound
-        p_hi = np.fmin(e_hi / (e_hi + others_lo) * (1 + 4 * U), 1)
+        others_lo = np.maximum(total_lo * (1 - 4 * U) - e_lo, 0)  # [..., n_key]
+        others_hi += e_lo
+        np.divide(e_lo, others_hi, out=e_lo)
+        p_lo = np.fmax(e_lo * (1 - 4 * U), 0, out=e_lo)  # fmax/fmin: 0/0 or inf/inf gives the trivial bound
+        others_lo += e_hi
+        np.divide(e_hi, others_lo, out=e_hi)
+        p_hi = np.fmin(e_hi * (1 + 4 * U), 1, out=e_hi)
     return hull(pattern, p_lo, p_hi)
 
 

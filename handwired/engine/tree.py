@@ -160,12 +160,12 @@ def _walk(model: Model, table, size: int, min_length: int, deepest: int, path: d
             stack.extend((length + 1, child, step) for child in reversed(children))
 
 
-def batch_size(model: Model, chunk: int, memory: int = PATH_MEMORY, width: int = 1) -> int:
+def batch_size(model: Model, chunk: int, memory: int = PATH_MEMORY) -> int:
     """Contexts per batch: a power of n_vocab (whole families of siblings), at most ``chunk``,
     path within ``memory``."""
     n_vocab = model.n_vocab
     kept = sum(length + n_vocab for length in range(1, model.n_ctx))  # key rows per context on a full path
-    per_context = 8 * 2 * max(1, model.n_layer) * width * model.n_embd * kept  # bytes: float64 keys and values
+    per_context = 8 * 2 * max(1, model.n_layer) * model.n_embd * kept  # bytes: float64 keys and values
     size = n_vocab
     while n_vocab > 1 and size * n_vocab <= min(chunk, memory // max(1, per_context)):
         size *= n_vocab
@@ -185,7 +185,8 @@ def evaluate_tree(model: Model, min_length: int = 1, chunk: int | None = None,
     n_vocab, n_embd = model.n_vocab, model.n_embd
     workers = WORKERS if workers is None else workers
     table = evaluator.setup(model.params)  # block 0's q, k, v depend on token and position only: looked up
-    size = batch_size(model, CHUNK if chunk is None else chunk, width=evaluator.width)
+    # batches as large as the float pass's: the certified path keeps its width times the memory (three numbers a key)
+    size = batch_size(model, CHUNK if chunk is None else chunk)
     shape = (1, n_vocab, evaluator.width * n_embd)
     root = _Level(0, [(np.empty(shape), np.empty(shape)) for _ in range(model.n_layer)])
     path = {0: root}
