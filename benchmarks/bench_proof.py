@@ -4,8 +4,9 @@ Run:  python benchmarks/bench_proof.py [--quick]
 
 For the reference solutions of add (its domain, walked as a trie) and induction (every string, walked as a tree)
 it times the whole verdict, :func:`handwired.judge.verdict.submit`, with the certified bounds (the default) and
-without them (``--no-proof``), interleaved, the best of five runs each (one with --quick), in wall time and in CPU
-time (every thread's): on a shared machine the CPU time is the steadier measure of the work, and the target's. It checks its own answers
+without them (``--no-proof``), interleaved, the best of five runs each (one with --quick), in wall time and in
+CPU time (every thread's): on a shared machine the CPU time is the steadier measure of the work, and the
+target's. It checks its own answers
 in both modes: the same counts and the same margin, every passing context proved with the bounds, none without.
 Target: the certified check within 3× the float check.
 
@@ -29,9 +30,9 @@ RUNS = 5
 PUZZLES = ("add", "induction")
 
 
-def timed(function):  # -> (result, (wall seconds, CPU seconds of every thread))
+def timed(puzzle, model, proof):  # -> (the submission, (wall seconds, CPU seconds of every thread))
     wall, cpu = time.perf_counter(), time.process_time()
-    result = function()
+    result = submit(puzzle, model, proof=proof)
     return result, (time.perf_counter() - wall, time.process_time() - cpu)
 
 
@@ -56,9 +57,9 @@ def main() -> None:
         model = load(str(solution_path(name)))
         times: dict[bool, list[float]] = {True: [], False: []}
         for _ in range(runs):
-            plain, seconds = timed(lambda: submit(puzzle, model, proof=False))
+            plain, seconds = timed(puzzle, model, False)
             times[False].append(seconds)
-            proved, seconds = timed(lambda: submit(puzzle, model, proof=True))
+            proved, seconds = timed(puzzle, model, True)
             times[True].append(seconds)
             check_answers(name, proved, plain)
         (float_wall, float_cpu), (proof_wall, proof_cpu) = (min(times[mode]) for mode in (False, True))

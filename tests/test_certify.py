@@ -3,6 +3,7 @@ answers are proved."""
 
 import glob
 import json
+import re
 from pathlib import Path
 
 import mpmath as mp
@@ -205,3 +206,45 @@ def test_a_model_whose_lead_is_below_the_rounding_is_not_proved(tmp_path):
     assert verdict["failed"] == 0 and verdict["passed"] == 1
     assert verdict["proved"] == 0 and verdict["unproved"] == 1 and verdict["first_unproved"]["context"] == "a"
     assert verdict["widest_bound"] > 0
+
+
+def test_check_names_the_first_unproved_context_in_one_line_and_exits_1(monkeypatch):
+    from test_cli import invoke
+
+    monkeypatch.setenv("COLUMNS", "300")
+    path = str(ROOT / "tests" / "data" / "crafted" / "rounded.json")
+    result = invoke("check", path, "--exhaustive")
+    assert result.exit_code == 1
+    lines = [line for line in result.stdout.splitlines() if "proved" in line and "Not proved" in line]
+    assert len(lines) == 1
+    assert re.match(r"Not proved: 'a' passes in float64, but the bounds overlap by \d\.\d+ logits \(a's upper bound "
+                    r"over b's lower bound\); 1 context not proved$", lines[0].strip())
+    assert "Proved on every context" not in result.stdout
+    skipped = invoke("check", path, "--exhaustive", "--no-proof", "--json")
+    verdict = json.loads(skipped.stdout)
+    assert skipped.exit_code == 0 and verdict["proof"] is False and verdict["proved"] == 0
+    assert "proved" not in invoke("check", path, "--exhaustive", "--no-proof").stdout.replace("not proved", "")
+
+
+def test_a_puzzle_is_solved_and_recorded_only_when_proved(monkeypatch, handwired_home):
+    """The reference of aab: proved, solved, recorded. Without the proof, or with bounds that do not separate
+    the logits, it passes in float64 yet is not solved, and nothing reaches the progress file."""
+    from test_cli import invoke
+
+    from handwired.judge import report as reporting
+
+    reference = str(ROOT / "puzzles" / "solutions" / "aab.json")
+    skipped = invoke("puzzles", "check", "aab", reference, "--no-proof")
+    assert skipped.exit_code == 1 and "Passed in float64, not proved" in skipped.stdout
+    assert "Solved" not in skipped.stdout and not (handwired_home / "progress.json").exists()
+    real = reporting.logit_bounds
+    monkeypatch.setattr(reporting, "logit_bounds", lambda logits, radius: real(logits, radius + 1e6))
+    wide = invoke("puzzles", "check", "aab", reference, "--json")
+    verdict = json.loads(wide.stdout)
+    assert wide.exit_code == 1 and not verdict["solved"] and verdict["score"] is None
+    assert verdict["proved"] == 0 and verdict["unproved"] == verdict["passed"] > 0
+    assert verdict["first_unproved"]["overlap"] > 1e6 and not (handwired_home / "progress.json").exists()
+    monkeypatch.setattr(reporting, "logit_bounds", real)
+    proved = invoke("puzzles", "check", "aab", reference)
+    assert proved.exit_code == 0 and "Proved on every context" in proved.stdout and "Solved" in proved.stdout
+    assert (handwired_home / "progress.json").exists()
