@@ -59,13 +59,14 @@ def _heads(x, n_head):  # interval [batch, n_seq, n_embd] -> [batch, head, n_seq
     return split_heads(x[0], n_head), split_heads(x[1], n_head)
 
 
-def _operand_heads(packed, n_head):  # operand [batch, n_seq, 3*n_embd] -> mid [batch, head, n_seq, d_head] and
-    # the rest [batch, head, n_seq, 2*d_head]
-    n_embd = packed.shape[-1] // 3
-    return split_heads(packed[..., :n_embd], n_head), split_heads(packed[..., n_embd:], n_head)
+def _operand_heads(packed, n_head):  # operand [batch, n_seq, n_embd + 2*n_head] -> mid [batch, head, n_seq, d_head]
+    # and its two bounds per head, [batch, head, n_seq] each
+    n_embd = packed.shape[-1] - 2 * n_head
+    bounds = np.swapaxes(packed[..., n_embd:], -1, -2)  # [batch, 2*head, n_seq]
+    return split_heads(packed[..., :n_embd], n_head), bounds[..., :n_head, :], bounds[..., n_head:, :]
 
 
-def _keys(part, n_head, span):  # keys' and values' intervals [..., n_embd] -> operands [..., 3*n_embd] each
+def _keys(part, n_head, span):  # keys' and values' intervals [..., n_embd] -> operands [..., n_embd + 2*n_head]
     # keys enter q·k over d_head terms, values p·v over at most ``span`` (every position a query can see)
     return (iv.operand(part[0], part[0][0].shape[-1] // n_head, n_head), iv.operand(part[1], span, n_head))
 
@@ -160,8 +161,8 @@ def trie_position(model, setup, level, rows, length, store, logits=True, hook=No
 
 # The certified passes of engine.tree's and engine.trie's walks: keys and values stored as operands, logits as
 # mid | rad
-TREE = Pass(certified_table, tree_position, width=3, logits=2)
-TRIE = Pass(certified_table, trie_position, width=3, logits=2)
+TREE = Pass(certified_table, tree_position, extra=2, logits=2)
+TRIE = Pass(certified_table, trie_position, extra=2, logits=2)
 
 
 def _block(x, block, n_head, n_query):

@@ -92,33 +92,33 @@ def linear(x, weight, b):  # interval [..., n_in] @ exact [n_in, n_out] + exact 
     return mid, rad
 
 
-def operand(x, n, n_head):  # interval [..., E] -> packed [..., 3E]: mid, then per head [γ_n·|mid| + rad | |mid| + rad]
-    # what a product over at most n terms with x on its right needs (see spreads), made once: a key or value is read by
-    # every descendant of its position
+def operand(x, n, n_head):  # interval [..., E] -> packed [..., E + 2·n_head]: mid, then per head the largest
+    # γ_n·|mid| + rad and the largest |mid| + rad over its dimensions: what a product over at most n terms with x on
+    # its right needs (see the spreads), made once, as a key or value is read by every descendant of its position
     mid, rad = x
-    size = np.abs(mid)
+    size = np.abs(mid)  # [..., E]
     heads = (*mid.shape[:-1], n_head, mid.shape[-1] // n_head)  # [..., head, d_head]
-    both = np.concatenate([(size * gamma(n) + rad).reshape(heads), (size + rad).reshape(heads)], axis=-1)
-    return np.concatenate([mid, both.reshape(*mid.shape[:-1], 2 * mid.shape[-1])], axis=-1)
+    scaled = (size * gamma(n) + rad).reshape(heads).max(axis=-1)  # [..., head]
+    whole = (size + rad).reshape(heads).max(axis=-1)  # [..., head]
+    return np.concatenate([mid, scaled, whole], axis=-1)
 
 
-def scores_spread(q, k):
-    # q interval [..., n_q, d]; k's operand part [..., n_k, 2d] per head -> radius [..., n_q, n_k] around
-    # fl(qm @ kmᵀ): |qm|·(γ_d·|km| + kr) covers the product's rounding and k's radius, qr·(|km| + kr) q's
+def scores_spread(q, k_scaled, k_whole):
+    # q interval [..., n_q, d]; k's bounds [..., n_k] -> radius [..., n_q, n_k] around fl(qm @ kmᵀ):
+    # Σ|qm|·(γ_d·|km| + kr) covers the product's rounding and k's radius, Σ qr·(|km| + kr) q's; each bounded by
+    # Σ_d |q_d| times k's largest over d
     (qm, qr), d = q, q[0].shape[-1]
-    size = np.abs(qm)  # [..., n_q, d]
-    spread = np.concatenate([size, qr], axis=-1) @ np.swapaxes(k, -1, -2)  # [..., n_q, n_k]: one product over 2d
-    floor = (size.sum(axis=-1, keepdims=True) + d) * TINY  # [..., n_q, 1]: underflows in γ·|k| times Σ|q|, the sum's
-    return up(spread, 2 * d + 4) + floor
+    size = np.abs(qm).sum(axis=-1, keepdims=True)  # [..., n_q, 1]
+    spread = size * k_scaled[..., None, :] + qr.sum(axis=-1, keepdims=True) * k_whole[..., None, :]  # [..., n_q, n_k]
+    return up(spread, 2 * d + 4) + (size + d) * TINY  # underflows in γ·|k| times Σ|q|, and the sum's own
 
 
-def mix_spread(p, v):
-    # p interval [..., n_q, n_k] with entries in [0, 1]; v's operand part [..., n_k, 2d] -> radius [..., n_q, d]
-    # around fl(pm @ vm): pm·(γ·|vm| + vr) + pr·(|vm| + vr), both from one product
-    (pm, pr), (n_q, n) = p, p[0].shape[-2:]
-    d = v.shape[-1] // 2
-    out = np.concatenate([pm, pr], axis=-2) @ v  # [..., 2 n_q, 2d]: the two wanted quarters, and two not
-    return up(out[..., :n_q, :d] + out[..., n_q:, d:], 2 * n + 4) + 2 * n * TINY
+def mix_spread(p, v_scaled, v_whole):
+    # p interval [..., n_q, n_k] with entries in [0, 1]; v's bounds [..., n_k] -> radius [..., n_q, 1] around each
+    # fl(pm @ vm): Σ_k pm_k·(γ·|vm| + vr) + pr_k·(|vm| + vr), each v bounded by its largest over d
+    (pm, pr), n = p, p[0].shape[-1]
+    spread = (pm * v_scaled[..., None, :] + pr * v_whole[..., None, :]).sum(axis=-1, keepdims=True)  # [..., n_q, 1]
+    return up(spread, 2 * n + 4) + 2 * n * TINY
 
 
 def scaled_rad(rad, mid, d):  # the radius of x [...] before, fl(x / fl(√d)) [...] after, d whole -> radius after
@@ -158,15 +158,15 @@ def softmax_bounds(s, pattern):  # scores interval [..., n_key] (masked keys -in
 
 
 def attention(q, k, v, mask):
-    # q interval [batch, head, n_q, d_head]; k and v operands as (mid [batch, head, n_k, d_head], the rest
-    # [batch, head, n_k, 2*d_head]), k's made for d_head terms, v's for at least n_k; exact mask [n_q, n_k]
+    # q interval [batch, head, n_q, d_head]; k and v operands as (mid [batch, head, n_k, d_head], its two bounds
+    # [batch, head, n_k] each), k's made for d_head terms, v's for at least n_k; exact mask [n_q, n_k]
     # -> interval [batch, head, n_q, d_head], its mid forward.attention's bits
     seen = {}
     z = forward.attention(q[0], k[0], v[0], mask, seen.__setitem__)  # [batch, head, n_q, d_head]
-    raw = scores_spread(q, k[1])  # [batch, head, n_q, n_k]
+    raw = scores_spread(q, k[1], k[2])  # [batch, head, n_q, n_k]
     scores_rad = scaled_rad(raw, seen["scores_before_mask"], q[0].shape[-1])  # [batch, head, n_q, n_k]
     pattern = softmax_bounds((seen["hook_attn_scores"], scores_rad), seen["hook_pattern"])
-    return z, mix_spread(pattern, v[1])
+    return z, np.broadcast_to(mix_spread(pattern, v[1], v[2]), z.shape)
 
 
 def layer_norm_bounds(x, g, b, eps=LN_EPS):  # interval [..., n] -> interval [..., n], mid forward.layer_norm's

@@ -106,12 +106,12 @@ def inherit(parents, out):  # [c, n_past + sibling, n_embd] -> out [n, n_past + 
 class Pass:
     """How a walk evaluates a batch's new position: ``position(params, n_head, tokens, position, kv, setup)``, as
     :func:`new_position` (or :func:`handwired.engine.trie`'s, as it walks), given ``setup(params)`` made once per
-    walk, its keys and values ``width`` numbers per residual dimension and its logits ``logits`` per token
-    (:mod:`handwired.engine.certify`'s: 3 and 2)."""
+    walk, each of its keys and values n_embd + ``extra``·n_head numbers and its logits ``logits`` per token
+    (:mod:`handwired.engine.certify`'s: 2 and 2)."""
 
     setup: Callable
     position: Callable
-    width: int = 1
+    extra: int = 0
     logits: int = 1  # numbers per logit (2: mid | rad)
 
 
@@ -148,7 +148,7 @@ def _walk(model: Model, table, size: int, min_length: int, deepest: int, path: d
         if length < model.n_ctx:  # the children's keys: this batch's, then room for their own
             level = path.get(length)
             if level is None:  # the first batch of this length on this walk: make room, reused by the next ones
-                shape = (n, length + n_vocab, evaluator.width * n_embd)
+                shape = (n, length + n_vocab, n_embd + evaluator.extra * model.n_head)
                 level = path[length] = _Level(first, [(np.empty(shape), np.empty(shape)) for _ in kv])
             level.first = first
             for (keys, values), (own_keys, own_values) in zip(kv, level.kv):
@@ -185,9 +185,8 @@ def evaluate_tree(model: Model, min_length: int = 1, chunk: int | None = None,
     n_vocab, n_embd = model.n_vocab, model.n_embd
     workers = WORKERS if workers is None else workers
     table = evaluator.setup(model.params)  # block 0's q, k, v depend on token and position only: looked up
-    # batches as large as the float pass's: the certified path keeps its width times the memory (three numbers a key)
-    size = batch_size(model, CHUNK if chunk is None else chunk)
-    shape = (1, n_vocab, evaluator.width * n_embd)
+    size = batch_size(model, CHUNK if chunk is None else chunk)  # as the float pass's: the certified path keeps a
+    shape = (1, n_vocab, n_embd + evaluator.extra * model.n_head)  # key's extra numbers beyond the memory figure
     root = _Level(0, [(np.empty(shape), np.empty(shape)) for _ in range(model.n_layer)])
     path = {0: root}
     # The top: the shortest lengths, until there are enough subtrees to share out.

@@ -126,8 +126,8 @@ def capture_trie(model: Model, trie: Trie, hook: str, lengths: set[int] | None =
 def _evaluate(model, trie, lengths, chunk, capture, evaluator=None):
     # evaluator.position(model, setup, level, rows, length, store, logits, hook), as _new_position
     evaluator = evaluator or FLOAT
-    width, new_position = evaluator.width, evaluator.position
-    params, n_embd = model.params, model.n_embd * width  # each stored key and value: width numbers per dimension
+    new_position = evaluator.position
+    params, n_embd = model.params, model.n_embd + evaluator.extra * model.n_head  # numbers per stored key and value
     table = evaluator.setup(params)  # block 0's q, k, v depend on token and position only
     # per block, every node's own key and value (its new position's), by node number: what its descendants read;
     # None for a silent attention, skipped unless an intermediate is captured
