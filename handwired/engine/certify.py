@@ -101,39 +101,51 @@ def _logits(prepared, x):  # interval [n, n_embd] -> packed [n, 2*n_vocab]: ln_f
     return pack(iv.linear(x, prepared["unembed"]["w"], prepared["unembed"]["b"]))
 
 
-def certified_table(params: dict):
-    """What the walks pass their position functions: the prepared weights, and block 0's packed q, k, v for every
-    (token, position), [n_vocab, n_ctx, 6*n_embd] (None without blocks)."""
+def _split_qkv(qkv, n_head, span):  # interval [..., 3*n_embd] -> q interval [..., n_embd], k and v operands
+    n_embd = qkv[0].shape[-1] // 3
+    q, k, v = ((qkv[0][..., i * n_embd:(i + 1) * n_embd], qkv[1][..., i * n_embd:(i + 1) * n_embd]) for i in range(3))
+    return (q, *_keys((k, v), n_head, span))
+
+
+def _unpack_qkv(row, n_embd):  # a table's rows [..., 4*n_embd + 4*n_head] -> q interval, k and v operands
+    q = (row[..., :n_embd], row[..., n_embd:2 * n_embd])
+    k, v = np.split(row[..., 2 * n_embd:], 2, axis=-1)  # [..., n_embd + 2*n_head] each
+    return q, k, v
+
+
+def certified_table(model: Model):
+    """What the walks pass their position functions: the prepared weights, and block 0's q, k and v for every
+    (token, position), [n_vocab, n_ctx, 4*n_embd + 4*n_head]: q's mid | rad, then k's and v's operands (None
+    without blocks)."""
+    params = model.params
     prepared = prepare(params)
     if not params["blocks"]:
         return prepared, None
     x = iv.embed(params["wte"][:, None, :] + params["wpe"][None, :, :])  # [n_vocab, n_ctx, n_embd]
-    first = prepared["blocks"][0]
-    return prepared, pack(iv.linear(_norm(x, first, "ln_1"), first["attn"]["c_attn"]["w"],
-                                    first["attn"]["c_attn"]["b"]))
+    q, k, v = _split_qkv(_qkv(x, prepared["blocks"][0]), model.n_head, prepared["span"])
+    return prepared, np.concatenate([q[0], q[1], k, v], axis=-1)
 
 
 def tree_position(params, n_head, tokens, position, kv, setup):
-    # As tree.new_position, in intervals: tokens [n]; kv per block, the parents' packed keys and values with room
-    # for the new ones [c, position + sibling, 2*n_embd] -> packed logits [n, 2*n_vocab]
+    # As tree.new_position, in intervals: tokens [n]; kv per block, the parents' keys and values as operands with
+    # room for the new ones [c, position + sibling, n_embd + 2*n_head] -> packed logits [n, 2*n_vocab]
     prepared, table = setup
     x = iv.embed(np.take(params["wte"] + params["wpe"][position], tokens, axis=0))  # [n, n_embd]
+    n, n_embd = x[0].shape
     for i, (block, (keys, values)) in enumerate(zip(prepared["blocks"], kv)):
-        qkv = unpack(np.take(table[:, position], tokens, axis=0)) if i == 0 else _qkv(x, block)  # [n, 3*n_embd]
-        n, n_embd = x[0].shape
+        q, k, v = (_unpack_qkv(np.take(table[:, position], tokens, axis=0), n_embd) if i == 0
+                   else _split_qkv(_qkv(x, block), n_head, prepared["span"]))  # [n, ...] each
         c, n_keys, _ = keys.shape
         n_sibling = n // c
-        parts = [(qkv[0][:, j * n_embd:(j + 1) * n_embd], qkv[1][:, j * n_embd:(j + 1) * n_embd]) for j in range(3)]
-        k, v = _keys(parts[1:], n_head, prepared["span"])  # [n, 3*n_embd] each
         keys[:, -n_sibling:], values[:, -n_sibling:] = k.reshape(c, n_sibling, -1), v.reshape(c, n_sibling, -1)
-        q = (parts[0][0].reshape(c, n_sibling, n_embd), parts[0][1].reshape(c, n_sibling, n_embd))
+        q = (q[0].reshape(c, n_sibling, n_embd), q[1].reshape(c, n_sibling, n_embd))
         x = _attend(x, block, q, keys, values, sibling_mask(n_keys - n_sibling, n_sibling), n_head)
     return _logits(prepared, x)
 
 
 def trie_position(model, setup, level, rows, length, store, logits=True, hook=None):
     # As trie._new_position, in intervals: the nodes `rows` of level `length` -> packed logits [n, 2*n_vocab]
-    # (None without ``logits``: only their keys and values); ``store`` per block, every node's packed key and value
+    # (None without ``logits``: only their keys and values); ``store`` per block, every node's key and value operands
     params, (prepared, table) = model.params, setup
     tokens = level.prefixes[rows, -1]  # [n]
     own = np.arange(level.first, level.first + len(tokens)) + rows.start  # [n] these nodes' numbers
@@ -146,16 +158,14 @@ def trie_position(model, setup, level, rows, length, store, logits=True, hook=No
                 return None
             x = _mlp(x, block)
             continue
-        qkv = unpack(table[tokens, length - 1]) if b == 0 else _qkv(x, block)  # [n, 3*n_embd]
-        n, n_embd = x[0].shape
-        parts = [(qkv[0][:, j * n_embd:(j + 1) * n_embd], qkv[1][:, j * n_embd:(j + 1) * n_embd]) for j in range(3)]
+        q, k, v = (_unpack_qkv(table[tokens, length - 1], model.n_embd) if b == 0
+                   else _split_qkv(_qkv(x, block), model.n_head, prepared["span"]))  # [n, ...] each
         keys, values = store[b]
-        keys[own], values[own] = _keys(parts[1:], model.n_head, prepared["span"])
+        keys[own], values[own] = k, v
         if not logits and all(kv is None for kv in store[b + 1:]):  # no later block reads this node's keys
             return None
-        q = (parts[0][0][:, None], parts[0][1][:, None])  # [n, 1, n_embd]
-        seen_k, seen_v = np.take(keys, seen, axis=0), np.take(values, seen, axis=0)  # [n, length, 3*n_embd]
-        x = _attend(x, block, q, seen_k, seen_v, np.zeros((1, length)), model.n_head)
+        seen_k, seen_v = np.take(keys, seen, axis=0), np.take(values, seen, axis=0)  # [n, length, n_embd + 2*head]
+        x = _attend(x, block, (q[0][:, None], q[1][:, None]), seen_k, seen_v, np.zeros((1, length)), model.n_head)
     return _logits(prepared, x)
 
 
@@ -173,7 +183,7 @@ def _block(x, block, n_head, n_query):
     q = iv.linear((h[0][:, -n_query:], h[1][:, -n_query:]), attn["q"]["w"], attn["q"]["b"])  # [batch, n_query, E]
     kv = iv.linear(h, attn["kv"]["w"], attn["kv"]["b"])  # [batch, n_seq, 2*n_embd]
     k, v = _keys(((kv[0][..., :n_embd], kv[1][..., :n_embd]), (kv[0][..., n_embd:], kv[1][..., n_embd:])), n_head,
-                 n_seq)  # [batch, n_seq, 3*n_embd] operands
+                 n_seq)  # [batch, n_seq, n_embd + 2*n_head] operands
     rest = (x[0][:, -n_query:], x[1][:, -n_query:])  # [batch, n_query, n_embd]
     out = _attend((rest[0].reshape(-1, n_embd), rest[1].reshape(-1, n_embd)), block, q, k, v,
                   causal_mask(n_query, n_seq), n_head)  # [batch * n_query, n_embd]

@@ -96,11 +96,10 @@ def operand(x, n, n_head):  # interval [..., E] -> packed [..., E + 2·n_head]: 
     # γ_n·|mid| + rad and the largest |mid| + rad over its dimensions: what a product over at most n terms with x on
     # its right needs (see the spreads), made once, as a key or value is read by every descendant of its position
     mid, rad = x
-    size = np.abs(mid)  # [..., E]
     heads = (*mid.shape[:-1], n_head, mid.shape[-1] // n_head)  # [..., head, d_head]
-    scaled = (size * gamma(n) + rad).reshape(heads).max(axis=-1)  # [..., head]
-    whole = (size + rad).reshape(heads).max(axis=-1)  # [..., head]
-    return np.concatenate([mid, scaled, whole], axis=-1)
+    size = np.abs(mid).reshape(heads).max(axis=-1)  # [..., head]
+    spread = rad.reshape(heads).max(axis=-1)  # [..., head]
+    return np.concatenate([mid, up(size * gamma(n) + spread, 2), up(size + spread, 1)], axis=-1)
 
 
 def scores_spread(q, k_scaled, k_whole):

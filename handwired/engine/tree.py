@@ -105,7 +105,7 @@ def inherit(parents, out):  # [c, n_past + sibling, n_embd] -> out [n, n_past + 
 @dataclass(frozen=True)
 class Pass:
     """How a walk evaluates a batch's new position: ``position(params, n_head, tokens, position, kv, setup)``, as
-    :func:`new_position` (or :func:`handwired.engine.trie`'s, as it walks), given ``setup(params)`` made once per
+    :func:`new_position` (or :func:`handwired.engine.trie`'s, as it walks), given ``setup(model)`` made once per
     walk, each of its keys and values n_embd + ``extra``·n_head numbers and its logits ``logits`` per token
     (:mod:`handwired.engine.certify`'s: 2 and 2)."""
 
@@ -115,7 +115,7 @@ class Pass:
     logits: int = 1  # numbers per logit (2: mid | rad)
 
 
-FLOAT = Pass(lambda params: qkv_table(params) if params["blocks"] else None,
+FLOAT = Pass(lambda model: qkv_table(model.params) if model.n_layer else None,
              lambda *args: new_position(*args))  # the module's function as it is when called
 
 
@@ -184,7 +184,7 @@ def evaluate_tree(model: Model, min_length: int = 1, chunk: int | None = None,
     """
     n_vocab, n_embd = model.n_vocab, model.n_embd
     workers = WORKERS if workers is None else workers
-    table = evaluator.setup(model.params)  # block 0's q, k, v depend on token and position only: looked up
+    table = evaluator.setup(model)  # block 0's q, k, v depend on token and position only: looked up
     size = batch_size(model, CHUNK if chunk is None else chunk)  # as the float pass's: the certified path keeps a
     shape = (1, n_vocab, n_embd + evaluator.extra * model.n_head)  # key's extra numbers beyond the memory figure
     root = _Level(0, [(np.empty(shape), np.empty(shape)) for _ in range(model.n_layer)])

@@ -128,7 +128,7 @@ def _evaluate(model, trie, lengths, chunk, capture, evaluator=None):
     evaluator = evaluator or FLOAT
     new_position = evaluator.position
     params, n_embd = model.params, model.n_embd + evaluator.extra * model.n_head  # numbers per stored key and value
-    table = evaluator.setup(params)  # block 0's q, k, v depend on token and position only
+    table = evaluator.setup(model)  # block 0's q, k, v depend on token and position only
     # per block, every node's own key and value (its new position's), by node number: what its descendants read;
     # None for a silent attention, skipped unless an intermediate is captured
     store = [None if capture is None and silent(block["attn"])
@@ -222,7 +222,7 @@ def _new_position(model, table, level, rows, length, store, logits=True, hook=No
     return out
 
 
-FLOAT = Pass(lambda params: qkv_table(params) if params["blocks"] else None, _new_position)
+FLOAT = Pass(lambda model: qkv_table(model.params) if model.n_layer else None, _new_position)
 
 
 def _block_rest(x, block, qkv, all_k, all_v, n_head, at=_ignore):
