@@ -266,3 +266,17 @@ def test_watch_says_proved_only_when_proved():
     rounded = load(str(ROOT / "tests" / "data" / "crafted" / "rounded.json"))
     text = shown(check_verdict(rounded))
     assert text.startswith("FAIL") and "Not proved: 'a' passes in float64" in text and "Proved on" not in text
+
+
+def test_the_estimate_before_a_certified_check_counts_the_proofs_cost():
+    """A check the float estimate would allow is refused when the proof's cost takes it over the limit."""
+    from handwired.errors import HandwiredError
+    from handwired.judge.contexts import count_contexts, estimated_seconds
+    from handwired.judge.plans import PROOF_COST, exhaustive_plan, pattern_rule
+
+    model = load(str(ROOT / "weights" / "aab.json"))
+    seconds = estimated_seconds(model, count_contexts(model))
+    limit = seconds * (1 + PROOF_COST) / 2  # between the float estimate and the certified one
+    exhaustive_plan(model, pattern_rule(model, "aab"), max_seconds=limit, proof=False)
+    with pytest.raises(HandwiredError, match="of checking for this model"):
+        exhaustive_plan(model, pattern_rule(model, "aab"), max_seconds=limit, proof=True)

@@ -40,6 +40,8 @@ from handwired.judge.rules import DECIDED, Judgement, PatternRule, Rule
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
+PROOF_COST = 3  # a certified check takes up to about 3× the float one (benchmarks/bench_proof.py): estimates say so
+
 
 @dataclass(frozen=True)
 class Batch:
@@ -99,7 +101,7 @@ def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREA
     if length < 2:
         raise bad_value("length", length, "expected at least 2 tokens")
     check_min_length(min_length, length - 1, "the stream's last prefix")
-    seconds = SECONDS_PER_CHECK + stream_seconds(model, length, len(pattern))
+    seconds = SECONDS_PER_CHECK + stream_seconds(model, length, len(pattern)) * (PROOF_COST if proof else 1)
     if seconds > MAX_RUN_SECONDS:
         raise HandwiredError(f"{{length}} {length:,}: about {duration(seconds)} of checking for this model, more than "
                              f"the {duration(MAX_RUN_SECONDS)} handwired will spend on one; ask for a shorter stream",
@@ -138,7 +140,7 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
     Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``.
     """
     total = refuse_every_context(model, "check a random sample instead, e.g. {sample} 1000000 {seed} 0",
-                                 ("sample", "seed"), min_length, limit, max_seconds)
+                                 ("sample", "seed"), min_length, limit, max_seconds, PROOF_COST if proof else 1)
 
     def judged(runs: list[TreeBatch]) -> Batch:
         runs = sorted(runs, key=lambda run: run.first)  # threads interleave their runs; a batch is in vocab order
@@ -171,7 +173,7 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
 def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH,
                 proof: bool = True) -> Plan:
     """``sample`` contexts drawn uniformly (with replacement) from the exhaustive set; ``proof``: certified."""
-    draw = random_contexts(model, sample, seed, min_length)
+    draw = random_contexts(model, sample, seed, min_length, PROOF_COST if proof else 1)
 
     def batches() -> Iterator[Batch]:
         for contexts in draw():
