@@ -203,7 +203,7 @@ def test_diff_of_a_broken_and_a_fixed_answer_counts_fixed_broken_and_margin_only
     assert [change["context"] for change in data["shown"]][:4] == ["a", "b", "c", "aa"]  # shortest first
     ab = next(change for change in data["shown"] if change["context"] == "ab")
     assert (ab["expected"], ab["old"]["right"], ab["new"]) == (
-        ["a"], True, {"prediction": "b", "tied": False, "margin": 1, "right": False})
+        ["a"], True, {"prediction": "b", "tied": False, "margin": 1, "right": False, "lead": -1})
 
 
 def test_diff_sample_compares_without_the_puzzle_and_refuses_both(tmp_path):

@@ -53,26 +53,44 @@ def diff_view(before: Model, after: Model, result: Diff) -> Group:
     if result.shown:
         title = f"contexts that changed: the {len(result.shown)} shortest of {result.changed:,}" \
             if len(result.shown) < result.changed else f"contexts that changed: all {result.changed:,}"
-        table = Table(title=title, title_justify="left",
-                      caption="margin: the predicted token's lead over the next best token, in logits",
-                      caption_justify="left")
-        table.add_column("context")
-        if result.target or result.puzzle:
-            table.add_column("expected")
-        for name in ("predicted (old → new)", "margin old", "margin new"):
-            table.add_column(name, justify="left" if name.startswith("predicted") else "right")
-        for change in result.shown:
-            row: list = [Text(change.context)]
-            if result.target or result.puzzle:
-                row.append(Text(" or ".join(change.expected)) if change.expected else Text("not judged", style="dim"))
-            row += [Text.assemble(_answer_text(change.old), " → ", _answer_text(change.new)),
-                    _number(_finite(change.old.margin)), _number(_finite(change.new.margin))]
-            table.add_row(*row)
-        parts.append(table)
+        parts.append(_contexts_table(result, title))
     if result.changed > len(result.shown):
         parts.append(Text(f"{result.changed - len(result.shown):,} more changed; --show N lists more", style="dim"))
     parts.append(Text(summary(result), style="bold"))
     return Group(*parts)
+
+
+def _contexts_table(result: Diff, title: str) -> Table:
+    """The changed contexts: the expected token, the prediction before and after, and the right token's lead (with a
+    rule) or the predicted token's margin (without one), before and after."""
+    judged = bool(result.target or result.puzzle)
+    caption = ("right's lead: the best right token's logit minus the best wrong token's, in logits (negative when "
+               "a wrong token is on top); in brackets where the context is not judged, the predicted token's lead "
+               "over the next best" if judged else
+               "margin: the predicted token's lead over the next best token, in logits")
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    table.add_column("context")
+    if judged:
+        table.add_column("expected")
+    table.add_column("predicted (old → new)")
+    for name in (("right's lead old", "right's lead new") if judged else ("margin old", "margin new")):
+        table.add_column(name, justify="right")
+    for change in result.shown:
+        row: list = [Text(change.context)]
+        if judged:
+            row.append(Text(" or ".join(change.expected)) if change.expected else Text("not judged", style="dim"))
+        row.append(Text.assemble(_answer_text(change.old), " → ", _answer_text(change.new)))
+        row += [_lead_text(answer, judged) for answer in (change.old, change.new)]
+        table.add_row(*row)
+    return table
+
+
+def _lead_text(answer: Answer, judged: bool) -> Text:
+    if not judged:
+        return Text(_number(_finite(answer.margin)))
+    if answer.lead is None:
+        return Text(f"({_number(_finite(answer.margin))})", style="dim")
+    return Text(_number(_finite(answer.lead)), style="red" if answer.lead <= 0 else "")
 
 
 def _answer_text(answer: Answer) -> Text:
@@ -83,7 +101,8 @@ def _answer_text(answer: Answer) -> Text:
 
 def diff_json(before: Model, after: Model, result: Diff) -> dict:
     def answer(a: Answer) -> dict:
-        return {"prediction": a.prediction, "tied": a.tied, "margin": _finite(a.margin), "right": a.right}
+        return {"prediction": a.prediction, "tied": a.tied, "margin": _finite(a.margin), "right": a.right,
+                "lead": None if a.lead is None else _finite(a.lead)}
 
     return {
         "old": before.source,
