@@ -18,6 +18,7 @@ def test_a_table_prints_every_number_in_one_format():
     assert column(np.array([2.0, 2 - 1e-9, np.inf]), signed=True) == ["+2.000", "+2.000", "—"]
     assert column(np.array([2.0, -1.0, 0.0]), signed=True) == ["+2", "-1", "0"]
     assert table_format(np.array([0.0, -np.inf])) == "whole"
+    assert format_values(np.array([[1.0, 1e-9, 0.0]])) == [["1", "≈0", "0"]]  # ≈0 says it is not 0, beside 1 too
     assert number(63.0) == "63" and number(2.5) == "2.500" and number(-1023) == "-1023"
     assert number(62.9999) == "63.000"  # not an integer, so not printed as one
     assert number(3e6) == "3000000" and number(3.5e6 + 0.5) == "3.500e+06"
@@ -59,7 +60,7 @@ def test_value_range_ignores_masked_cells():
 def test_show_tiny_prints_scientific_notation_where_the_size_is_the_lesson():
     tiny = math.exp(-18) / (2 * math.exp(-2) + math.exp(-18))
     assert format_values(np.array([[0.5, tiny, 0.0]]), show_tiny=True) == [["0.500", "5.6e-8", "0"]]
-    assert format_values(np.array([[-1.23e-157, 1.0]]), show_tiny=True) == [["-1.2e-157", "1.000"]]
+    assert format_values(np.array([[-1.23e-157, 1.0]]), show_tiny=True) == [["-1.2e-157", "1"]]
     assert value_range(np.array([[tiny, 0.5]]), show_tiny=True) == "range 5.6e-8 … 0.500"
 
 

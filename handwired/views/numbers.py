@@ -7,7 +7,7 @@ lesson); a huge one in scientific notation. A table or a column prints all its
 numbers in one of those formats (:func:`numbers`, :func:`column`): integers when
 every one is an exact integer, scientific notation when any would need it, else
 three decimals — so ``2`` never sits beside ``2.000``, nor ``-13800000000``
-beside ``-4.360e+10``. Zero is always ``0``. A range prints its ends exactly as
+beside ``-4.360e+10``. Zero is always ``0``, and ``≈0`` may sit beside integers. A range prints its ends exactly as
 its cells print them. Probabilities keep four decimals and are ``0`` or ``1``
 only when exact.
 """
@@ -69,9 +69,11 @@ def column(values: np.ndarray | list[float], signed: bool = False) -> list[str]:
 
 
 def table_format(values: np.ndarray) -> str:
-    """``whole``, ``scientific`` or ``decimal``: the one format for every finite non-zero number of a table."""
+    """``whole``, ``scientific`` or ``decimal``: the one format for every finite non-zero number of a table.
+
+    A value too small for three decimals prints as ``≈0`` in any of them and does not choose the format."""
     values = np.asarray(values, dtype=float)
-    finite = values[np.isfinite(values) & (values != 0)]
+    finite = values[np.isfinite(values) & (np.abs(values) >= TINY)]
     if np.all((finite == np.round(finite)) & (np.abs(finite) < WHOLE)):
         return "whole"
     return "scientific" if np.any(np.abs(finite) >= HUGE) else "decimal"
@@ -79,13 +81,9 @@ def table_format(values: np.ndarray) -> str:
 
 def _in_format(value: float, style: str, show_tiny: bool = False) -> str:
     value = float(value)
-    if value == 0 or not math.isfinite(value) or style == "whole":
+    if value == 0 or not math.isfinite(value) or style == "whole" or abs(value) < TINY:
         return number(value, show_tiny)
-    if style == "scientific":
-        return f"{value:.3e}"
-    if abs(value) < TINY:
-        return scientific(value) if show_tiny else "≈0"
-    return f"{value:.3f}"
+    return f"{value:.3e}" if style == "scientific" else f"{value:.3f}"
 
 
 def scientific(value: float) -> str:
