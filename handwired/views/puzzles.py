@@ -14,7 +14,8 @@ from handwired.judge.puzzle import Answer, Caps, Puzzle, answer
 from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
 from handwired.judge.scores import Score, nonzero_parameters
 from handwired.judge.verdict import Submission
-from handwired.views.numbers import count, logits, number
+from handwired.views.numbers import column as number_column
+from handwired.views.numbers import count, logits
 from handwired.views.report import report_json
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
@@ -163,10 +164,12 @@ def score_view(submission: Submission, best_before: Score | None, new_best: bool
     for column in ("non-zero parameters", "n_embd", "heads", "blocks", "margin"):
         table.add_column(column, justify="right")
     record = puzzle.record
-    for label, figures in (("yours", score), ("par", par), ("record", record), ("your best before", best_before)):
-        if figures is not None:
-            table.add_row(label, str(figures.parameters), str(figures.n_embd), str(figures.n_head),
-                          str(figures.n_layer), number(figures.margin))
+    rows = [(label, figures) for label, figures in (("yours", score), ("par", par), ("record", record),
+                                                    ("your best before", best_before)) if figures is not None]
+    margins = number_column([figures.margin for _, figures in rows])  # one format for the column
+    for (label, figures), margin in zip(rows, margins):
+        table.add_row(label, str(figures.parameters), str(figures.n_embd), str(figures.n_head),
+                      str(figures.n_layer), margin)
     verdict = f"\nSolved puzzle {puzzle.name!r}!" + _standing(score, par, record, best_before, new_best)
     notes = [Text(verdict, style="bold green"), table]
     if puzzle.bundled:
