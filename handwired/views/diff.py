@@ -8,12 +8,16 @@ from rich.text import Text
 
 from handwired.judge.compare import Answer, Diff
 from handwired.views.model import model_line
-from handwired.views.numbers import count, number
+from handwired.views.numbers import count, numbers
 from handwired.weightfile import Model
 
 
-def _number(value: float | None) -> str:
-    return "—" if value is None else number(value)
+def _or_nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def _dash(text: str) -> str:
+    return "—" if text == "nan" else text
 
 
 def _finite(value: float) -> float | None:
@@ -42,10 +46,11 @@ def diff_view(before: Model, after: Model, result: Diff) -> Group:
         table = Table(title=f"weights that differ: {len(result.weights)}", title_justify="left")
         for name, justify in (("weight", "left"), ("old", "right"), ("new", "right"), ("new − old", "right")):
             table.add_column(name, justify=justify, no_wrap=name == "weight")
-        for change in result.weights:
-            delta = None if change.old is None or change.new is None else change.new - change.old
-            table.add_row(Text(change.label), _number(change.old), _number(change.new),
-                          Text(_number(delta), style="" if delta is None else ("blue" if delta > 0 else "red")))
+        deltas = [None if c.old is None or c.new is None else c.new - c.old for c in result.weights]
+        cells = numbers([[_or_nan(c.old), _or_nan(c.new), _or_nan(d)] for c, d in zip(result.weights, deltas)])
+        for change, delta, (old, new, moved) in zip(result.weights, deltas, cells):  # one format for the table
+            table.add_row(Text(change.label), _dash(old), _dash(new),
+                          Text(_dash(moved), style="" if delta is None else ("blue" if delta > 0 else "red")))
         parts.append(table)
     judged = (("  judged by puzzle ", "dim"), result.puzzle) if result.puzzle else \
         (("  judged by the target ", "dim"), repr(result.target)) if result.target else ()
@@ -75,22 +80,25 @@ def _contexts_table(result: Diff, title: str) -> Table:
     table.add_column("predicted (old → new)")
     for name in (("right's lead old", "right's lead new") if judged else ("margin old", "margin new")):
         table.add_column(name, justify="right")
-    for change in result.shown:
+    values = [[_shown_lead(answer, judged) for answer in (change.old, change.new)] for change in result.shown]
+    cells = numbers([[_or_nan(_finite(value)) for value in row] for row in values])  # one format for both columns
+    for change, row_values, row_cells in zip(result.shown, values, cells):
         row: list = [Text(change.context)]
         if judged:
             row.append(Text(" or ".join(change.expected)) if change.expected else Text("not judged", style="dim"))
         row.append(Text.assemble(_answer_text(change.old), " → ", _answer_text(change.new)))
-        row += [_lead_text(answer, judged) for answer in (change.old, change.new)]
+        for answer, value, cell in zip((change.old, change.new), row_values, row_cells):
+            if judged and answer.lead is None:  # not judged: the predicted token's margin, in brackets
+                row.append(Text(f"({_dash(cell)})", style="dim"))
+            else:
+                row.append(Text(_dash(cell), style="red" if judged and value <= 0 else ""))
         table.add_row(*row)
     return table
 
 
-def _lead_text(answer: Answer, judged: bool) -> Text:
-    if not judged:
-        return Text(_number(_finite(answer.margin)))
-    if answer.lead is None:
-        return Text(f"({_number(_finite(answer.margin))})", style="dim")
-    return Text(_number(_finite(answer.lead)), style="red" if answer.lead <= 0 else "")
+def _shown_lead(answer: Answer, judged: bool) -> float:
+    """The right token's lead where the rule judges the context, else the predicted token's margin."""
+    return answer.lead if judged and answer.lead is not None else answer.margin
 
 
 def _answer_text(answer: Answer) -> Text:
