@@ -237,3 +237,15 @@ def test_randomly_corrupted_progress_files_are_read_or_set_aside_never_an_except
             assert entry.best is None or math.isfinite(entry.best.margin)
         progress.reveal("aab", 1)  # and the command goes on to save
         assert progressing.load().hints("aab") >= 1, trial
+
+
+def test_a_best_stored_under_the_margin_rule_still_loads_and_a_louder_tie_does_not_replace_it(handwired_home):
+    handwired_home.mkdir()
+    stored = Score(26, 8, 1, 1, 2000.0)  # written when a larger margin ranked higher
+    (handwired_home / "progress.json").write_text(json.dumps(
+        {"format": "handwired-progress/1", "puzzles": {"aab": {"solved": True, "best": stored.to_json(), "hints": 1}}}))
+    progress = progressing.load()
+    assert progress.best("aab") == stored
+    assert progress.record("aab", Score(26, 8, 1, 1, 20000.0)) is False  # ten times the margin: a tie
+    assert progress.record("aab", Score(26, 8, 1, 1, 1.0)) is False  # a smaller one: a tie too, never worse
+    assert progressing.load().best("aab") == stored
