@@ -99,9 +99,9 @@ TransformerLens's weight processing (`fold_ln`, `center_unembed`, …) is applie
 def _mlp_note(model: Model, config: dict) -> str:
     """What the folder's MLPs are when the weight file's blocks differ in having one, or in its width; else nothing."""
     widths = [block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0 for block in model.params["blocks"]]
-    notes = []
     if config["attn_only"] or len(set(widths)) == 1:
         return ""
+    notes = []
     if 0 in widths:
         notes.append(f"a block without an MLP in handwired is an all-zero MLP of width d_mlp = {config['d_mlp']} here")
     if len({width for width in widths if width}) > 1:
