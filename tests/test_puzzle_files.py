@@ -61,6 +61,8 @@ def test_exhaustive_on_a_file_that_names_its_puzzle_gives_the_puzzles_verdict(ma
     line = user_error("check", "--sample", "5", "m.json")
     assert line == ("error: m.json: names the puzzle 'max', judged on every context of its domain by its rule; "
                     "--sample does not apply (a target check needs --target)")
+    assert user_error("check", "--exhaustive", "--min-length", "3", "m.json").endswith(
+        "its rule; --min-length does not apply (a target check needs --target)")
     doc = json.loads(max_starter.read_text())
     doc["target"] = "abcd"  # a file with a target of its own: the flags check it, as before
     max_starter.write_text(json.dumps(doc))

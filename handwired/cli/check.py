@@ -101,11 +101,12 @@ def _named_puzzle(model: Model, given: list[str]) -> Puzzle | None:
     a target (a puzzle's verdict is every context of its domain). Other flags are a target check's."""
     if "--target" in given or (given and model.target is not None):
         return None
-    if given and given != ["--exhaustive"]:
+    other = [flag for flag in given if flag != "--exhaustive"]
+    if other:
         named = files_puzzle(model) if model.puzzle is not None else None
         if named is not None:
             raise HandwiredError(f"{model.source}: names the puzzle {named.name!r}, judged on every context of its "
-                                 f"domain by its rule; {given[0]} does not apply (a target check needs --target)")
+                                 f"domain by its rule; {other[0]} does not apply (a target check needs --target)")
         return None
     return files_puzzle(model)
 
