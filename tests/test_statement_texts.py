@@ -53,3 +53,20 @@ def test_every_bundled_statement_has_a_story_and_graded_hints(name):
     doc = json.loads(bundled_puzzles()[name].read_text(encoding="utf-8"))
     assert text_problems(doc["story"], doc["hints"]) == []
     assert len(doc["hints"]) == HINTS, "a bundled puzzle has four graded hints"
+
+
+def test_successors_second_hint_is_true_the_final_layernorm_alone_turns_each_letter_into_the_next():
+    """No attention at all (no block): the last position holds the last letter's embedding, and ln_f's gain and bias
+    make its scores against the letters point one step on (numbers found by a small random search)."""
+    from handwired.judge.catalogue import load_puzzle
+    from handwired.judge.verdict import submit
+    from handwired.weightfile import parse
+
+    doc = {"format": "handwired/1", "vocab": ["a", "b", "c", "d"], "n_ctx": 4, "n_embd": 3, "wpe": {}, "blocks": [],
+           "wte": [[-2.29, 3.04, -3.67], [-2.89, -2.49, -0.21], [-0.25, 0.27, -3.99], [3.04, -2.26, 3.63]],
+           "ln_f": {"g": [1.09, -2.54, -0.75], "b": [0.33, -2.14, -0.98]}}
+    model, problems = parse(doc, "successor-ln.json")
+    assert problems == []
+    assert "attention" in load_puzzle("successor").hints[1] and "LayerNorm" in load_puzzle("successor").hints[1]
+    submission = submit(load_puzzle("successor"), model)
+    assert submission.solved and submission.report.passed == 340 and submission.report.margin.value > 1
