@@ -9,7 +9,7 @@ from handwired.defaults import NEAR_MISS
 from handwired.judge.report import Margin, Report
 from handwired.views.failure import failure_parts
 from handwired.views.model import model_line
-from handwired.views.numbers import column, count, logits, probability
+from handwired.views.numbers import column, count, logits, number, probability
 from handwired.views.paging import COLUMN_CHROME, TABLE_EDGE, column_pages, table_width
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
@@ -60,15 +60,17 @@ def proof_line(report: Report) -> Text | None:
     """Whether the passing contexts are proved: on every one, not on the first unproved (one line), or not tried."""
     unproved = report.first_unproved
     if unproved is not None:
-        return Text(f"Not proved: {unproved.context!r} passes in float64, but the bounds overlap by "
-                    f"{logits(unproved.overlap)} ({unproved.wrong}'s upper bound over {unproved.right}'s lower "
-                    f"bound); {count(report.unproved, 'context')} not proved", style="bold red")
+        overlap = number(unproved.overlap, show_tiny=True)  # a bound's size is the lesson: never ≈0
+        return Text(f"Not proved: {unproved.context!r} passes in float64, but the bounds overlap by {overlap} logits "
+                    f"({unproved.wrong}'s upper bound over {unproved.right}'s lower bound); "
+                    f"{count(report.unproved, 'context')} not proved", style="bold red")
     if not report.passed or report.failed or report.interrupted:
         return None
     if not report.proof:
         return Text("Passed in float64, not proved: the rounding was not bounded.", style="yellow")
     return Text(f"Proved on every context: each right token's lower bound is above every other token's upper "
-                f"bound, in real arithmetic (the widest bound {logits(report.widest)}).", style="bold green")
+                f"bound, in real arithmetic (the widest bound {number(report.widest, show_tiny=True)} logits).",
+                style="bold green")
 
 
 def margin_line(margin: Margin, near: bool, explained: bool = False) -> Text:
