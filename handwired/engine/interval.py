@@ -39,7 +39,9 @@ def gamma(n):  # -> a float above γ_n = n·u / (1 - n·u), the relative error o
 
 
 def up(r, n=4):  # [...] -> [...]: above the real value of a non-negative expression that rounded r in n steps
-    return r * (1 + gamma(n + 2)) + TINY
+    r *= 1 + gamma(n + 2)  # in place: every caller hands over a new array
+    r += TINY
+    return r
 
 
 def exact(mid):  # [...] -> an interval of zero radius: a float64 the model holds exactly
@@ -85,8 +87,11 @@ def linear(x, weight, b):  # interval [..., n_in] @ exact [n_in, n_out] + exact 
         mid = np.broadcast_to(b, (*xm.shape[:-1], b.shape[-1])).copy()
         return mid, np.zeros_like(mid)
     mid = forward.linear(xm, weight.w, b)  # forward's bits
-    spread = (np.abs(xm) * gamma(weight.n) + xr).reshape(-1, weight.n) @ weight.abs  # [rows, n_out]
-    rad = up(spread.reshape(mid.shape), weight.n + 3) + weight.floor  # [..., n_out]
+    size = np.abs(xm)  # [..., n_in]
+    size *= gamma(weight.n)
+    size += xr
+    rad = up((size.reshape(-1, weight.n) @ weight.abs).reshape(mid.shape), weight.n + 3)  # [..., n_out]
+    rad += weight.floor
     if b.any():  # the bias was added after the product: one more rounding
         rad = up(rad + U * np.abs(mid), 2)
     return mid, rad
