@@ -19,6 +19,7 @@ from handwired.engine.tree import Pass, sibling_mask
 from handwired.weightfile import Model
 
 CHUNK_POSITIONS = 8192  # positions per certified pass over whole contexts
+_LAST_PREPARED: dict = {}  # the last model certified_logits prepared, and its prepared weights
 
 
 def prepare(params: dict) -> dict:
@@ -207,7 +208,10 @@ def logit_bounds(logits, radius):  # [..., n_vocab] x2 -> (lower, upper) [..., n
 def certified_logits(model: Model, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[n, n_seq] contexts of one length -> (logits, radius) [n, n_vocab] each: float64's next-token logits and
     a bound on their distance from the real-arithmetic ones."""
-    prepared = {**prepare(model.params), "n_head": model.n_head}
+    last = _LAST_PREPARED.get("model")
+    if last is None or last[0] is not model:  # a stream check asks batch after batch for the same model
+        last = _LAST_PREPARED["model"] = (model, {**prepare(model.params), "n_head": model.n_head})
+    prepared = last[1]
     contexts = np.asarray(contexts)
     if len(contexts) == 0:
         return np.zeros((0, model.n_vocab)), np.zeros((0, model.n_vocab))
