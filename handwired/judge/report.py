@@ -103,15 +103,21 @@ def run(
     return report
 
 
+def leads(logits: np.ndarray, acceptable: np.ndarray) -> np.ndarray:
+    """[n, n_vocab] logits and acceptable tokens -> [n] each context's lead: the best acceptable token's logit minus
+    the best other one's (> 0: it passes; +inf when every token is acceptable)."""
+    best_right = np.where(acceptable, logits, -np.inf).max(axis=1)
+    best_wrong = np.where(acceptable, -np.inf, logits).max(axis=1)
+    return best_right - best_wrong
+
+
 def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failure], show: int) -> None:
     contexts, status, acceptable = batch.contexts, batch.judgement.status, batch.judgement.acceptable
     if batch.logits is None:
         logits = next_logits_distinct(model, contexts)  # checked finite there
     else:  # the tree's: a NaN would count as neither passing nor failing
         logits = require_finite(model, contexts, batch.logits)
-    best_right = np.where(acceptable, logits, -np.inf).max(axis=1)
-    best_wrong = np.where(acceptable, -np.inf, logits).max(axis=1)
-    margins = best_right - best_wrong  # +inf when every token is acceptable
+    margins = leads(logits, acceptable)
     decided = status == DECIDED
     passing = decided & (margins > 0)
     failing = decided & ~(margins > 0)
