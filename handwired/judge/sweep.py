@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.contexts import MAX_RUN_SECONDS, duration, estimated_seconds
 from handwired.judge.spread import Source
+from handwired.judge import workbench
 from handwired.judge.workbench import Bench, Verdict
 from handwired.weightfile import Model, parse
 
@@ -109,13 +109,8 @@ def check_steps(steps: int, ranges: int) -> None:
 
 
 def refuse_long(model: Model, source: Source, points: int) -> None:
-    """Refuse a sweep estimated at more than MAX_RUN_SECONDS, before any value is tried."""
-    contexts = sum(len(batch) for batch in source.contexts)
-    seconds = points * estimated_seconds(model, contexts)
-    if seconds > MAX_RUN_SECONDS:
-        raise HandwiredError(f"{{steps}}: {points:,} values, about {duration(seconds)} of checking for this model, "
-                             f"more than the {duration(MAX_RUN_SECONDS)} handwired will spend on one; ask for fewer",
-                             ("steps",))
+    """Refuse a sweep estimated at more than a few minutes, before any value is tried."""
+    workbench.refuse_long(model, source, points, f"{{steps}}: {points:,} values", "ask for fewer", ("steps",))
 
 
 def sweep(model: Model, source: Source, ranges: list[Range], precision: float | None = None) -> Sweep:

@@ -15,10 +15,13 @@ from handwired.engine.logits import require_finite
 from handwired.engine.resume import share, shared_stages, variant_logits
 from handwired.engine.trie import build_trie
 from handwired.errors import HandwiredError
+from handwired.judge.contexts import MAX_RUN_SECONDS, duration, estimated_seconds
 from handwired.judge.report import leads
 from handwired.judge.rules import DECIDED
 from handwired.judge.spread import Source
 from handwired.weightfile import Model
+
+MAX_SHARES = 4  # evaluations of the base model kept for its variants to resume from
 
 
 @dataclass(frozen=True)
@@ -55,15 +58,19 @@ class Bench:
         self.total = sum(len(contexts) for contexts, _, _ in self.judged)
         if not self.total:
             raise HandwiredError(f"{model.source}: the rule judges none of these contexts")
-        stage = min((shared_stages(model.params, variant.params) for variant in variants), default=0)
-        self.shared = share(model, self.trie, stage, self.lengths)
-        base_leads, _ = self._leads(list(self.shared.logits), model)
-        self._base_passes = [lead > 0 for lead in base_leads]
-        self.base = self._verdict(list(self.shared.logits), model)
+        stages = sorted({shared_stages(model.params, variant.params) for variant in variants} or {0})
+        if len(stages) > MAX_SHARES:  # each is one evaluation of the model, and its memory: the latest few
+            stages = stages[:1] + stages[1 - MAX_SHARES:]
+        self.shares = [share(model, self.trie, stage, self.lengths) for stage in stages]
+        logits = list(self.shares[0].logits)
+        self._base_passes = [lead > 0 for lead in self._leads(logits, model)[0]]
+        self.base = self._verdict(logits, model)
 
     def verdict(self, variant: Model) -> Verdict:
         """The variant's verdict: evaluated from the first stage it changes, judged as ``check`` judges."""
-        return self._verdict(variant_logits(self.shared, variant, self.trie, self.lengths, self.model), variant)
+        same = shared_stages(self.model.params, variant.params)
+        shared = max((s for s in self.shares if s.stage <= same), key=lambda s: s.stage, default=self.shares[0])
+        return self._verdict(variant_logits(shared, variant, self.trie, self.lengths, self.model), variant)
 
     def _leads(self, logits: list, variant: Model) -> tuple[list[np.ndarray], bool]:
         """Each judged context's lead [n] per batch, and whether every logit is a number."""
@@ -92,3 +99,11 @@ class Bench:
             if first_broken is None and newly.any():
                 first_broken = variant.decode(contexts[int(np.argmax(newly))])
         return Verdict(passed, self.total - passed, worst, worst_context, broken, first_broken)
+
+
+def refuse_long(model: Model, source: Source, runs: int, what: str, instead: str, parameters=()) -> None:
+    """Refuse ``runs`` checks of ``source``'s contexts estimated at more than MAX_RUN_SECONDS, before any runs."""
+    seconds = runs * estimated_seconds(model, sum(len(batch) for batch in source.contexts))
+    if seconds > MAX_RUN_SECONDS:
+        raise HandwiredError(f"{what}: {runs:,} checks, about {duration(seconds)} for this model, more than the "
+                             f"{duration(MAX_RUN_SECONDS)} handwired will spend on one; {instead}", parameters)

@@ -1,0 +1,45 @@
+"""ablate: the verdict with each part of the model removed, and the parts it does not need."""
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from handwired.cli.common import EXIT_CHECK_FAILED, ForceOption, HtmlOption, JsonOption, Output, SvgOption
+from handwired.cli.sweep import finite, judged_source
+from handwired.judge.ablate import ablate as ablating
+from handwired.judge.ablate import refuse_long
+from handwired.views.ablate import ablate_json, ablate_view
+from handwired.weightfile import load
+
+app = typer.Typer()
+
+
+@app.command()
+def ablate(
+    file: Annotated[str, typer.Argument(metavar="NAME|PATH", help="A weight file or bundled model.")],
+    entries: Annotated[bool, typer.Option("--entries", help="Also remove each non-zero weight entry in turn.")
+                       ] = False,
+    mean: Annotated[bool, typer.Option("--mean", help="Replace a head, unit, attention or MLP by its mean output "
+                                                      "over the judged contexts, instead of zero.")] = False,
+    puzzle: Annotated[str | None, typer.Option(help="Judge by this puzzle; default: the one the file names, "
+                                                    "else its target on every context.")] = None,
+    as_json: JsonOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
+) -> None:
+    """Remove each head, MLP unit, attention, MLP and ln_f in turn (and each weight entry with --entries) and judge
+    the rest; exit code 0 if the model itself passes."""
+    model = load(file)
+    out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
+    source = judged_source(model, puzzle)
+    refuse_long(model, source, entries)
+    result = ablating(model, source, entries, mean)
+    if as_json:
+        typer.echo(json.dumps(finite(ablate_json(model, result)), indent=2, ensure_ascii=False))
+    else:
+        out.show(lambda everything: [ablate_view(model, result)])
+    if not result.base.ok:
+        raise typer.Exit(EXIT_CHECK_FAILED)
