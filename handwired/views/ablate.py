@@ -36,8 +36,8 @@ def ablate_view(model, result: Ablations) -> Group:
     spare = [row for row in result.rows if not row.needed]
     if needed:
         table = Table(title="needed: removing it breaks contexts the model passes, most harmful first")
-        for name in ("part", "broken", "failed", "smallest lead", "at", "first broken", "parameters"):
-            table.add_column(name, justify="right" if name in ("broken", "failed", "smallest lead", "parameters")
+        for name in ("part", "broken", "failed", "smallest lead", "at", "first broken", "cost"):
+            table.add_column(name, justify="right" if name in ("broken", "failed", "smallest lead", "cost")
                              else "left", no_wrap=name == "part")
         for row in needed:
             v = row.verdict
@@ -46,14 +46,15 @@ def ablate_view(model, result: Ablations) -> Group:
         parts.append(table)
     if spare:
         table = Table(title="not needed: removing it alone breaks nothing")
-        for name in ("part", "failed", "smallest lead", "at", "parameters"):
+        for name in ("part", "failed", "smallest lead", "at", "cost"):
             table.add_column(name, justify="left" if name in ("part", "at") else "right", no_wrap=name == "part")
         for row in spare:
             v = row.verdict
             table.add_row(row.part.name, f"{v.failed:,}", _lead(v), v.worst_context, f"{row.part.cost:,}")
         parts.append(table)
     parts.append(Text(f"{count(len(needed), 'part')} needed, {count(len(spare), 'part')} not needed "
-                      f"({sum(row.part.cost for row in spare):,} parameters in all). Each was removed on its own: "
+                      f"({sum(row.part.cost for row in spare):,} parameters in all; cost: the non-zero parameters a part "
+                      "holds). Each was removed on its own: "
                       "removing several together may break what each alone does not.", style="bold"))
     return Group(*parts)
 
