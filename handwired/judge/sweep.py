@@ -83,7 +83,7 @@ def parse_range(model: Model, text: str, steps: int, log: bool) -> Range:
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise HandwiredError(f"{text!r}: expected finite numbers LO < HI")
     if log and low <= 0:
-        raise HandwiredError(f"{text!r}: a log scale needs LO > 0", ("log",))
+        raise HandwiredError(f"{text!r}: {{log}} spaces the values on a log scale, which needs LO > 0", ("log",))
     values = np.geomspace(low, high, steps) if log else np.linspace(low, high, steps)
     values[0], values[-1] = low, high  # exactly the ends asked for
     return Range(name, values, log)
