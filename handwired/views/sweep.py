@@ -107,7 +107,7 @@ def line_plot(sweep: Sweep) -> Group:
 
 
 def heatmap(sweep: Sweep) -> Group:
-    """Two constants: one cell per pair, ● passing (green, brighter for a larger lead), × failing (red)."""
+    """Two constants: one cell per pair, ● passing (on green, brighter for a larger lead), × failing (on red)."""
     across, down = sweep.ranges
     n = len(across.values)
     best = max([p.verdict.worst for p in sweep.points if p.verdict.ok and p.verdict.worst < float("inf")] or [1.0])
@@ -119,11 +119,11 @@ def heatmap(sweep: Sweep) -> Group:
             v = point.verdict
             if v.ok:
                 shade = min(1.0, v.worst / best) if v.worst < float("inf") else 1.0
-                text.append(f" {PASS}", style=f"rgb(0,{110 + int(145 * shade)},60)")
+                text.append(f" {PASS} ", style=f"bold rgb(255,255,255) on rgb(0,{90 + int(120 * shade)},60)")
             else:
-                text.append(f" {FAIL}", style="rgb(215,50,50)")
+                text.append(f" {FAIL} ", style="bold rgb(255,255,255) on rgb(200,40,40)")
         lines.append(text)
-    lines.append(Text(f"{' ' * width} └{'──' * n}", style="dim"))
+    lines.append(Text(f"{' ' * width} └{'───' * n}", style="dim"))
     scale = ", log scale" if across.log or down.log else ""
     lines.append(Text(f"{' ' * width}   {across.name} from {value(across.values[0])} to "
                       f"{value(across.values[-1])} →{scale}; {PASS} passes (brighter: a larger smallest lead), "
