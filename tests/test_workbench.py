@@ -98,7 +98,8 @@ def test_sweep_of_an_mlp_constant_of_add_agrees_with_puzzles_check():
 
 
 @pytest.mark.parametrize("change", ["blocks[1].attn.c_attn.w", "blocks[1].mlp.c_fc.w", "blocks[0].mlp.c_proj.w",
-                                    "ln_f.g", "blocks[0].attn.c_proj.b"])
+                                    "ln_f.g", "blocks[0].attn.c_proj.b", "blocks[1].attn.c_proj.w",
+                                    "blocks[0].ln_1.g", "wpe"])
 def test_a_variant_resumed_where_it_differs_gives_the_logits_of_a_whole_evaluation(change):
     base = random_model(5, 3, 5, 2, 2, True, True, 8)
     params = copy.deepcopy(base.params)
@@ -107,8 +108,9 @@ def test_a_variant_resumed_where_it_differs_gives_the_logits_of_a_whole_evaluati
     variant = replace(base, params=params)
     trie, lengths = full_trie(3, 5), {1, 2, 3, 4, 5}
     stage = shared_stages(base.params, variant.params)
-    assert stage == {"blocks[1].attn.c_attn.w": 3, "blocks[1].mlp.c_fc.w": 4, "blocks[0].mlp.c_proj.w": 2,
-                     "ln_f.g": 5, "blocks[0].attn.c_proj.b": 1}[change]
+    assert stage == {"blocks[1].attn.c_attn.w": 4, "blocks[1].mlp.c_fc.w": 6, "blocks[0].mlp.c_proj.w": 3,
+                     "ln_f.g": 7, "blocks[0].attn.c_proj.b": 2, "blocks[1].attn.c_proj.w": 5, "blocks[0].ln_1.g": 1,
+                     "wpe": 0}[change]
     shared = share(base, trie, stage, lengths)
     resumed = variant_logits(shared, variant, trie, lengths, base)
     whole = evaluate_trie(variant, trie, lengths)
