@@ -14,8 +14,8 @@ machine's other work falls on all alike, each the median of five runs (one with 
 * ablate of every head and MLP unit of the add reference (and each block's attention and MLP) — target
   <= (parts + 1)x the check.
 
---quick runs the add reference only. It checks its own answers: the sweep's verdict at a few values, and the ablation of a few parts, against the file
-edited and judged by submit.
+--quick runs the add reference only. It checks its own answers: the sweep's verdict at a few values, and the
+ablation of a few parts, against the file edited and judged by submit.
 """
 
 import argparse

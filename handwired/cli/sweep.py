@@ -11,7 +11,8 @@ from handwired.cli.checking import chosen_puzzle
 from handwired.cli.common import EXIT_CHECK_FAILED, ForceOption, HtmlOption, JsonOption, Output, SvgOption
 from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
-from handwired.judge.sweep import check_steps, parse_range, refuse_long, sweep as sweeping
+from handwired.judge.sweep import check_steps, parse_range, refuse_long
+from handwired.judge.sweep import sweep as sweeping
 from handwired.views.sweep import sweep_json, sweep_view
 from handwired.weightfile import Model, load
 

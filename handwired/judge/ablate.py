@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from handwired.engine.trie import capture_trie
-from handwired.judge.spread import Source
 from handwired.judge import workbench
+from handwired.judge.spread import Source
 from handwired.judge.workbench import Bench, Verdict
 from handwired.weightfile import Model
 from handwired.weightfile.checker import locate, path_steps

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.spread import Source
 from handwired.judge import workbench
+from handwired.judge.spread import Source
 from handwired.judge.workbench import Bench, Verdict
 from handwired.weightfile import Model, parse
 

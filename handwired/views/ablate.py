@@ -53,8 +53,8 @@ def ablate_view(model, result: Ablations) -> Group:
             table.add_row(row.part.name, f"{v.failed:,}", _lead(v), v.worst_context, f"{row.part.cost:,}")
         parts.append(table)
     parts.append(Text(f"{count(len(needed), 'part')} needed, {count(len(spare), 'part')} not needed "
-                      f"({sum(row.part.cost for row in spare):,} parameters in all; cost: the non-zero parameters a part "
-                      "holds). Each was removed on its own: "
+                      f"({sum(row.part.cost for row in spare):,} parameters in all; cost: the non-zero parameters a "
+                      "part holds). Each was removed on its own: "
                       "removing several together may break what each alone does not.", style="bold"))
     return Group(*parts)
 
