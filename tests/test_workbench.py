@@ -248,3 +248,22 @@ def test_spread_lead_needs_answers_and_the_last_position():
     assert "lead needs the right answers" in user_error("spread", "lead", "--every")
     assert "--position 2" in user_error("spread", "lead", "--position", "2")
     assert "--head" in user_error("spread", "lead", "--head", "0")
+
+
+def test_mean_ablation_adds_the_mean_output_over_every_prefix(tmp_path):
+    from itertools import product
+
+    from handwired.engine.trace import trace
+
+    model = load("aab")
+    prefixes = ["".join(p) for n in range(1, 6) for p in product("ab", repeat=n)]  # every context's every prefix
+    mean = np.mean([trace(model, text).record["blocks.0.hook_attn_out"][-1] for text in prefixes], axis=0)
+    params = copy.deepcopy(model.params)
+    params["blocks"][0]["attn"]["c_proj"]["w"][:] = 0
+    params["blocks"][0]["attn"]["c_proj"]["b"] = mean
+    expected = check_ok(replace(model, params=params))
+    parts = {part["part"]: part for part in json.loads(invoke("ablate", "aab", "--mean", "--json").stdout)["parts"]}
+    got = parts["blocks[0].attn"]
+    assert (got["failed"] == 0, got["failed"]) == expected
+    zeroed = {part["part"]: part for part in json.loads(invoke("ablate", "aab", "--json").stdout)["parts"]}
+    assert zeroed["blocks[0].attn"]["smallest_lead"] != got["smallest_lead"]  # the mean is not zero here
