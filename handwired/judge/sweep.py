@@ -156,7 +156,7 @@ def _bisect(model: Model, bench: Bench, swept: Range, fails: float, passes: floa
     for _ in range(MAX_HALVINGS):
         if abs(passes - fails) <= target:
             break
-        middle = math.sqrt(fails * passes) if swept.log else (fails + passes) / 2
+        middle = math.sqrt(fails) * math.sqrt(passes) if swept.log else fails / 2 + passes / 2  # no overflow
         if middle in (fails, passes):  # float64 has nothing between them
             break
         if bench.verdict(with_constants(model, {swept.name: middle})).ok:
