@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from handwired.cli.common import EXIT_CHECK_FAILED, ForceOption, HtmlOption, JsonOption, Output, SvgOption
-from handwired.cli.sweep import finite, judged_source
+from handwired.cli.sweep import finite, judged_source, working
 from handwired.judge.ablate import ablate as ablating
 from handwired.judge.ablate import refuse_long
 from handwired.views.ablate import ablate_json, ablate_view
@@ -36,7 +36,8 @@ def ablate(
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     source = judged_source(model, puzzle)
     refuse_long(model, source, entries)
-    result = ablating(model, source, entries, mean)
+    with working(as_json) as progress:
+        result = ablating(model, source, entries, mean, progress)
     if as_json:
         typer.echo(json.dumps(finite(ablate_json(model, result)), indent=2, ensure_ascii=False))
     else:

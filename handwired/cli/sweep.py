@@ -2,12 +2,14 @@
 
 import json
 import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from handwired.cli.checking import chosen_puzzle
+from handwired.cli.checking import chosen_puzzle, progress_and_stop
 from handwired.cli.common import EXIT_CHECK_FAILED, ForceOption, HtmlOption, JsonOption, Output, SvgOption
 from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
@@ -29,6 +31,19 @@ def judged_source(model: Model, puzzle: str | None) -> spreading.Source:
     if model.target is None:
         raise HandwiredError(f"{model.source}: has no 'target' and names no puzzle; judge it by one with --puzzle")
     return spreading.target_source(model, model.target)
+
+
+@contextmanager
+def working(as_json: bool) -> Iterator[Callable[[int, int], None]]:
+    """progress(done, total) for a long sweep or ablation: check's progress bar on a terminal, and Ctrl-C
+    stopping it (exit code 130) between two variants."""
+    with progress_and_stop(not as_json) as (progress, should_stop):
+        def tick(done: int, total: int) -> None:
+            progress(done, total)
+            if should_stop():
+                raise KeyboardInterrupt
+
+        yield tick
 
 
 def finite(data):
@@ -70,7 +85,8 @@ def sweep(
     swept = [parse_range(model, text, steps, log) for text in ranges]
     source = judged_source(model, puzzle)
     refuse_long(model, source, steps ** len(ranges))
-    result = sweeping(model, source, swept, precision)
+    with working(as_json) as progress:
+        result = sweeping(model, source, swept, precision, progress)
     if as_json:
         typer.echo(json.dumps(finite(sweep_json(model, result)), indent=2, ensure_ascii=False))
     else:

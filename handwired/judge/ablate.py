@@ -15,6 +15,7 @@ judged context (each distinct prefix once): the rows are zeroed and their mean c
 The final LayerNorm and weight entries are removed as above (a mean of a weight is itself).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -171,12 +172,18 @@ def refuse_long(model: Model, source: Source, entries: bool) -> None:
                           else ())
 
 
-def ablate(model: Model, source: Source, entries: bool = False, mean: bool = False) -> Ablations:
-    """Every part removed in turn, judged; sorted by harm (contexts broken, then the smallest lead)."""
+def ablate(model: Model, source: Source, entries: bool = False, mean: bool = False,
+           progress: Callable[[int, int], None] | None = None) -> Ablations:
+    """Every part removed in turn, judged; sorted by harm (contexts broken, then the smallest lead).
+    ``progress(done, total)`` is told after each part."""
     plain = parts(model, source, entries=entries)
     bench = Bench(model, source, [part.variant for part in plain])
     chosen = parts(model, source, bench, entries) if mean else plain
-    rows = [Ablation(part, bench.verdict(part.variant)) for part in chosen]
+    rows = []
+    for part in chosen:
+        rows.append(Ablation(part, bench.verdict(part.variant)))
+        if progress is not None:
+            progress(len(rows), len(chosen))
     rows.sort(key=lambda row: (not row.needed, -row.verdict.broken, (row.verdict.worst if row.verdict.finite
                                                                      else -np.inf) if row.needed else -row.part.cost))
     return Ablations(source.description, bench.total, bench.base, mean, tuple(rows))

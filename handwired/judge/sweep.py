@@ -10,6 +10,7 @@ import copy
 import itertools
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,8 +114,10 @@ def refuse_long(model: Model, source: Source, points: int) -> None:
     workbench.refuse_long(model, source, points, f"{{steps}}: {points:,} values", "ask for fewer", ("steps",))
 
 
-def sweep(model: Model, source: Source, ranges: list[Range], precision: float | None = None) -> Sweep:
-    """The verdict at every point of the grid; with one constant, the intervals where every context passes."""
+def sweep(model: Model, source: Source, ranges: list[Range], precision: float | None = None,
+          progress: Callable[[int, int], None] | None = None) -> Sweep:
+    """The verdict at every point of the grid; with one constant, the intervals where every context passes.
+    ``progress(done, total)`` is told after each point of the grid."""
     if len({r.name for r in ranges}) < len(ranges):
         raise HandwiredError(f"{ranges[0].name} is swept twice: give two different constants")
     if precision is not None and not (precision > 0 and math.isfinite(precision)):
@@ -122,12 +125,19 @@ def sweep(model: Model, source: Source, ranges: list[Range], precision: float | 
     grid = [tuple(reversed(point)) for point in itertools.product(*[r.values for r in reversed(ranges)])]
     variants = [with_constants(model, dict(zip((r.name for r in ranges), point))) for point in grid]
     bench = Bench(model, source, variants)
-    points = tuple(Point(tuple(map(float, point)), bench.verdict(variant)) for point, variant in zip(grid, variants))
-    intervals = () if len(ranges) > 1 else tuple(_intervals(model, bench, ranges[0], points, precision))
+    points = []
+    for point, variant in zip(grid, variants):
+        points.append(Point(tuple(map(float, point)), bench.verdict(variant)))
+        if progress is not None:
+            progress(len(points), len(grid))
+    points = tuple(points)
+    done = (lambda: progress(len(grid), len(grid))) if progress is not None else (lambda: None)  # bisecting
+    intervals = () if len(ranges) > 1 else tuple(_intervals(model, bench, ranges[0], points, precision, done))
     return Sweep(tuple(ranges), source.description, points, intervals, precision, bench.total, bench.base)
 
 
-def _intervals(model: Model, bench: Bench, swept: Range, points: tuple[Point, ...], precision: float | None):
+def _intervals(model: Model, bench: Bench, swept: Range, points: tuple[Point, ...], precision: float | None,
+               done: Callable[[], None]):
     """Each run of passing grid values, its edges refined by bisection."""
     ok = [point.verdict.ok for point in points]
     values = swept.values
@@ -139,8 +149,8 @@ def _intervals(model: Model, bench: Bench, swept: Range, points: tuple[Point, ..
         j = i
         while j + 1 < len(ok) and ok[j + 1]:
             j += 1
-        below = _bisect(model, bench, swept, values[i - 1], values[i], precision) if i > 0 else None
-        above = _bisect(model, bench, swept, values[j + 1], values[j], precision) if j + 1 < len(ok) else None
+        below = _bisect(model, bench, swept, values[i - 1], values[i], precision, done) if i > 0 else None
+        above = _bisect(model, bench, swept, values[j + 1], values[j], precision, done) if j + 1 < len(ok) else None
         low = below.passes if below else values[i]
         high = above.passes if above else values[j]
         tried = j - i + 1 + (below.tried if below else 0) + (above.tried if above else 0)  # bisection: all pass
@@ -148,7 +158,8 @@ def _intervals(model: Model, bench: Bench, swept: Range, points: tuple[Point, ..
         i = j + 1
 
 
-def _bisect(model: Model, bench: Bench, swept: Range, fails: float, passes: float, precision: float | None) -> Edge:
+def _bisect(model: Model, bench: Bench, swept: Range, fails: float, passes: float, precision: float | None,
+            done: Callable[[], None]) -> Edge:
     """Narrow a (fails, passes) bracket to ``precision`` (default: its width / REFINE); the values that pass
     on the way move ``passes`` (and are counted), the ones that fail move ``fails``."""
     target = precision if precision is not None else abs(passes - fails) / REFINE
@@ -159,7 +170,9 @@ def _bisect(model: Model, bench: Bench, swept: Range, fails: float, passes: floa
         middle = math.sqrt(fails) * math.sqrt(passes) if swept.log else fails / 2 + passes / 2  # no overflow
         if middle in (fails, passes):  # float64 has nothing between them
             break
-        if bench.verdict(with_constants(model, {swept.name: middle})).ok:
+        passing = bench.verdict(with_constants(model, {swept.name: middle})).ok
+        done()
+        if passing:
             passes, tried_passing = middle, tried_passing + 1
         else:
             fails = middle
