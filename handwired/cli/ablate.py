@@ -1,13 +1,12 @@
 """ablate: the verdict with each part of the model removed, and the parts it does not need."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from handwired.cli.common import EXIT_CHECK_FAILED, ForceOption, HtmlOption, JsonOption, Output, SvgOption
-from handwired.cli.sweep import finite, judged_source, working
+from handwired.cli.sweep import JudgeOption, judged_source, show, working
 from handwired.judge.ablate import ablate as ablating
 from handwired.judge.ablate import refuse_long
 from handwired.views.ablate import ablate_json, ablate_view
@@ -23,8 +22,7 @@ def ablate(
                        ] = False,
     mean: Annotated[bool, typer.Option("--mean", help="Replace a head, unit, attention or MLP by its mean output "
                                                       "over the judged contexts, instead of zero.")] = False,
-    puzzle: Annotated[str | None, typer.Option(help="Judge by this puzzle; default: the one the file names, "
-                                                    "else its target on every context.")] = None,
+    puzzle: JudgeOption = None,
     as_json: JsonOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
@@ -38,9 +36,6 @@ def ablate(
     refuse_long(model, source, entries)
     with working(as_json) as progress:
         result = ablating(model, source, entries, mean, progress)
-    if as_json:
-        typer.echo(json.dumps(finite(ablate_json(model, result)), indent=2, ensure_ascii=False))
-    else:
-        out.show(lambda everything: [ablate_view(model, result)])
+    show(out, as_json, lambda: ablate_json(model, result), lambda: ablate_view(model, result))
     if not result.base.ok:
         raise typer.Exit(EXIT_CHECK_FAILED)

@@ -19,7 +19,9 @@ from handwired.views.sweep import sweep_json, sweep_view
 from handwired.weightfile import Model, load
 
 app = typer.Typer()
-STEPS = {1: 50, 2: 15}  # values per constant by default, for one constant and for two
+STEPS = {1: 50, 2: 15}
+JudgeOption = Annotated[str | None, typer.Option(
+    "--puzzle", help="Judge by this puzzle; default: the one the file names, else its target on every context.")]  # values per constant by default, for one constant and for two
 
 
 def judged_source(model: Model, puzzle: str | None) -> spreading.Source:
@@ -46,6 +48,14 @@ def working(as_json: bool) -> Iterator[Callable[[int, int], None]]:
         yield tick
 
 
+def show(out: Output, as_json: bool, data: Callable[[], dict], view: Callable[[], object]) -> None:
+    """The result as JSON on stdout, or the view on the terminal (and saved with --svg/--html)."""
+    if as_json:
+        typer.echo(json.dumps(finite(data()), indent=2, ensure_ascii=False))
+    else:
+        out.show(lambda everything: [view()])
+
+
 def finite(data):
     """JSON has no infinity: a lead of +inf (every token right) is written as null."""
     if isinstance(data, float) and not math.isfinite(data):
@@ -68,8 +78,7 @@ def sweep(
     precision: Annotated[float | None, typer.Option(
         help="Refine each edge of a passing interval by bisection to this width; default: a thousandth of the "
              "grid step it lies in.")] = None,
-    puzzle: Annotated[str | None, typer.Option(help="Judge by this puzzle; default: the one the file names, "
-                                                    "else its target on every context.")] = None,
+    puzzle: JudgeOption = None,
     as_json: JsonOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
@@ -87,9 +96,6 @@ def sweep(
     refuse_long(model, source, steps ** len(ranges))
     with working(as_json) as progress:
         result = sweeping(model, source, swept, precision, progress)
-    if as_json:
-        typer.echo(json.dumps(finite(sweep_json(model, result)), indent=2, ensure_ascii=False))
-    else:
-        out.show(lambda everything: [sweep_view(model, result)])
+    show(out, as_json, lambda: sweep_json(model, result), lambda: sweep_view(model, result))
     if not any(point.verdict.ok for point in result.points):
         raise typer.Exit(EXIT_CHECK_FAILED)

@@ -93,19 +93,26 @@ def _means(model: Model, source: Source, bench: Bench, hook: str) -> np.ndarray:
     return np.concatenate([level.reshape(len(level), -1) for level in kept]).mean(axis=0)
 
 
+def _whole(model: Model, b: int, kind: str, out: np.ndarray | None) -> Part:
+    """Block ``b``'s attention or MLP (``kind``) removed: its c_proj zeroed, or with ``out`` (its mean output)
+    as the bias. It costs its layers and the LayerNorm that feeds only it."""
+    at, block = f"blocks[{b}]", model.params["blocks"][b]
+    layers, norm = (("c_attn", "c_proj"), "ln_1") if kind == "attn" else (("c_fc", "c_proj"), "ln_2")
+    keys = [f"{kind}.{layer}.{side}" for layer in layers for side in "wb"] + [f"{norm}.g", f"{norm}.b"]
+    cost = sum(_nonzero(model, (f"{at}.{key}", ...)) for key in keys if key.split(".")[0] in block)
+    proj = f"{at}.{kind}.c_proj"
+    return Part(f"{at}.{kind}", kind, cost, _edit(model, {
+        f"{proj}.w": np.zeros_like(locate(model.params, f"{proj}.w")),
+        f"{proj}.b": np.zeros(model.n_embd) if out is None else out}))
+
+
 def block_parts(model: Model, source: Source, bench: Bench | None, b: int) -> list[Part]:
     """Block ``b``'s attention, its heads, its MLP and its units, each removed (or mean-ablated with ``bench``)."""
     block, at = model.params["blocks"][b], f"blocks[{b}]"
     proj, d_head, n_embd = f"{at}.attn.c_proj", model.d_head, model.n_embd
     mean = (lambda hook: _means(model, source, bench, f"blocks.{b}.{hook}")) if bench is not None else None
     z = mean("attn.hook_z") if mean else None
-    attn_cost = sum(_nonzero(model, (f"{at}.{key}", ...)) for key in
-                    ("attn.c_attn.w", "attn.c_attn.b", "attn.c_proj.w", "attn.c_proj.b", "ln_1.g", "ln_1.b")
-                    if key.split(".")[0] in block)
-    attn_out = mean("hook_attn_out") if mean else None
-    parts = [Part(f"{at}.attn", "attn", attn_cost, _edit(model, {
-        f"{proj}.w": np.zeros_like(block["attn"]["c_proj"]["w"]),
-        f"{proj}.b": np.zeros(n_embd) if attn_out is None else attn_out}))]
+    parts = [_whole(model, b, "attn", mean("hook_attn_out") if mean else None)]
     for h in range(model.n_head):
         rows = slice(h * d_head, (h + 1) * d_head)
         columns = np.r_[rows, n_embd + h * d_head:n_embd + (h + 1) * d_head, 2 * n_embd + h * d_head:
@@ -122,13 +129,7 @@ def block_parts(model: Model, source: Source, bench: Bench | None, b: int) -> li
 def _mlp_parts(model: Model, b: int, mean) -> list[Part]:
     block, at = model.params["blocks"][b], f"blocks[{b}]"
     proj = f"{at}.mlp.c_proj"
-    cost = sum(_nonzero(model, (f"{at}.{key}", ...)) for key in
-               ("mlp.c_fc.w", "mlp.c_fc.b", "mlp.c_proj.w", "mlp.c_proj.b", "ln_2.g", "ln_2.b")
-               if key.split(".")[0] in block)
-    out = mean("hook_mlp_out") if mean else None
-    parts = [Part(f"{at}.mlp", "mlp", cost, _edit(model, {
-        f"{proj}.w": np.zeros_like(block["mlp"]["c_proj"]["w"]),
-        f"{proj}.b": np.zeros(model.n_embd) if out is None else out}))]
+    parts = [_whole(model, b, "mlp", mean("hook_mlp_out") if mean else None)]
     post = mean("mlp.hook_post") if mean else None
     labels = model.axes(f"{at}.mlp.c_fc.w")[1].labels
     for unit, label in enumerate(labels):
