@@ -19,9 +19,9 @@ from handwired.views.sweep import sweep_json, sweep_view
 from handwired.weightfile import Model, load
 
 app = typer.Typer()
-STEPS = {1: 50, 2: 15}
+STEPS = {1: 50, 2: 15}  # values per constant by default, for one constant and for two
 JudgeOption = Annotated[str | None, typer.Option(
-    "--puzzle", help="Judge by this puzzle; default: the one the file names, else its target on every context.")]  # values per constant by default, for one constant and for two
+    "--puzzle", help="Judge by this puzzle; default: the one the file names, else its target on every context.")]
 
 
 def judged_source(model: Model, puzzle: str | None) -> spreading.Source:
