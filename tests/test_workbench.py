@@ -267,3 +267,23 @@ def test_mean_ablation_adds_the_mean_output_over_every_prefix(tmp_path):
     assert (got["failed"] == 0, got["failed"]) == expected
     zeroed = {part["part"]: part for part in json.loads(invoke("ablate", "aab", "--json").stdout)["parts"]}
     assert zeroed["blocks[0].attn"]["smallest_lead"] != got["smallest_lead"]  # the mean is not zero here
+
+
+def test_ctrl_c_stops_a_sweep_between_two_values(monkeypatch):
+    from contextlib import contextmanager
+
+    import handwired.cli.sweep as sweep_cli
+    from handwired.judge.workbench import Bench
+
+    judged = []
+    verdict = Bench.verdict
+    monkeypatch.setattr(Bench, "verdict", lambda self, variant: judged.append(1) or verdict(self, variant))
+
+    @contextmanager
+    def interrupted(show):  # as if Ctrl-C came during the first value
+        yield (lambda done, total: None), (lambda: True)
+
+    monkeypatch.setattr(sweep_cli, "progress_and_stop", interrupted)
+    result = invoke("sweep", "aab", "Lg=0..4", "--steps", "9")
+    assert result.exit_code == 130
+    assert judged == [1]  # the other eight values were never evaluated

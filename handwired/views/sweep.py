@@ -124,6 +124,7 @@ def heatmap(sweep: Sweep) -> Group:
                 text.append(f" {FAIL} ", style="bold rgb(255,255,255) on rgb(200,40,40)")
         lines.append(text)
     lines.append(Text(f"{' ' * width} └{'───' * n}", style="dim"))
+    lines.append(Text(f"{' ' * width}   {across.name}: " + "  ".join(map(value, across.values)), style="dim"))
     scale = ", log scale" if across.log or down.log else ""
     lines.append(Text(f"{' ' * width}   {across.name} from {value(across.values[0])} to "
                       f"{value(across.values[-1])} →{scale}; {PASS} passes (brighter: a larger smallest lead), "
