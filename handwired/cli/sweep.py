@@ -32,7 +32,8 @@ def judged_source(model: Model, puzzle: str | None) -> spreading.Source:
         return spreading.puzzle_source(named, model)
     if model.target is None:
         raise HandwiredError(f"{model.source}: has no 'target' and names no puzzle; judge it by one with --puzzle")
-    return spreading.target_source(model, model.target)
+    return spreading.target_source(model, model.target, "judge it by a puzzle's contexts instead, with {puzzle}",
+                                   ("puzzle",))
 
 
 @contextmanager

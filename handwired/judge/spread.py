@@ -63,9 +63,11 @@ def puzzle_source(puzzle: Puzzle, model: Model) -> Source:
     return Source(f"every context of puzzle {puzzle.name}", contexts, puzzle.rule, trie)
 
 
-def target_source(model: Model, target: str) -> Source:
-    """Every context, judged by the repeating pattern ``target``."""
-    contexts, trie = _every_context(model)
+def target_source(model: Model, target: str, instead: str = "spread over a puzzle's contexts instead",
+                  parameters: tuple[str, ...] = ()) -> Source:
+    """Every context, judged by the repeating pattern ``target``; too many are refused, saying what to do
+    ``instead``."""
+    contexts, trie = _every_context(model, instead, parameters)
     return Source(f"every context, judged by the target {target}", contexts, pattern_rule(model, target), trie)
 
 
@@ -74,8 +76,9 @@ def every_source(model: Model) -> Source:
     return Source("every context", contexts, None, trie)
 
 
-def _every_context(model: Model) -> tuple[tuple[np.ndarray, ...], Trie]:
-    refuse_every_context(model, "spread over a puzzle's contexts instead", limit=MAX_CONTEXTS)
+def _every_context(model: Model, instead: str = "spread over a puzzle's contexts instead",
+                   parameters: tuple[str, ...] = ()) -> tuple[tuple[np.ndarray, ...], Trie]:
+    refuse_every_context(model, instead, parameters, limit=MAX_CONTEXTS)
     trie = full_trie(model.n_vocab, model.n_ctx)
     return tuple(level.prefixes for level in trie.levels), trie
 
