@@ -287,3 +287,16 @@ def test_ctrl_c_stops_a_sweep_between_two_values(monkeypatch):
     result = invoke("sweep", "aab", "Lg=0..4", "--steps", "9")
     assert result.exit_code == 130
     assert judged == [1]  # the other eight values were never evaluated
+
+
+def test_too_many_contexts_are_refused_before_any_work(tmp_path, monkeypatch):
+    from handwired.judge import workbench
+
+    document = bundled_document()
+    document.update(n_ctx=40, wpe={})
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    monkeypatch.setattr(workbench, "share", lambda *args: pytest.fail("evaluated"))
+    for command in (("sweep", str(path), "Lg=1..2"), ("ablate", str(path))):
+        line = user_error(*command)
+        assert "2,199,023,255,550 contexts" in line and "with --puzzle" in line
