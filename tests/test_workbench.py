@@ -300,3 +300,11 @@ def test_too_many_contexts_are_refused_before_any_work(tmp_path, monkeypatch):
     for command in (("sweep", str(path), "Lg=1..2"), ("ablate", str(path))):
         line = user_error(*command)
         assert "2,199,023,255,550 contexts" in line and "with --puzzle" in line
+
+
+def test_a_sweep_estimated_too_long_is_refused_with_the_estimate(monkeypatch):
+    from handwired.judge import workbench
+
+    monkeypatch.setattr(workbench, "share", lambda *args: pytest.fail("evaluated"))
+    line = user_error("sweep", ADD, "K=1..2", "G=1..2", "--steps", "100", "--puzzle", "add")
+    assert "--steps: 10,000 values" in line and "minutes" in line and "ask for fewer" in line
