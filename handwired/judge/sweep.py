@@ -111,7 +111,7 @@ def check_steps(steps: int, ranges: int) -> None:
 
 def refuse_long(model: Model, source: Source, points: int) -> None:
     """Refuse a sweep estimated at more than a few minutes, before any value is tried."""
-    workbench.refuse_long(model, source, points, f"{{steps}}: {points:,} values", "ask for fewer", ("steps",))
+    workbench.refuse_long(model, source, points, "{steps}", "ask for fewer values", ("steps",))
 
 
 def sweep(model: Model, source: Source, ranges: list[Range], precision: float | None = None,

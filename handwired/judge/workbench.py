@@ -15,7 +15,7 @@ from handwired.engine.logits import require_finite
 from handwired.engine.resume import share, shared_stages, variant_logits
 from handwired.engine.trie import build_trie
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import MAX_RUN_SECONDS, duration, estimated_seconds
+from handwired.judge.contexts import MAX_RUN_SECONDS, duration, estimated_seconds, how_many
 from handwired.judge.report import leads
 from handwired.judge.rules import DECIDED
 from handwired.judge.spread import Source
@@ -103,7 +103,9 @@ class Bench:
 
 def refuse_long(model: Model, source: Source, runs: int, what: str, instead: str, parameters=()) -> None:
     """Refuse ``runs`` checks of ``source``'s contexts estimated at more than MAX_RUN_SECONDS, before any runs."""
-    seconds = runs * estimated_seconds(model, sum(len(batch) for batch in source.contexts))
+    contexts = sum(len(batch) for batch in source.contexts)
+    seconds = runs * estimated_seconds(model, contexts)
     if seconds > MAX_RUN_SECONDS:
-        raise HandwiredError(f"{what}: {runs:,} checks, about {duration(seconds)} for this model, more than the "
-                             f"{duration(MAX_RUN_SECONDS)} handwired will spend on one; {instead}", parameters)
+        raise HandwiredError(f"{what}: {runs:,} checks of {how_many(contexts)} contexts, about {duration(seconds)} "
+                             f"for this model, more than the {duration(MAX_RUN_SECONDS)} handwired will spend on "
+                             f"one; {instead}", parameters)
