@@ -307,4 +307,4 @@ def test_a_sweep_estimated_too_long_is_refused_with_the_estimate(monkeypatch):
 
     monkeypatch.setattr(workbench, "share", lambda *args: pytest.fail("evaluated"))
     line = user_error("sweep", ADD, "K=1..2", "G=1..2", "--steps", "100", "--puzzle", "add")
-    assert "--steps: 10,000 checks of 30,000 contexts" in line and "minutes" in line and "ask for fewer" in line
+    assert "--steps 100: 10,000 checks of 30,000 contexts" in line and "minutes" in line and "ask for fewer" in line

@@ -109,9 +109,9 @@ def check_steps(steps: int, ranges: int) -> None:
                                         f"{MAX_POINTS:,} a sweep tries; ask for fewer")
 
 
-def refuse_long(model: Model, source: Source, points: int) -> None:
+def refuse_long(model: Model, source: Source, steps: int, ranges: int) -> None:
     """Refuse a sweep estimated at more than a few minutes, before any value is tried."""
-    workbench.refuse_long(model, source, points, "{steps}", "ask for fewer values", ("steps",))
+    workbench.refuse_long(model, source, steps**ranges, f"{{steps}} {steps}", "ask for fewer values", ("steps",))
 
 
 def sweep(model: Model, source: Source, ranges: list[Range], precision: float | None = None,
