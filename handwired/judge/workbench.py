@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.engine.logits import require_finite
+from handwired.engine.memory import refuse_large
 from handwired.engine.resume import share, shared_stages, variant_logits
 from handwired.engine.trie import build_trie
 from handwired.errors import HandwiredError
@@ -104,6 +105,11 @@ class Bench:
 def refuse_long(model: Model, source: Source, runs: int, what: str, instead: str, parameters=()) -> None:
     """Refuse ``runs`` checks of ``source``'s contexts estimated at more than MAX_RUN_SECONDS, before any runs."""
     contexts = sum(len(batch) for batch in source.contexts)
+    # every prefix's keys and values in each block, twice (the base model's and a variant's), and what is shared
+    nodes = source.trie.nodes if source.trie is not None else sum(batch.size for batch in source.contexts)  # or fewer
+    kept = nodes * model.n_embd * 8 * (4 * model.n_layer + 2 * MAX_SHARES)  # bytes
+    refuse_large(f"{what}: {how_many(contexts)} contexts at n_embd {model.n_embd}", kept, "; judge fewer contexts",
+                 parameters)
     seconds = runs * estimated_seconds(model, contexts)
     if seconds > MAX_RUN_SECONDS:
         raise HandwiredError(f"{what}: {runs:,} checks of {how_many(contexts)} contexts, about {duration(seconds)} "
