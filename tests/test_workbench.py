@@ -308,3 +308,16 @@ def test_a_sweep_estimated_too_long_is_refused_with_the_estimate(monkeypatch):
     monkeypatch.setattr(workbench, "share", lambda *args: pytest.fail("evaluated"))
     line = user_error("sweep", ADD, "K=1..2", "G=1..2", "--steps", "100", "--puzzle", "add")
     assert "--steps 100: 10,000 checks of 30,000 contexts" in line and "minutes" in line and "ask for fewer" in line
+
+
+def test_ablating_ln_f_takes_it_out(tmp_path):
+    document = bundled_document()
+    document["ln_f"] = {"g": [1, 1, 1, 1, 1, 1, 2, 1], "b": [0, 0, 0, 0, 0, 0.5, 0, 0]}
+    path = tmp_path / "lnf.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    parts = {part["part"]: part for part in json.loads(invoke("ablate", str(path), "--json").stdout)["parts"]}
+    without = dict(document)
+    del without["ln_f"]
+    ok, failed = check_ok(loaded(without, tmp_path / "without.json"))
+    assert parts["ln_f"]["parameters"] == 9 and parts["ln_f"]["failed"] == failed
+    assert parts["ln_f"]["needed"] is (not ok and check_ok(loaded(document, tmp_path / "with.json"))[0])
