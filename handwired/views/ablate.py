@@ -6,7 +6,7 @@ from rich.text import Text
 
 from handwired.judge.ablate import Ablations
 from handwired.views.model import model_line
-from handwired.views.numbers import count, number
+from handwired.views.numbers import column, count, number
 
 REMOVED = {
     False: "each part removed: a head's or unit's rows of c_proj.w, an attention's or MLP's c_proj (w and b) and a "
@@ -16,10 +16,11 @@ REMOVED = {
 }
 
 
-def _lead(verdict) -> Text:
-    if not verdict.finite:
-        return Text("not finite", style="red")
-    return Text(number(verdict.worst), style="green" if verdict.worst > 0 else "red")
+def _leads(verdicts) -> list[Text]:
+    """The smallest leads of a column, in the one format the column needs; red where a context fails."""
+    texts = column([v.worst if v.finite else float("nan") for v in verdicts])
+    return [Text(text if v.finite else "not finite", style="green" if v.finite and v.worst > 0 else "red")
+            for v, text in zip(verdicts, texts)]
 
 
 def ablate_view(model, result: Ablations) -> Group:
@@ -39,18 +40,18 @@ def ablate_view(model, result: Ablations) -> Group:
         for name in ("part", "broken", "failed", "smallest lead", "at", "first broken", "cost"):
             table.add_column(name, justify="right" if name in ("broken", "failed", "smallest lead", "cost")
                              else "left", no_wrap=name == "part")
-        for row in needed:
+        for row, lead in zip(needed, _leads([row.verdict for row in needed])):
             v = row.verdict
-            table.add_row(row.part.name, Text(f"{v.broken:,}", style="red"), f"{v.failed:,}", _lead(v),
+            table.add_row(row.part.name, Text(f"{v.broken:,}", style="red"), f"{v.failed:,}", lead,
                           v.worst_context, v.first_broken or "", f"{row.part.cost:,}")
         parts.append(table)
     if spare:
         table = Table(title="not needed: removing it alone breaks nothing")
         for name in ("part", "failed", "smallest lead", "at", "cost"):
             table.add_column(name, justify="left" if name in ("part", "at") else "right", no_wrap=name == "part")
-        for row in spare:
+        for row, lead in zip(spare, _leads([row.verdict for row in spare])):
             v = row.verdict
-            table.add_row(row.part.name, f"{v.failed:,}", _lead(v), v.worst_context, f"{row.part.cost:,}")
+            table.add_row(row.part.name, f"{v.failed:,}", lead, v.worst_context, f"{row.part.cost:,}")
         parts.append(table)
     parts.append(Text(f"{count(len(needed), 'part')} needed, {count(len(spare), 'part')} not needed "
                       f"({sum(row.part.cost for row in spare):,} parameters in all; cost: the non-zero parameters a "

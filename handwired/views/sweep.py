@@ -7,7 +7,7 @@ from rich.text import Text
 
 from handwired.judge.sweep import Edge, Interval, Sweep
 from handwired.views.model import model_line
-from handwired.views.numbers import count, number
+from handwired.views.numbers import column, count
 
 PLOT_ROWS = 9  # the line plot's height in characters
 PASS, FAIL = "●", "×"  # a point that passes, one that fails: distinct without colour
@@ -55,10 +55,11 @@ def summary(sweep: Sweep) -> list[Text]:
     return lines
 
 
-def _lead(verdict) -> Text:
-    if not verdict.finite:
-        return Text("not finite", style="red")
-    return Text(number(verdict.worst), style="green" if verdict.worst > 0 else "red")
+def _leads(verdicts) -> list[Text]:
+    """The smallest leads of a column, in the one format the column needs; red where a context fails."""
+    texts = column([v.worst if v.finite else float("nan") for v in verdicts])
+    return [Text(text if v.finite else "not finite", style="green" if v.finite and v.worst > 0 else "red")
+            for v, text in zip(verdicts, texts)]
 
 
 def table(sweep: Sweep) -> Table:
@@ -68,10 +69,10 @@ def table(sweep: Sweep) -> Table:
         grid.add_column(r.name, justify="right")
     for name in ("verdict", "failed", "smallest lead", "at"):
         grid.add_column(name, justify="left" if name in ("verdict", "at") else "right")
-    for point in sweep.points:
+    for point, lead in zip(sweep.points, _leads([point.verdict for point in sweep.points])):
         v = point.verdict
         grid.add_row(*map(value, point.values), Text("PASS" if v.ok else "FAIL", style="green" if v.ok else "red"),
-                     f"{v.failed:,}", _lead(v), v.worst_context)
+                     f"{v.failed:,}", lead, v.worst_context)
     return grid
 
 
@@ -88,14 +89,15 @@ def line_plot(sweep: Sweep) -> Group:
     zero = row_of(0.0)
     rows[zero] = ["┈"] * len(leads)
     styles = [[None] * len(leads) for _ in range(PLOT_ROWS)]
-    for column, (x, point) in enumerate(zip(leads, sweep.points)):
+    for at, (x, point) in enumerate(zip(leads, sweep.points)):
         row = zero if x is None else row_of(x)
-        rows[row][column] = PASS if point.verdict.ok else FAIL
-        styles[row][column] = "green" if point.verdict.ok else "red"
-    width = max(len(number(top)), len(number(bottom)), 1)
+        rows[row][at] = PASS if point.verdict.ok else FAIL
+        styles[row][at] = "green" if point.verdict.ok else "red"
+    top_text, bottom_text = column([top, bottom])
+    width = max(len(top_text), len(bottom_text), 1)
     lines = []
     for r, (chars, marks) in enumerate(zip(rows, styles)):
-        label = number(top) if r == 0 else number(bottom) if r == PLOT_ROWS - 1 else "0" if r == zero else ""
+        label = top_text if r == 0 else bottom_text if r == PLOT_ROWS - 1 else "0" if r == zero else ""
         text = Text(f"{label:>{width}} │", style="dim")
         for char, style in zip(chars, marks):
             text.append(char, style=style or "dim")
