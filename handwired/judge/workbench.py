@@ -51,7 +51,7 @@ class Bench:
         self.model, self.source = model, source
         self.trie = source.trie if source.trie is not None else build_trie(list(source.contexts))
         self.lengths = {batch.shape[1] for batch in source.contexts}
-        self.judged = []  # (contexts [n, L], decided [n], acceptable [n, n_vocab], rows in their level [n])
+        self.judged = []  # per batch, its decided contexts [n, L], their acceptable tokens [n, n_vocab], trie rows [n]
         for batch in source.contexts:
             judgement = source.rule.judge(batch)
             decided = judgement.status == DECIDED

@@ -6,7 +6,8 @@ from rich.text import Text
 
 from handwired.judge.ablate import Ablations
 from handwired.views.model import model_line
-from handwired.views.numbers import column, count, number
+from handwired.views.numbers import count, number
+from handwired.views.sweep import lead_texts
 
 REMOVED = {
     False: "each part removed: a head's or unit's rows of c_proj.w, an attention's or MLP's c_proj (w and b) and a "
@@ -14,13 +15,6 @@ REMOVED = {
     True: "each head, unit, attention and MLP replaced by its mean output over every position of the judged "
           "contexts (added to c_proj.b); ln_f taken out and weight entries set to 0",
 }
-
-
-def _leads(verdicts) -> list[Text]:
-    """The smallest leads of a column, in the one format the column needs; red where a context fails."""
-    texts = column([v.worst if v.finite else float("nan") for v in verdicts])
-    return [Text(text if v.finite else "not finite", style="green" if v.finite and v.worst > 0 else "red")
-            for v, text in zip(verdicts, texts)]
 
 
 def ablate_view(model, result: Ablations) -> Group:
@@ -40,7 +34,7 @@ def ablate_view(model, result: Ablations) -> Group:
         for name in ("part", "broken", "failed", "smallest lead", "at", "first broken", "cost"):
             table.add_column(name, justify="right" if name in ("broken", "failed", "smallest lead", "cost")
                              else "left", no_wrap=name == "part")
-        for row, lead in zip(needed, _leads([row.verdict for row in needed])):
+        for row, lead in zip(needed, lead_texts([row.verdict for row in needed])):
             v = row.verdict
             table.add_row(row.part.name, Text(f"{v.broken:,}", style="red"), f"{v.failed:,}", lead,
                           v.worst_context, v.first_broken or "", f"{row.part.cost:,}")
@@ -49,7 +43,7 @@ def ablate_view(model, result: Ablations) -> Group:
         table = Table(title="not needed: removing it alone breaks nothing")
         for name in ("part", "failed", "smallest lead", "at", "cost"):
             table.add_column(name, justify="left" if name in ("part", "at") else "right", no_wrap=name == "part")
-        for row, lead in zip(spare, _leads([row.verdict for row in spare])):
+        for row, lead in zip(spare, lead_texts([row.verdict for row in spare])):
             v = row.verdict
             table.add_row(row.part.name, f"{v.failed:,}", lead, v.worst_context, f"{row.part.cost:,}")
         parts.append(table)

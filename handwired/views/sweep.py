@@ -55,7 +55,7 @@ def summary(sweep: Sweep) -> list[Text]:
     return lines
 
 
-def _leads(verdicts) -> list[Text]:
+def lead_texts(verdicts) -> list[Text]:
     """The smallest leads of a column, in the one format the column needs; red where a context fails."""
     texts = column([v.worst if v.finite else float("nan") for v in verdicts])
     return [Text(text if v.finite else "not finite", style="green" if v.finite and v.worst > 0 else "red")
@@ -69,7 +69,7 @@ def table(sweep: Sweep) -> Table:
         grid.add_column(r.name, justify="right")
     for name in ("verdict", "failed", "smallest lead", "at"):
         grid.add_column(name, justify="left" if name in ("verdict", "at") else "right")
-    for point, lead in zip(sweep.points, _leads([point.verdict for point in sweep.points])):
+    for point, lead in zip(sweep.points, lead_texts([point.verdict for point in sweep.points])):
         v = point.verdict
         grid.add_row(*map(value, point.values), Text("PASS" if v.ok else "FAIL", style="green" if v.ok else "red"),
                      f"{v.failed:,}", lead, v.worst_context)
