@@ -59,7 +59,7 @@ def test_sweep_finds_the_interval_a_brute_force_scan_of_the_check_finds(tmp_path
     assert interval["high"] == 4 and interval["above"] is None
     edge = interval["below"]
     assert brute(edge["fails"])[0] is False and brute(edge["passes"])[0] is True
-    assert 0 < edge["passes"] - edge["fails"] <= 0.5 / 1024 * 1.0001  # a thousandth of the grid step (0.5)
+    assert 0 < edge["passes"] - edge["fails"] <= 0.5 / 1024 * 1.0001  # 1/1024 of the grid step (0.5)
     scan = np.linspace(0, 4, 161)  # a finer scan than the sweep's: it passes exactly above the edge
     for value in scan:
         if not edge["fails"] < value < edge["passes"]:

@@ -77,7 +77,7 @@ def sweep(
     steps: Annotated[int | None, typer.Option(help="Values per constant; default 50 for one, 15 for two.")] = None,
     log: Annotated[bool, typer.Option("--log", help="Space the values on a log scale (LO > 0).")] = False,
     precision: Annotated[float | None, typer.Option(
-        help="Refine each edge of a passing interval by bisection to this width; default: a thousandth of the "
+        help="Refine each edge of a passing interval by bisection to this width; default: 1/1024 of the "
              "grid step it lies in.")] = None,
     puzzle: JudgeOption = None,
     as_json: JsonOption = False,

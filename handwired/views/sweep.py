@@ -5,7 +5,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from handwired.judge.sweep import Edge, Interval, Sweep
+from handwired.judge.sweep import REFINE, Edge, Interval, Sweep
 from handwired.views.model import model_line
 from handwired.views.numbers import column, count
 
@@ -49,7 +49,8 @@ def summary(sweep: Sweep) -> list[Text]:
                      style="bold green" if passing else "bold red")]
     name = sweep.ranges[0].name
     lines = [Text(interval_line(name, interval), style="bold green") for interval in sweep.intervals]
-    refined = "to within " + value(sweep.precision) if sweep.precision else "to a thousandth of a grid step"
+    refined = (f"to within {value(sweep.precision)} (or as near as float64 allows)" if sweep.precision
+               else f"to 1/{REFINE} of a grid step")
     lines.append(Text(f"Edges found by bisection {refined}; between the values tried nothing is proven.",
                       style="dim"))
     return lines
