@@ -236,6 +236,8 @@ def test_a_puzzle_is_solved_and_recorded_only_when_proved(monkeypatch, handwired
     reference = str(ROOT / "puzzles" / "solutions" / "aab.json")
     skipped = invoke("puzzles", "check", "aab", reference, "--no-proof")
     assert skipped.exit_code == 1 and "Passed in float64, not proved" in skipped.stdout
+    assert "a puzzle is solved only when every one is proved (this check skipped the proof)" in " ".join(
+        skipped.stdout.split())
     assert "Solved" not in skipped.stdout and not (handwired_home / "progress.json").exists()
     real = reporting.logit_bounds
     monkeypatch.setattr(reporting, "logit_bounds", lambda logits, radius: real(logits, radius + 1e6))
