@@ -7,8 +7,9 @@ token's: then the real-arithmetic model predicts it too, whatever float64 rounde
 The passes here are the float ones with intervals: :func:`certified_logits` for a batch of whole contexts (as
 :mod:`handwired.engine.batch`), :func:`tree_position` for the walk of every string (:mod:`handwired.engine.tree`)
 and :func:`trie_position` for a puzzle's domain (:mod:`handwired.engine.trie`); each walk calls them in place of
-its float function, and keeps its keys and values packed: ``[..., mid | rad]`` on the last axis. Their mids are
-the float pass's numbers, bit for bit.
+its float function. A walk keeps each key and value as an *operand* (:func:`~handwired.engine.interval.operand`):
+its float numbers, then two bounds per head, all a product with it needs; logits come packed, ``[..., mid | rad]``.
+The mids are the float pass's numbers, bit for bit.
 """
 
 import numpy as np
@@ -84,7 +85,8 @@ def _mlp(x, block):  # interval [..., n_embd] -> x after the block's MLP, if it 
 
 
 def _attend(x, block, q, k, v, mask, n_head):
-    # x interval [n, n_embd] at the queries; q [c, sibling, n_embd] interval, k and v [c, n_keys, 3*n_embd] operands
+    # x interval [n, n_embd] at the queries; q [c, sibling, n_embd] interval, k and v [c, n_keys, n_embd + 2*n_head]
+    # operands
     # -> x [n, n_embd] after the attention's c_proj, the residual and the MLP
     z = iv.attention(_heads(q, n_head), _operand_heads(k, n_head), _operand_heads(v, n_head), mask)
     n, n_embd = x[0].shape
