@@ -346,7 +346,7 @@ def test_layernorm_and_mlp_models_show_their_steps_and_weights(tmp_path):
     path = tmp_path / "full.json"
     path.write_text(json.dumps(doc))
     out = invoke("explain", "xyzx", "-w", str(path)).stdout
-    for text in ("[ln1]", "[mlp]", "blocks.1.ln1.hook_normalized", "blocks.1.mlp.hook_post", "ln_final.hook_normalized",
+    for text in ("[ln1]", "[mlp]", "blocks.1.ln1.hook_out", "blocks.1.mlp.hook_post", "ln_final.hook_out",
                  "LN_f(x) · wteᵀ", "head 1 of 2"):
         assert text in out, text
     out = invoke("weights", "show", str(path)).stdout
