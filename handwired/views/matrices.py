@@ -15,10 +15,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from handwired.engine.trace import Trace
 from handwired.views.figures import Matrix, Prediction, Step
+from handwired.views.model import mask_note, model_line, window_note
 from handwired.views.numbers import logit_gap, numbers, probability, value_range
 from handwired.views.paging import column_pages, table_width, zero_lines
-from handwired.weightfile import fold_labels
+from handwired.weightfile import Model, fold_labels
+from handwired.weightfile.axes import shown
 
 POSITIVE = ("#163d63", "#1d5689", "#2670b3", "#2f8ade")
 NEGATIVE = ("#5c1a1a", "#832222", "#ab2b2b", "#d33535")
@@ -225,6 +228,15 @@ def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL,
         title_align="left",
         expand=False,
     )
+
+
+def explain_parts(model: Model, run: Trace, panels: list[Step], everything: bool = False) -> list:
+    """The explain view: the model, the context, its notes, then each step's panel, folded unless ``everything``."""
+    notes = [note for note in (window_note(model, run), mask_note(run)) if note]
+    return [model_line(model),
+            Text.assemble(("context ", "dim"), (shown(run.window), "bold"), f"  ({len(run.window)} tokens)"),
+            *notes,
+            *[step_panel(panel, everything) for panel in panels]]
 
 
 def predictions_table(predictions: tuple[Prediction, ...]) -> Table:
