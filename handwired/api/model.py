@@ -142,9 +142,10 @@ class HookedModel:
     def __repr__(self) -> str:
         m = self.model
         where = "bundled" if Path(m.source).parent == bundled_dir() else m.source
-        mlp = f"MLP {'/'.join(map(str, m.hidden))}" if any(m.hidden) else "no MLP"
+        mlp = f"MLP widths {'/'.join(map(str, m.hidden))}" if any(m.hidden) else "no MLP"
+        blocks, heads = ("block" if m.n_layer == 1 else "blocks"), ("head" if m.n_head == 1 else "heads")
         return (f"<HookedModel {m.name or '(unnamed)'!r} ({where}): vocab {' '.join(map(shown, m.vocab))}, "
-                f"n_ctx {m.n_ctx}, n_embd {m.n_embd}, {m.n_layer} block(s) × {m.n_head} head(s), {mlp}>")
+                f"n_ctx {m.n_ctx}, n_embd {m.n_embd}, {m.n_layer} {blocks} × {m.n_head} {heads}, {mlp}>")
 
     def _repr_html_(self) -> str:
         about = f"<p>{escape(self.model.description)}</p>" if self.model.description else ""
