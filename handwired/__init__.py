@@ -36,9 +36,9 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time __getattr__ load
     )
     from handwired.errors import HandwiredError
 
-API = ("ActivationCache", "CheckReport", "HookPoint", "HookedModel", "PuzzleHandle", "Verdict", "View", "act_name",
-       "check", "load", "puzzle")
-__all__ = [*API, "HandwiredError", "__version__"]
+__all__ = ["ActivationCache", "CheckReport", "HandwiredError", "HookPoint", "HookedModel", "PuzzleHandle", "Verdict",
+           "View", "__version__", "act_name", "check", "load", "puzzle"]
+API = frozenset(__all__) - {"HandwiredError", "__version__"}  # the names handwired.api gives
 
 
 def __getattr__(name: str):

@@ -158,7 +158,7 @@ def test_a_hook_may_return_a_replacement_mean_ablate_or_patch_from_another_run(l
 
 def test_a_hook_that_returns_something_unusable_is_named(layered):
     model, _ = layered
-    with pytest.raises(HandwiredError, match=r"hook function for blocks.0.attn.hook_z returned 'zero'; expected None or an array"):
+    with pytest.raises(HandwiredError, match=r"for blocks.0.attn.hook_z returned 'zero'; expected None or an array"):
         model.run_with_hooks("xyz", fwd_hooks=[("blocks.0.attn.hook_z", lambda value, hook: "zero")])
     with pytest.raises(HandwiredError, match=r"returned ndarray of shape \[7\]; expected None or an array of "
                                              r"shape \[1, 3, 2, 4\]"):
