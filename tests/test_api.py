@@ -198,6 +198,7 @@ def test_everything_has_a_one_or_two_line_repr_and_an_html_form(layered):
         "puzzle": (aab, "Two a"),
         "explain": (model.explain("aabaa", step="pattern"), "hook_pattern"),
         "predict": (model.predict("aab"), "aab → a"),
+        "spread": (model.spread("blocks.0.attn.hook_z:z7"), "grouped by the right answer"),
     }
     for name, (thing, text) in shown.items():
         assert len(repr(thing)) <= 240 and repr(thing).count("\n") == 0, name

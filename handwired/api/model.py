@@ -12,12 +12,16 @@ from handwired.api.cache import ActivationCache
 from handwired.api.tokens import to_tokens
 from handwired.engine.forward import forward
 from handwired.engine.logits import raise_not_finite
+from handwired.engine.probe import parse_probe
 from handwired.engine.trace import trace
 from handwired.errors import HandwiredError
+from handwired.judge import spread as spreading
+from handwired.judge.catalogue import load_puzzle, named_puzzle
 from handwired.views import steps as explaining
 from handwired.views.display import View, escape, html_fragment
 from handwired.views.matrices import explain_parts
 from handwired.views.model import model_line, prediction_view
+from handwired.views.spread import spread_view
 from handwired.weightfile import Config, Model, bundled_dir
 from handwired.weightfile.axes import shown
 
@@ -139,6 +143,17 @@ class HookedModel:
         return View(f"explain {text!r} · model {self.name}",
                     lambda everything: explain_parts(self.model, run, panels, everything))
 
+    def spread(self, value: str, puzzle: str | None = None, by: str = "", position: int = -1,
+               head: int | None = None) -> View:
+        """One value (``HOOK:COLUMN``, e.g. ``"blocks.0.hook_resid_post:out"``) over every context a check judges,
+        grouped by the right answer, as ``handwired spread`` shows it; ``puzzle``: judged by that puzzle (default:
+        the one the file names, else the file's target, else every context)."""
+        probe = parse_probe(self.model, value, head)
+        source = _spread_source(self.model, puzzle)
+        by = by or ("answer" if source.rule is not None else "predicted")
+        result = spreading.spread(self.model, probe, source, by, position)
+        return View(f"spread {value} · model {self.name}", lambda everything: [spread_view(self.model, result)])
+
     def __repr__(self) -> str:
         m = self.model
         where = "bundled" if Path(m.source).parent == bundled_dir() else m.source
@@ -150,6 +165,16 @@ class HookedModel:
     def _repr_html_(self) -> str:
         about = f"<p>{escape(self.model.description)}</p>" if self.model.description else ""
         return html_fragment([model_line(self.model)]) + about
+
+
+def _spread_source(model: Model, puzzle: str | None) -> spreading.Source:
+    """The contexts spread reads: the puzzle's, else the one the file names, else its target's, else every one."""
+    judge = load_puzzle(puzzle) if puzzle is not None else named_puzzle(model)[0]
+    if judge is not None:
+        return spreading.puzzle_source(judge, model)
+    if model.target is not None:
+        return spreading.target_source(model, model.target)
+    return spreading.every_source(model)
 
 
 def _names_filter(names: NamesFilter) -> Callable[[str], bool]:
