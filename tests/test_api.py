@@ -203,3 +203,20 @@ def test_everything_has_a_one_or_two_line_repr_and_an_html_form(layered):
     for name, (thing, text) in shown.items():
         assert len(repr(thing)) <= 240 and repr(thing).count("\n") == 0, name
         assert text in html.unescape(re.sub(r"<[^>]+>", "", thing._repr_html_())), name
+
+
+def test_the_cores_objects_print_in_a_line_and_a_matrix_shows_itself_as_html():
+    from handwired.engine.trace import trace
+    from handwired.views import steps as explaining
+    from handwired.views.matrices import MatrixView
+
+    model = handwired.load("aab")
+    verdict = handwired.puzzle("aab").submit(model)
+    for core in (model.model, verdict.submission, verdict.report):
+        assert len(repr(core)) <= 200 and "\n" not in repr(core), type(core).__name__
+    assert repr(verdict.report).startswith("<Report ok: 13 passed, 0 failed of 62 checked")
+    step = next(step for step in explaining.steps(model.model, trace(model.model, "aabaa"), ["pattern"])
+                if step.key == "pattern")
+    view = MatrixView(step.matrices[0])
+    assert "hook_pattern" in repr(view)
+    assert "pattern" in html.unescape(re.sub(r"<[^>]+>", "", view._repr_html_()))

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from handwired.engine.trace import Trace
+from handwired.views.display import html_fragment
 from handwired.views.figures import Matrix, Prediction, Step
 from handwired.views.model import mask_note, model_line, window_note
 from handwired.views.numbers import logit_gap, numbers, probability, value_range
@@ -79,6 +80,12 @@ class MatrixView:
                                   matrix.row_axis, ("  columns: ", "dim"), matrix.col_axis)
         self.fold_note = self._fold_note(zero_rows, zero_cols, reveal)
         self.caption = self._caption(formatted)
+
+    def __repr__(self) -> str:
+        return f"<MatrixView {self.matrix.title!r} {list(self.matrix.values.shape)}, {self.matrix.hook}>"
+
+    def _repr_html_(self) -> str:  # in Jupyter: the table, as the terminal shows it
+        return html_fragment([self])
 
     def _future(self, text: str, future: bool) -> str:
         # a masked cell reads as masked without colour too (NO_COLOR, a pipe): its own text, or its value in brackets
