@@ -106,7 +106,8 @@ class ActivationCache(Mapping[str, np.ndarray]):
         up to the logits. A model without ``ln_f``: the stack as it is."""
         if "ln_f" not in self.model.params:
             return stack
-        final = self.accumulated_resid()[-1]  # [batch, pos, n_embd]
+        n_layer = self.model.n_layer
+        final = self["resid_post", n_layer - 1] if n_layer else self["hook_embed"] + self["hook_pos_embed"]
         scale = np.sqrt(np.var(final, axis=-1, keepdims=True) + LN_EPS)  # [batch, pos, 1]
         return centre_and_scale(stack, self.model.params["ln_f"]["g"], scale)
 

@@ -70,21 +70,21 @@ class Verdict:
         return getattr(self.submission, name)
 
     def parts(self, everything: bool = True) -> list:
-        s = self.submission
-        if not s.fits:
+        s, report = self.submission, self.submission.report
+        if report is None:  # a misfit is not run
             return [puzzle_line(s.puzzle), str(s.misfit_error())]
-        parts: list = [puzzle_line(s.puzzle), *failure_view(s.model, s.report, self.near_miss, everything)]
+        parts: list = [puzzle_line(s.puzzle), *failure_view(s.model, report, self.near_miss, everything)]
         parts.append(score_view(s, None, False) if s.solved else unsolved_line(s))
         return parts
 
     def __repr__(self) -> str:
-        s = self.submission
-        if not s.fits:
+        s, report = self.submission, self.submission.report
+        if report is None:
             return f"<Verdict on {s.puzzle.name!r}: does not fit: {'; '.join(s.misfit)}>"
-        if s.solved:
+        if s.score is not None:
             return f"<Verdict on {s.puzzle.name!r}: solved, {score_text(s.score)}>"
-        first = s.report.shortest_failure
-        return (f"<Verdict on {s.puzzle.name!r}: not solved, {s.report.failed:,} of {s.report.decided:,} judged "
+        first = report.shortest_failure
+        return (f"<Verdict on {s.puzzle.name!r}: not solved, {report.failed:,} of {report.decided:,} judged "
                 f"contexts fail{f', the shortest {first.context!r}' if first else ''}>")
 
     def _repr_html_(self) -> str:
