@@ -98,14 +98,16 @@ class HookedModel:
         """Logits [batch, pos, vocab] of a run where each ``(name, fn)`` sees its hook's value: ``fn(value, hook)``
         may return a replacement, or change ``value`` in place and return None (zero-ablation, mean-ablation,
         patching in a value from another run's cache). ``name`` may be a filter ``name -> bool``."""
+        fwd_hooks = list(fwd_hooks)  # read twice below: a generator would be empty the second time
         hooks = [(_names_filter(name), fn) for name, fn in fwd_hooks]
-        unknown = [name for name, _ in fwd_hooks if isinstance(name, str) and name not in self.hook_names]
+        names = [name for name in self.hook_names if name != "probs"]  # probs follow the logits; hook those
+        unknown = [name for name, _ in fwd_hooks if isinstance(name, str) and name not in names]
         if unknown:
-            raise HandwiredError(f"{{fwd_hooks}}: the model has no hook {unknown[0]!r}; it has "
-                                 f"{', '.join(self.hook_names)}", ("fwd_hooks",))
+            raise HandwiredError(f"{{fwd_hooks}}: the model has no hook {unknown[0]!r}; it has {', '.join(names)}",
+                                 ("fwd_hooks",))
 
         def hook(name: str, value: np.ndarray) -> np.ndarray | None:
-            chosen = [fn for keep, fn in hooks if keep(name)]
+            chosen = [fn for keep, fn in hooks if keep(name)] if name != "probs" else []
             if not chosen:
                 return None
             value = value.copy()  # the function may change it in place: never the pass's own arrays

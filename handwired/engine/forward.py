@@ -222,6 +222,6 @@ def forward(params, tokens, n_head, last_only=False, record=None, table=None, ca
         x = hooked_layer_norm(x, params["ln_f"], hook, "ln_final")
     logits = matmul(x, params["wte"].T)  # [batch, n_seq, n_embd] -> [batch, n_seq, n_vocab], tied unembedding
     if hook is not None:
-        hook("logits", logits)
-        hook("probs", softmax(logits))
+        logits = hooked(hook, "logits", logits)
+        hook("probs", softmax(logits))  # what the logits say, recorded only: a replacement would contradict them
     return logits[:, -1] if last_only else logits
