@@ -220,3 +220,15 @@ def test_the_cores_objects_print_in_a_line_and_a_matrix_shows_itself_as_html():
     view = MatrixView(step.matrices[0])
     assert "hook_pattern" in repr(view)
     assert "pattern" in html.unescape(re.sub(r"<[^>]+>", "", view._repr_html_()))
+
+
+def test_a_view_too_slow_to_make_is_refused_before_the_trace(monkeypatch):
+    import handwired.api.model as api_model
+    import handwired.views.cost as cost
+
+    model = handwired.load("aab")
+    monkeypatch.setattr(api_model, "trace", lambda *args, **kwargs: pytest.fail("traced"))
+    monkeypatch.setattr(cost, "MAX_VIEW_SECONDS", 0.0)  # every estimate is over it
+    for make in (lambda: model.explain("aabaa"), lambda: model.predict("aabaa")):
+        with pytest.raises(HandwiredError, match="more than"):
+            make()

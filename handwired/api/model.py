@@ -18,6 +18,7 @@ from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
 from handwired.judge.catalogue import load_puzzle, named_puzzle
 from handwired.views import steps as explaining
+from handwired.views.cost import refuse_slow_drawing, refuse_slow_explain, refuse_slow_predict
 from handwired.views.display import View, escape, html_fragment
 from handwired.views.matrices import explain_parts
 from handwired.views.model import model_line, prediction_view
@@ -128,6 +129,7 @@ class HookedModel:
 
     def predict(self, text: str, every_position: bool = False) -> View:
         """The next token after ``text``, as ``handwired predict`` shows it."""
+        refuse_slow_predict(self.model, min(len(self.model.encode(text, "text")), self.model.n_ctx), every_position)
         run = trace(self.model, text)
         return View(f"predict {text!r} · model {self.name}",
                     lambda everything: [prediction_view(self.model, run, every_position)])
@@ -140,8 +142,11 @@ class HookedModel:
         if text is None:
             raise HandwiredError(f"{self.model.source}: has no 'example'; give the context as {{text}}", ("text",))
         wanted = explaining.expand([step] if isinstance(step, str) else step or [])
+        refuse_slow_explain(self.model, min(len(self.model.encode(text, "text")), self.model.n_ctx), wanted, block,
+                            head)  # before the trace, as the command does; then the drawing, which shows every number
         run = trace(self.model, text)
         panels = explaining.steps(self.model, run, wanted, block, head)
+        refuse_slow_drawing(panels, True)
         return View(f"explain {text!r} · model {self.name}",
                     lambda everything: explain_parts(self.model, run, panels, everything))
 
