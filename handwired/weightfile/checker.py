@@ -14,12 +14,21 @@ a path to the value it names.
 import difflib
 import math
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from handwired.weightfile.axes import as_index, shown
 from handwired.weightfile.jsonfile import HugeInteger
 
 MAX_SIZE = 4096  # the largest count handwired reads: far beyond anything wired by hand
+T = TypeVar("T")
+
+
+def known(value: T | None) -> T:
+    """A value a checker read, once its document has no problem: each reader returns None only after recording
+    one, so here it is never None (if it were, a reader broke that promise: a bug, said as one)."""
+    if value is None:
+        raise AssertionError("a checker returned None without recording a problem")
+    return value
 
 
 def describe(value: Any) -> str:
