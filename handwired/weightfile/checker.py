@@ -14,6 +14,7 @@ a path to the value it names.
 import difflib
 import math
 import re
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from handwired.weightfile.axes import as_index, shown
@@ -230,7 +231,7 @@ class Checker:
             return None
         return value
 
-    def kind(self, value: Any, path: str, kinds: dict[str, tuple[str, ...] | dict[str, bool]]) -> str | None:
+    def kind(self, value: Any, path: str, kinds: Mapping[str, tuple[str, ...] | dict[str, bool]]) -> str | None:
         """An object ``{"kind": K, …}`` whose K is one of ``kinds``, with K's parameters beside it and nothing else.
 
         ``kinds`` maps each kind to its parameters: a tuple (all required) or a dict (parameter -> required).
