@@ -2,7 +2,7 @@
 
 import math
 
-from rich.console import Group
+from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -40,7 +40,9 @@ def diff_view(before: Model, after: Model, result: Diff) -> Group:
                    Text.assemble(("new ", "dim"), model_line(after))]
     if result.weights:
         table = Table(title=f"weights that differ: {len(result.weights)}", title_justify="left")
-        for name, justify in (("weight", "left"), ("old", "right"), ("new", "right"), ("new − old", "right")):
+        columns: tuple[tuple[str, JustifyMethod], ...] = (("weight", "left"), ("old", "right"), ("new", "right"),
+                                                          ("new − old", "right"))
+        for name, justify in columns:
             table.add_column(name, justify=justify, no_wrap=name == "weight")
         for change in result.weights:
             delta = None if change.old is None or change.new is None else change.new - change.old

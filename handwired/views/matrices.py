@@ -6,6 +6,7 @@ growing with the magnitude relative to the largest in the same matrix (below
 """
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from rich.cells import cell_len
@@ -106,7 +107,7 @@ class MatrixView:
                              f"{fold_labels(hidden)}")
         return Text("; ".join([*parts, f"{reveal} to show them"]), style="dim") if parts else None
 
-    def _caption(self, formatted: list[list[str]]) -> Text | None:
+    def _caption(self, formatted: Sequence[Sequence[str]]) -> Text | None:
         if self.everything_zero:
             return None
         m = self.matrix
