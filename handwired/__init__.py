@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time __getattr__ load
     )
     from handwired.errors import HandwiredError
 
+    __version__: str
+
 __all__ = ["ActivationCache", "CheckReport", "HandwiredError", "HookPoint", "HookedModel", "PuzzleHandle", "Verdict",
            "View", "__version__", "act_name", "check", "load", "puzzle"]
 API = frozenset(__all__) - {"HandwiredError", "__version__"}  # the names handwired.api gives

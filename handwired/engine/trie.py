@@ -139,9 +139,10 @@ def _evaluate(model, trie, lengths, chunk, capture):
             rows = slice(start, start + chunk)
             hook = None
             if capture is not None and out is not None:
-                def hook(name, value, start=start):  # keep the one intermediate asked for, this chunk's rows
+                def keep(name, value, start=start):  # keep the one intermediate asked for, this chunk's rows
                     if name == capture:
                         pieces[start] = np.array(value)
+                hook = keep
             result = _new_position(model, table, level, rows, length, store, out is not None, hook)
             if out is not None:
                 out[rows] = result
@@ -224,8 +225,9 @@ def _block_rest(x, block, qkv, all_k, all_v, n_head, at=_ignore):
         for i, name in enumerate(("hook_q", "hook_k", "hook_v")):
             at(f"attn.{name}", qkv[:, i * n_embd:(i + 1) * n_embd].reshape(n, n_head, -1))  # [n, head, d_head]
 
-        def attend(name, value):  # [n, head, 1, L] -> [n, head, L]: the one query is the new position
+        def one_query(name, value):  # [n, head, 1, L] -> [n, head, L]: the one query is the new position
             at(f"attn.{name}", value[:, :, 0])
+        attend = one_query
     z = attention(split_heads(q[:, None], n_head), split_heads(all_k, n_head), split_heads(all_v, n_head), mask,
                   attend)  # [n, head, 1, d_head]
     attn_out = linear(merge_heads(z)[:, 0], **block["attn"]["c_proj"])  # [n, n_embd]
