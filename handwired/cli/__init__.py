@@ -7,6 +7,7 @@ exports. Shared options, output and error handling are in :mod:`.common`.
 """
 
 import importlib
+import inspect
 import os
 import warnings
 from typing import Annotated
@@ -59,8 +60,21 @@ class LazyGroup(TyperGroup):
             command.name = cmd_name
             # handwired offers no shell completion (the top command turns typer's off): no sub-command offers it
             command.params = [param for param in command.params if param.name not in COMPLETION_OPTIONS]
-            self.commands[cmd_name] = guard(command)
+            self.commands[cmd_name] = guard(one_line_paragraphs(command))
         return super().get_command(ctx, cmd_name)
+
+
+def one_line_paragraphs(command):
+    """Put each paragraph of the help of ``command`` (and of every sub-command of a group) on one line.
+
+    A docstring breaks its lines where the source does; typer's rich help keeps those breaks in a group's list
+    of commands, so a sentence broke mid-way there. Rich wraps a one-line paragraph to the terminal's width.
+    """
+    for sub in getattr(command, "commands", {}).values():
+        one_line_paragraphs(sub)
+    if command.help:
+        command.help = "\n\n".join(" ".join(part.split()) for part in inspect.cleandoc(command.help).split("\n\n"))
+    return command
 
 
 def _version(value: bool) -> None:

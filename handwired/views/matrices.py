@@ -20,7 +20,7 @@ from handwired.engine.trace import Trace
 from handwired.views.display import html_fragment
 from handwired.views.figures import Matrix, Prediction, Step
 from handwired.views.model import mask_note, model_line, window_note
-from handwired.views.numbers import logit_gap, numbers, probability, value_range
+from handwired.views.numbers import column, numbers, probability, value_range
 from handwired.views.paging import column_pages, table_width, zero_lines
 from handwired.weightfile import Model, fold_labels
 from handwired.weightfile.axes import shown
@@ -254,7 +254,8 @@ def predictions_table(predictions: tuple[Prediction, ...]) -> Table:
     table.add_column("predicts", no_wrap=True, overflow="fold")
     table.add_column("probability", justify="right", no_wrap=True, overflow="fold")
     table.add_column("lead (logits)", justify="right", no_wrap=True, overflow="fold")
-    for p in predictions:
+    leads = column(np.array([p.lead for p in predictions]), signed=True)
+    for p, lead in zip(predictions, leads):
         table.add_row(p.position, Text(p.token + (" (tie)" if p.tied else ""), style="yellow" if p.tied else "green"),
-                      probability(p.probability), logit_gap(p.lead))
+                      probability(p.probability), lead)
     return table
