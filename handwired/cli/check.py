@@ -88,8 +88,7 @@ def check(
     if as_json:
         typer.echo(json.dumps(report_json(report, near_miss), indent=2, ensure_ascii=False))
     else:
-        failure = report.shortest_failure
-        reveal = explain_command(model, spec, failure.context) if failure is not None else None
+        reveal = explain_command(model, spec, report.failures[0].context) if report.failures else None
         out.show(lambda everything: failure_view(model, report, near_miss, everything, reveal), show_all)
     if report.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)

@@ -188,7 +188,7 @@ def _standing(score: Score, par: Score | None, record: Score | None, best_before
     words = {"better": {"par": " Better than par.", "record": " Better than the record: the leanest answer known "
                         "until now!"},
              "tie": {"par": " Ties par.", "record": " Ties the record."}}
-    said = "".join(words.get(score.against(other), {}).get(label, "")
+    said = "".join(words.get(score.against(other) or "", {}).get(label, "")
                    for label, other in (("par", par), ("record", record)))
     if new_best and best_before is not None:
         said += " A new best."
