@@ -13,6 +13,7 @@ from handwired.judge.plans import chosen_plan
 from handwired.judge.progress import Progress
 from handwired.judge.puzzle import Answer, Puzzle, answer
 from handwired.judge.report import Report, run
+from handwired.judge.scores import Score
 from handwired.judge.verdict import Submission, submit
 from handwired.views.display import View, html_fragment
 from handwired.views.puzzles import puzzle_line, score_text, score_view, statement_view, unsolved_line
@@ -66,8 +67,29 @@ class Verdict:
     def __init__(self, submission: Submission, near_miss: float = NEAR_MISS) -> None:
         self.submission, self.near_miss = submission, near_miss
 
-    def __getattr__(self, name: str):  # fits, solved, score, par, report, misfit, puzzle, model
-        return getattr(self.submission, name)
+    @property
+    def fits(self) -> bool:
+        return self.submission.fits
+
+    @property
+    def solved(self) -> bool:
+        return self.submission.solved
+
+    @property
+    def score(self) -> Score | None:
+        return self.submission.score
+
+    @property
+    def par(self) -> Score | None:
+        return self.submission.par
+
+    @property
+    def report(self) -> Report | None:
+        return self.submission.report
+
+    @property
+    def misfit(self) -> tuple[str, ...]:
+        return self.submission.misfit
 
     def parts(self, everything: bool = True) -> list:
         s, report = self.submission, self.submission.report
