@@ -1,6 +1,5 @@
 """check: prove a model right on a stream, every context, or a sample; or judge it as a puzzle's answer."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -28,6 +27,7 @@ from handwired.judge.plans import Plan, exhaustive_plan, pattern_rule, sample_pl
 from handwired.judge.report import run
 from handwired.views.report import failure_view, report_json
 from handwired.weightfile import Model, load
+from handwired.weightfile.writing import json_text
 
 app = typer.Typer()
 
@@ -85,7 +85,7 @@ def check(
     with progress_and_stop(not as_json) as (progress, should_stop):
         report = run(model, plan, show, progress, should_stop)
     if as_json:
-        typer.echo(json.dumps(report_json(report, near_miss), indent=2, ensure_ascii=False))
+        typer.echo(json_text(report_json(report, near_miss), indent=2))
     else:
         reveal = explain_command(model, spec, report.shortest_failure.context) if report.failures else None
         out.show(lambda everything: failure_view(model, report, near_miss, everything, reveal), show_all)

@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from handwired.cli.terminal import SafeConsole
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
 from handwired.weightfile.axes import printable
@@ -80,11 +81,11 @@ def weight_spec(positional: str | None, option: str | None, default: str | None 
 
 def stdout() -> Console:
     # no :name: codes in handwired's output; skips loading rich's emoji table
-    return Console(highlight=False, emoji=False)
+    return SafeConsole(highlight=False, emoji=False)
 
 
 def stderr() -> Console:
-    return Console(stderr=True, highlight=False, emoji=False)
+    return SafeConsole(stderr=True, highlight=False, emoji=False)
 
 
 def warn(message: str) -> None:

@@ -1,6 +1,5 @@
 """diff: the weights two files disagree on, and the contexts whose answer that moves."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +14,7 @@ from handwired.judge.plans import Plan
 from handwired.judge.verdict import puzzle_plan
 from handwired.views.diff import diff_json, diff_view
 from handwired.weightfile import Model, load
+from handwired.weightfile.writing import json_text
 
 app = typer.Typer()
 
@@ -51,7 +51,7 @@ def diff(
         stderr().print("interrupted: nothing compared is reported")
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if as_json:
-        typer.echo(json.dumps(diff_json(before, after, result), indent=2, ensure_ascii=False))
+        typer.echo(json_text(diff_json(before, after, result), indent=2))
         return
     out.show(lambda everything: [diff_view(before, after, result)])
 

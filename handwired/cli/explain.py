@@ -1,6 +1,5 @@
 """explain: every intermediate of the forward pass on one context, step by step."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -30,6 +29,7 @@ from handwired.views.matrices import step_panel
 from handwired.views.model import mask_note, model_line, window_note
 from handwired.weightfile import load
 from handwired.weightfile.axes import shown
+from handwired.weightfile.writing import json_text
 
 app = typer.Typer()
 
@@ -72,7 +72,7 @@ def explain(
     if as_json:
         from handwired.views.record import record_json  # only for --json
 
-        typer.echo(json.dumps(record_json(model, run), ensure_ascii=False))
+        typer.echo(json_text(record_json(model, run)))
         return
     named = any(name in explaining.BLOCK_STEPS for name in step or [])
     panels = explaining.steps(model, run, wanted, block, head, position, every_step=named)

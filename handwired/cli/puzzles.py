@@ -1,6 +1,5 @@
 """puzzles: the game. List, show, start, check, hint and the reference solution."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -30,8 +29,8 @@ from handwired.judge.catalogue import catalogue, load_puzzle, puzzle_reference, 
 from handwired.judge.puzzle import starter, template
 from handwired.views.puzzles import catalogue_json, catalogue_view, score_text, statement_view
 from handwired.weightfile import load
-from handwired.weightfile.axes import shown
-from handwired.weightfile.writing import dumps
+from handwired.weightfile.axes import escaped, shown
+from handwired.weightfile.writing import dumps, json_text
 
 app = typer.Typer(
     name="puzzles",
@@ -62,7 +61,7 @@ def puzzles_list(as_json: JsonOption = False) -> None:
     """Every puzzle: level, name, what to build, caps, par, solved?, your best score."""
     puzzles = catalogue()
     if as_json:
-        typer.echo(json.dumps(catalogue_json(puzzles, _progress()), indent=2, ensure_ascii=False))
+        typer.echo(json_text(catalogue_json(puzzles, _progress()), indent=2))
         return
     if not puzzles:
         stdout().print("No puzzles are installed.")
@@ -139,8 +138,9 @@ def puzzles_hint(
     console = stdout()
     for number, hint in enumerate(puzzle.hints[:revealed], start=1):
         new = number > before
-        console.print(Text.assemble((f"hint {number} of {len(puzzle.hints)}: ", "bold" if new else "dim"),
-                                    (hint, "" if new else "dim")), soft_wrap=not console.is_terminal)  # pipe: 1 a line
+        line = Text.assemble((f"hint {number} of {len(puzzle.hints)}: ", "bold" if new else "dim"),
+                             (escaped(hint), "" if new else "dim"))
+        console.print(line, soft_wrap=not console.is_terminal)  # in a pipe: one a line
     if revealed == len(puzzle.hints) and before == revealed and puzzle.bundled:
         console.print(Text("That was the last hint. The reference solution: "
                            f"handwired puzzles solution {puzzle.ref} (once solved, or with --spoil)", style="dim"))

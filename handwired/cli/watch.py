@@ -20,6 +20,7 @@ from handwired.cli.common import (
     weight_spec,
 )
 from handwired.cli.explain import StepOption
+from handwired.cli.terminal import SafeConsole
 from handwired.errors import HandwiredError
 from handwired.judge.catalogue import load_puzzle
 from handwired.views import steps as explaining
@@ -60,7 +61,7 @@ def watch(
     wanted = explaining.expand(step or [])
     named = any(name in explaining.BLOCK_STEPS for name in step or [])  # heads/concat asked for by name
     judge = watching.puzzle_verdict(load_puzzle(puzzle)) if puzzle is not None else watching.file_verdict
-    console = Console(highlight=False)
+    console = SafeConsole(highlight=False)
     if not console.is_terminal:
         raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "
                              f"use handwired explain -w {path} or handwired check -w {path}")

@@ -17,7 +17,7 @@ from handwired.judge.verdict import Submission
 from handwired.views.numbers import count, logits, number
 from handwired.views.report import report_json
 from handwired.weightfile import Model
-from handwired.weightfile.axes import shown
+from handwired.weightfile.axes import escaped, printable, shown
 
 STATUS = {DECIDED: "decided", AMBIGUOUS: "ambiguous", OUT_OF_DOMAIN: "out of domain"}
 
@@ -48,7 +48,7 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80)
         solved = progress.solved(puzzle.key)
         caps = puzzle.caps
         table.add_row(
-            str(puzzle.level), Text(puzzle.name, style="bold"), *([puzzle.summary] if wide else []),
+            str(puzzle.level), Text(puzzle.name, style="bold"), *([printable(puzzle.summary)] if wide else []),
             str(caps.n_embd), str(caps.n_head), str(caps.n_layer), mlp_cap(caps),
             _parameters(puzzle.par), _parameters(puzzle.record),
             Text(f"✓ {best.parameters}" if solved and best else "·", style="green" if solved else "dim"),
@@ -94,7 +94,7 @@ def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
         examples.add_row(context, Text(said.text(), style="bold green" if said.status == DECIDED else "yellow"))
     best = progress.best(puzzle.key)
     parts = [
-        Text(puzzle.story),
+        Text(escaped(puzzle.story)),
         Text.assemble(("\nrule: ", "bold"), puzzle.rule.description),
         Text.assemble(("judged: ", "bold"), judged_text(puzzle)),
         Text.assemble(("caps: ", "bold"), f"vocab {' '.join(map(shown, puzzle.vocab))} (in this order), "
@@ -112,7 +112,7 @@ def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
                       f"(handwired puzzles hint {puzzle.ref})", style="dim"))
     parts.append(Text(f"Next: handwired puzzles start {puzzle.ref} -o {answer_path}, wire it, then "
                       f"handwired puzzles check {puzzle.ref} {answer_path}", style="dim"))
-    title = Text.assemble((f"{puzzle.name}", "bold magenta"), f" — {puzzle.title}  (level {puzzle.level})",
+    title = Text.assemble((f"{puzzle.name}", "bold magenta"), f" — {printable(puzzle.title)}  (level {puzzle.level})",
                           ("  solved ✓" if progress.solved(puzzle.key) else "", "green"))
     return Panel(Group(*parts), title=title, title_align="left", expand=False)
 
@@ -133,7 +133,8 @@ def judged_text(puzzle: Puzzle) -> str:
 
 
 def puzzle_line(puzzle: Puzzle) -> Text:
-    return Text.assemble(("puzzle ", "dim"), (puzzle.name, "bold magenta"), f" — {puzzle.title} (level {puzzle.level})")
+    return Text.assemble(("puzzle ", "dim"), (puzzle.name, "bold magenta"),
+                         f" — {printable(puzzle.title)} (level {puzzle.level})")
 
 
 def score_view(submission: Submission, best_before: Score | None, new_best: bool) -> Group:
