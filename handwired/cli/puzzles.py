@@ -88,11 +88,14 @@ def puzzles_start(
 ) -> None:
     """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""
     puzzle = load_puzzle(name)
-    output = output or Path(puzzle.answer_file)
-    say = write_output(output, dumps(starter(puzzle, puzzle_reference(puzzle, output.parent))), force)
+    output = output or Path(puzzle.answer_file)  # a plain file name (a statement's name is one): the current folder
+    key = puzzle_reference(puzzle, Path.cwd() if is_stdout(output) else output.parent)
+    say = write_output(output, dumps(starter(puzzle, key)), force)
+    names = (f"it names its puzzle, so check, watch, diff and predict judge it by {escape(puzzle.name)}" if key else
+             "the statement is not beside it, so it names no puzzle (a weight file names only a statement in its own "
+             "folder)")
     say.print(f"wrote {escape(str(output))}: vocab {escape(' '.join(map(shown, puzzle.vocab)))}, n_ctx {puzzle.n_ctx}, "
-              f"{puzzle.caps.text()}; all zeros; it names its puzzle, so check, watch, diff and predict "
-              f"judge it by {escape(puzzle.name)}. Next: wire it, then "
+              f"{puzzle.caps.text()}; all zeros; {names}. Next: wire it, then "
               f"handwired puzzles check {escape(puzzle.ref)} {escape(str(output))}")
 
 
