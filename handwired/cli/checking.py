@@ -26,6 +26,7 @@ from handwired.judge.verdict import require_fit, submit
 from handwired.views.puzzles import puzzle_line, score_view, submission_json, unsolved_line
 from handwired.views.report import failure_view
 from handwired.weightfile import Model, bundled_models, load
+from handwired.weightfile.jsonfile import check_path
 from handwired.weightfile.writing import json_text
 
 BAR_AFTER = 1.0  # seconds: a check quicker than this never shows a progress bar
@@ -100,6 +101,7 @@ def warn_other_puzzle(puzzle: Puzzle, *models: Model) -> None:
 
 def load_answer(puzzle: Puzzle, weights: str) -> Model:
     """The player's weight file; a missing one points at the command that writes a starter."""
+    check_path(weights)
     if not Path(weights).exists() and weights not in bundled_models():
         raise HandwiredError(f"{weights}: no such file; write a starter with handwired puzzles start "
                              f"{shlex.quote(puzzle.ref)} -o {shlex.quote(weights)}")

@@ -8,6 +8,7 @@ says so in one line and exits with code 70 (``EX_SOFTWARE``), the traceback
 kept for ``HANDWIRED_DEBUG=1``.
 """
 
+import errno
 import io
 import os
 import sys
@@ -24,6 +25,7 @@ from handwired.cli.terminal import SafeConsole
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
 from handwired.weightfile.axes import printable
+from handwired.weightfile.jsonfile import check_path
 from handwired.weightfile.writing import check_writable, write_new
 
 EXIT_CHECK_FAILED = 1
@@ -146,6 +148,11 @@ def guard(command):
             raise typer.Exit(EXIT_USER_ERROR) from None
         except KeyboardInterrupt:  # a command that does not stop cleanly on Ctrl-C still ends without a traceback
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        except OSError as error:
+            if error.errno != errno.ENAMETOOLONG:  # a path no file system holds is the input's, never a bug
+                raise internal_error(error) from None
+            check_path(error.filename or "")  # names the path and the limit (and raises), unless the path was fine
+            raise internal_error(error) from None
         except Exception as error:
             if _is_control_flow(error):
                 raise

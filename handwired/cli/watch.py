@@ -25,6 +25,7 @@ from handwired.errors import HandwiredError
 from handwired.judge.catalogue import load_puzzle
 from handwired.views import steps as explaining
 from handwired.views import watch as watching
+from handwired.weightfile.jsonfile import check_path
 
 app = typer.Typer()
 
@@ -56,6 +57,7 @@ def watch(
     if weights is not None and text is None:  # watch -w PATH TEXT: the one positional is the text
         file, text = None, file
     path = Path(weight_spec(file, weights, default=None))
+    check_path(path)
     if not path.is_file():
         raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
     wanted = explaining.expand(step or [])

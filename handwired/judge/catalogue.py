@@ -9,7 +9,7 @@ from handwired.errors import HandwiredError
 from handwired.judge.puzzle import Puzzle, read_statement, statement_from_text
 from handwired.weightfile import Model, bundled_folder, json_files, load
 from handwired.weightfile.checker import describe
-from handwired.weightfile.jsonfile import read_text
+from handwired.weightfile.jsonfile import check_path, read_text
 from handwired.weightfile.puzzlekey import HASH_MARK, beside, reference
 
 FOLDER_VARIABLE = "HANDWIRED_PUZZLES"
@@ -49,6 +49,7 @@ def load_puzzle(name: str) -> Puzzle:
     found = bundled_puzzles()
     if name in found:
         return _bundled(found[name])
+    check_path(name)
     path = Path(name)
     if name.endswith(".json") or path.exists():
         if not path.is_file():

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from handwired.judge.contexts import contexts_of
 from handwired.judge.rules import DECIDED, Rule
 from handwired.weightfile.axes import shown
 from handwired.weightfile.checker import MAX_SIZE, Checker, describe, join
@@ -80,7 +81,8 @@ class _Inputs:
                 flat = chain.from_iterable(permutations(range(len(self.alphabet)), n))
                 picks = np.fromiter(flat, dtype=np.int64, count=k * n).reshape(k, n)  # [a!/(a-n)!, n]
             else:
-                picks = np.indices((len(self.alphabet),) * n).reshape(n, -1).T  # [a^n, n], lexicographic
+                a = len(self.alphabet)  # the digits of 0…a^n-1 in base a (np.indices would stop at 64 dimensions)
+                picks = contexts_of(n, 0, a**n, a).astype(np.int64)  # [a^n, n], lexicographic
             filled = np.array(self.alphabet, dtype=np.int64)[picks]  # [k, n]
             if self.template is not None:
                 columns, slot = [], 0
@@ -150,7 +152,7 @@ def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checke
                             "one of them")
         return None
     lengths = _lengths(spec["length"], join(path, "length"), n_ctx, check) if "length" in spec else range(0)
-    template = _template(spec["template"], join(path, "template"), vocab, check) if "template" in spec else None
+    template = _template(spec["template"], join(path, "template"), vocab, n_ctx, check) if "template" in spec else None
     if None in (alphabet, distinct, lengths) or ("start" in spec and start is None) or (
             "template" in spec and template is None):
         return None
@@ -180,9 +182,13 @@ def _lengths(value: Any, path: str, n_ctx: int | None, check: Checker) -> range 
     return range(shortest, longest + 1)
 
 
-def _template(value: Any, path: str, vocab: tuple[str, ...], check: Checker) -> tuple[int | None, ...] | None:
+def _template(value: Any, path: str, vocab: tuple[str, ...], n_ctx: int | None,
+              check: Checker) -> tuple[int | None, ...] | None:
     if not isinstance(value, str) or SLOT not in value:
         check.problem(path, f"expected tokens and {SLOT!r} slots, such as \"##+##\"; found {describe(value)}")
+        return None
+    if len(value) > (n_ctx or MAX_SIZE):  # before it is read token by token, or made into contexts
+        check.problem(path, f"{len(value):,} tokens, longer than {f'n_ctx {n_ctx}' if n_ctx else 'a context may be'}")
         return None
     if SLOT in vocab:
         check.problem(path, f"{SLOT!r} is a token of the vocabulary, so it cannot mark a slot")

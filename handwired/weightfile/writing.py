@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from handwired.errors import HandwiredError
-from handwired.weightfile.jsonfile import kind_of
+from handwired.weightfile.jsonfile import check_path, kind_of
 
 JSON_RAW = re.compile("[\x7f-\x9f]")  # json.dumps(ensure_ascii=False) escapes C0 but writes DEL and C1 as they are
 
@@ -51,7 +51,8 @@ def target(path: Path) -> Path:
 
 def check_writable(path: Path, force: bool = False) -> None:
     """Refuse an output path before any work: an existing file (without ``force``), anything but a regular file
-    (a folder, a device, a FIFO: even with ``force``), no such folder."""
+    (a folder, a device, a FIFO: even with ``force``), no such folder, a path no file system holds."""
+    check_path(path)
     where = target(path)
     through = f" (a link to {where})" if where != path else ""
     try:
