@@ -12,6 +12,7 @@ from handwired.errors import HandwiredError
 from handwired.judge.compare import compare
 from handwired.judge.plans import Plan
 from handwired.judge.verdict import puzzle_plan
+from handwired.views.cost import refuse_slow_diff
 from handwired.views.diff import diff_json, diff_view
 from handwired.weightfile import Model, load
 from handwired.weightfile.writing import json_text
@@ -50,6 +51,7 @@ def diff(
     except KeyboardInterrupt:
         stderr().print("interrupted: nothing compared is reported")
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    refuse_slow_diff(len(result.weights), as_json)
     if as_json:
         typer.echo(json_text(diff_json(before, after, result), indent=2))
         return

@@ -15,12 +15,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, SEED
+from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, MAX_MEMORY, SEED
 from handwired.engine.batch import next_logits_distinct
+from handwired.engine.memory import gigabytes
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
+    MAX_EXHAUSTIVE_SECONDS,
+    MAX_RUN_SECONDS,
     count_contexts,
+    duration,
     exhaustive_contexts,
+    forward_seconds,
     how_many,
     random_contexts,
     shortest_first,
@@ -35,6 +40,11 @@ from handwired.weightfile.heads import QKV_MEANING, Z_MEANING, numbered
 # Contexts compared one by one (two per-context forward passes each) before diff samples instead; check --exhaustive's
 # own limit is its estimated time (contexts.MAX_EXHAUSTIVE_SECONDS), with a larger count cap.
 MAX_EVERY = 20_000_000
+# What comparing the weights costs, known from the files' sizes before any entry is compared: an entry of a matrix
+# whose rows or columns differ between the files is compared by its label, one by one (measured on a busy 2-core
+# machine: 360,000 entries in 4.2 s); each change found is kept with its label.
+SECONDS_PER_LABELLED = 12e-6
+CHANGE_BYTES = 300
 
 
 @dataclass(frozen=True)
@@ -119,6 +129,7 @@ def weight_changes(old: Model, new: Model) -> list[WeightChange]:
     have with the same rows and columns is compared as one array (a model can have millions of entries).
     """
     same = {path for path in old.written.axes if path in new.written.axes and _keys(old, path) == _keys(new, path)}
+    refuse_slow_weights(old, new, same)
     changes: list[WeightChange] = []
     for path in old.written.axes:
         changes += _array_changes(old, new, path) if path in same else _entry_changes(old, new, path)
@@ -128,6 +139,24 @@ def weight_changes(old: Model, new: Model) -> list[WeightChange]:
             changes += [WeightChange(label, None, value) for key, label, value in _entries(new, [path])
                         if key not in before and value != 0]
     return changes
+
+
+def refuse_slow_weights(old: Model, new: Model, same: set[str]) -> None:
+    """Refuse, before any entry is compared, weights whose comparison would take longer than an exhaustive check
+    may (MAX_EXHAUSTIVE_SECONDS) or whose changes, were every entry changed, would not fit MAX_MEMORY."""
+    sizes = [(path, int(np.size(written))) for model in (old, new) for path, written in model.written.entries.items()]
+    by_label = sum(size for path, size in sizes if path not in same)
+    seconds = by_label * SECONDS_PER_LABELLED
+    if seconds > MAX_EXHAUSTIVE_SECONDS:
+        raise HandwiredError(f"{new.source}: {by_label:,} weights to compare one by one, as their rows or columns "
+                             f"differ from {old.source}'s: about {duration(seconds)}, more than the "
+                             f"{duration(MAX_EXHAUSTIVE_SECONDS)} handwired spends on it; diff compares two versions "
+                             "of one model, with the same dims")
+    entries = sum(size for _, size in sizes)
+    if entries * CHANGE_BYTES > MAX_MEMORY:
+        raise HandwiredError(f"{new.source}: {entries:,} weights in the two files, which may all differ: about "
+                             f"{gigabytes(entries * CHANGE_BYTES)} to list the changes, more than the "
+                             f"{gigabytes(MAX_MEMORY)} handwired will use")
 
 
 def _array_changes(old: Model, new: Model, path: str) -> list[WeightChange]:
@@ -193,13 +222,17 @@ def compare(
     """
     _comparable(old, new, show)
     if puzzle is not None:
+        _refuse_slow_contexts(old, new, puzzle[1].total, "puzzle")
         return _by_puzzle(old, new, show, *puzzle)
     total = count_contexts(old)
-    if sample is None and total <= limit:
+    every = sum(forward_seconds(model, model.n_vocab**length, length)
+                for model in (old, new) for length in range(1, old.n_ctx + 1))
+    if sample is None and total <= limit and every <= MAX_EXHAUSTIVE_SECONDS:
         batches: Iterator[np.ndarray] = exhaustive_contexts(old)
         checked = f"every context of length 1…{old.n_ctx} over {', '.join(map(shown, old.vocab))} ({total:,} contexts)"
     else:
         n = DIFF_SAMPLE if sample is None else sample
+        _refuse_slow_contexts(old, new, n, "sample")
         batches = random_contexts(old, n, seed)()
         checked = f"{n:,} random contexts of length 1…{old.n_ctx} (seed {seed}) of {how_many(total)}"
     target = new.target or old.target
@@ -224,6 +257,19 @@ def compare(
                                                    _answer(new, after, row, judged[row])))
     result.shown = sorted(kept.values(), key=lambda c: shortest_first(old.vocab, c.context))[:show]
     return result
+
+
+def _refuse_slow_contexts(old: Model, new: Model, contexts: int, how: str) -> None:
+    """Refuse, before any is run, ``contexts`` contexts (of up to n_ctx tokens) through both models when that would
+    take more than MAX_RUN_SECONDS; ``how``: "sample" or "puzzle", which says what narrows it."""
+    seconds = forward_seconds(old, contexts, old.n_ctx) + forward_seconds(new, contexts, new.n_ctx)
+    if seconds <= MAX_RUN_SECONDS:
+        return
+    narrow = ("give a smaller {sample}" if how == "sample" else
+              "compare random contexts instead, e.g. {sample} 10000 (which leaves the puzzle out)")
+    raise HandwiredError(f"{how_many(contexts)} contexts through both models: about {duration(seconds)} of "
+                         f"comparing, more than the {duration(MAX_RUN_SECONDS)} handwired will spend on it; {narrow}",
+                         ("sample",))
 
 
 def _tally(result: Diff, before: dict, after: dict, judged: np.ndarray) -> np.ndarray:
