@@ -142,8 +142,9 @@ def weight_changes(old: Model, new: Model) -> list[WeightChange]:
 
 
 def refuse_slow_weights(old: Model, new: Model, same: set[str]) -> None:
-    """Refuse, before any entry is compared, weights whose comparison would take longer than an exhaustive check
-    may (MAX_EXHAUSTIVE_SECONDS) or whose changes, were every entry changed, would not fit MAX_MEMORY."""
+    """Refuse, before any entry is compared by label, weights whose comparison would take longer than an exhaustive
+    check may (MAX_EXHAUSTIVE_SECONDS) or whose changes would not fit MAX_MEMORY: the entries of matrices with the
+    same rows and columns that differ (counted as arrays, at once), and every entry compared by label."""
     sizes = [(path, int(np.size(written))) for model in (old, new) for path, written in model.written.entries.items()]
     by_label = sum(size for path, size in sizes if path not in same)
     seconds = by_label * SECONDS_PER_LABELLED
@@ -152,11 +153,14 @@ def refuse_slow_weights(old: Model, new: Model, same: set[str]) -> None:
                              f"differ from {old.source}'s: about {duration(seconds)}, more than the "
                              f"{duration(MAX_EXHAUSTIVE_SECONDS)} handwired spends on it; diff compares two versions "
                              "of one model, with the same dims")
-    entries = sum(size for _, size in sizes)
-    if entries * CHANGE_BYTES > MAX_MEMORY:
-        raise HandwiredError(f"{new.source}: {entries:,} weights in the two files, which may all differ: about "
-                             f"{gigabytes(entries * CHANGE_BYTES)} to list the changes, more than the "
-                             f"{gigabytes(MAX_MEMORY)} handwired will use")
+    differing = sum(int(np.count_nonzero(np.atleast_1d(locate(old.params, path)) != locate(new.params, path)))
+                    for path in same)
+    changes = differing + by_label
+    if changes * CHANGE_BYTES > MAX_MEMORY:
+        raise HandwiredError(f"{new.source}: {changes:,} weights that differ from {old.source}'s (or may): about "
+                             f"{gigabytes(changes * CHANGE_BYTES)} to list them, more than the "
+                             f"{gigabytes(MAX_MEMORY)} handwired will use; diff compares two versions of one model, "
+                             "a few edits apart")
 
 
 def _array_changes(old: Model, new: Model, path: str) -> list[WeightChange]:
