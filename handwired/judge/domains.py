@@ -34,6 +34,9 @@ KINDS: dict[str, dict[str, bool]] = {  # kind -> parameter -> required
 }
 SLOT = "#"  # in a template: one token of the alphabet
 MAX_INPUTS = 1_000_000  # inputs a domain may have: far more than a puzzle needs, few enough to enumerate at once
+# Tokens in all the contexts a domain enumerates, bounded before any is made: about 10 s and 300 MB at most
+# (add's domain has 450,000; answers so far of 2^18 inputs of 18 letters, 190 million, took 46 s and 1.3 GB).
+MAX_TOKENS = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,18 @@ class _Inputs:
     def count(self) -> int:
         a = len(self.alphabet)
         return sum(perm(a, n) if self.distinct else a**n for n in self.sizes)
+
+    def tokens(self, answers_to: int | None) -> int:
+        """How many tokens the domain's contexts hold at most: each input's; or, with ``answers_to`` (n_ctx), each
+        input followed by every answer so far, up to that length (teacher forcing)."""
+        a, total = len(self.alphabet), 0
+        fixed = (len(self.template) - self.template.count(None) if self.template is not None else 0) + (
+            self.start is not None)
+        for n in self.sizes:
+            count, length = (perm(a, n) if self.distinct else a**n), n + fixed
+            longest = max(answers_to or length, length)
+            total += count * (longest + length) * (longest - length + 1) // 2  # lengths length…longest, one each
+        return total
 
     def enumerate(self) -> list[np.ndarray]:
         """Every input, start token included, grouped by length: [n, L] token ids each."""
@@ -164,6 +179,12 @@ def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checke
     count = inputs.count()
     if count > MAX_INPUTS:
         check.problem(path, f"{count:,} inputs, more than the {MAX_INPUTS:,} a domain may hold")
+        return None
+    answers = spec.get("kind") == "answer_so_far"
+    tokens = inputs.tokens(n_ctx if answers else None)
+    if tokens > MAX_TOKENS:
+        check.problem(path, f"up to {tokens:,} tokens in its contexts{' with the answers so far' if answers else ''}, "
+                            f"more than the {MAX_TOKENS:,} a domain may hold; fewer or shorter inputs narrow it")
         return None
     return inputs
 
