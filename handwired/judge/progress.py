@@ -5,8 +5,8 @@ Kept in ``progress.json`` in handwired's application directory (typer's
 convenience, never a reason to stop: a file that cannot be read or makes no
 sense (or is no regular file at all) is reported in one line, renamed aside
 (never deleted) and replaced; one entry that makes no sense is left out with a
-warning line, the other puzzles' entries kept (the file is copied aside before a
-save drops it); a file that cannot be written is reported once and the command
+warning line, the other puzzles' entries kept (the file is copied aside, then
+rewritten without it); a file that cannot be written is reported once and the command
 goes on. Progress holds only what it can read back: a hint count is capped at
 MAX_HINTS when it is written.
 
@@ -120,7 +120,7 @@ class Progress:
         self.puzzles = merge(self.puzzles, {name: entry})
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "puzzles": {name: entry.to_json() for name, entry in sorted(self.puzzles.items())}}
+        return document(self.puzzles)
 
     def update(self, change: Callable[[], None]) -> None:
         """Under the lock: read the file again and merge it in, ``change()`` the entries, replace the file atomically.
@@ -133,7 +133,7 @@ class Progress:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with locked(self.path.with_name(self.path.name + LOCK_SUFFIX)):
-                    on_disk = _read(self.path, self.warn, saving=True)
+                    on_disk = _read(self.path, self.warn)
                     if on_disk is None:  # a bad file that could not be set aside: never overwrite it
                         self.writable = False
                     else:
@@ -171,12 +171,16 @@ def load(path: Path | None = None, warn: Callable[[str], None] = lambda message:
     return progress
 
 
-def _read(path: Path, warn: Callable[[str], None], set_aside: bool = True,
-          saving: bool = False) -> dict[str, Entry] | None:
+def document(entries: dict[str, Entry]) -> dict[str, Any]:
+    """The progress file's content."""
+    return {"format": FORMAT, "puzzles": {name: entry.to_json() for name, entry in sorted(entries.items())}}
+
+
+def _read(path: Path, warn: Callable[[str], None], set_aside: bool = True) -> dict[str, Entry] | None:
     """The entries in the file ({} if there is none or it was set aside); None if it is bad and must stay.
 
-    An entry that makes no sense is left out with a warning, the others kept; ``saving`` (the file is about to be
-    replaced without it): the file is first copied aside, so nothing is lost.
+    An entry that makes no sense is left out with a warning, the others kept; with ``set_aside`` (under the lock)
+    the file is copied aside as it was, then rewritten without it, so it is reported once and nothing is lost.
     """
     if not os.path.lexists(path):
         return {}
@@ -187,7 +191,9 @@ def _read(path: Path, warn: Callable[[str], None], set_aside: bool = True,
         reason = str(error).removeprefix(f"{path}: ")
     else:
         if dropped:
-            copy = _set_aside(path, copy=True) if saving else None
+            copy = _set_aside(path, copy=True) if set_aside else None
+            if copy is not None:
+                write_new(path, json.dumps(document(entries), indent=2) + "\n", force=True)
             kept = f"; the file as it was is copied to {copy.name}" if copy else ""
             more = f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""
             warn(f"{path}: {dropped[0]}{more}: left out, every other puzzle's progress kept{kept}")

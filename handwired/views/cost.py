@@ -14,6 +14,7 @@ from handwired.defaults import MAX_MEMORY
 from handwired.engine.memory import gigabytes
 from handwired.errors import HandwiredError
 from handwired.judge.contexts import SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_PASS, duration, forward_seconds
+from handwired.judge.puzzle import Puzzle
 from handwired.views.figures import Step
 from handwired.weightfile import Model, locate
 
@@ -171,3 +172,18 @@ def refuse_slow_diff(changes: int, as_json: bool) -> None:
         raise HandwiredError(f"{what} to {'write' if as_json else 'draw'}: about {duration(seconds)}, more than the "
                              f"{duration(MAX_VIEW_SECONDS)} handwired spends on a view; {instead}compare two versions "
                              "of one model, a few edits apart", ("as_json",))
+
+
+SECONDS_PER_DOMAIN_TOKEN = 2e-9  # one token of a domain's context compared with an example's (Domain.holds)
+
+
+def refuse_slow_examples(puzzle: Puzzle) -> None:
+    """Refuse, before any is answered, a statement's examples whose answers would take more than MAX_VIEW_SECONDS:
+    each is looked for among the domain's contexts, then judged by the rule."""
+    tokens = sum(batch.size for batch in puzzle.domain.contexts) if puzzle.domain is not None else 0
+    seconds = len(puzzle.examples) * (SECONDS_PER_PASS + tokens * SECONDS_PER_DOMAIN_TOKEN)
+    if seconds > MAX_VIEW_SECONDS:
+        raise HandwiredError(f"{puzzle.source}: {len(puzzle.examples):,} examples, each looked for among the "
+                             f"domain's {puzzle.n_contexts:,} contexts: about {duration(seconds)}, more than the "
+                             f"{duration(MAX_VIEW_SECONDS)} handwired spends on a view; a statement with fewer "
+                             "examples or a smaller domain narrows it")

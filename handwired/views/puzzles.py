@@ -14,6 +14,7 @@ from handwired.judge.puzzle import Answer, Caps, Puzzle, answer
 from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
 from handwired.judge.scores import Score, nonzero_parameters
 from handwired.judge.verdict import Submission
+from handwired.views.cost import refuse_slow_examples
 from handwired.views.numbers import count, logits, number
 from handwired.views.report import report_json
 from handwired.weightfile import Model
@@ -86,6 +87,7 @@ def _parameters(score: Score | None) -> str:
 
 def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
     """The statement: story, rule, how it is judged, caps, examples with the rule's answers, par, hints."""
+    refuse_slow_examples(puzzle)
     examples = Table(title="examples (the answers are the rule's)", title_justify="left")
     examples.add_column("context")
     examples.add_column("next token")
