@@ -275,3 +275,18 @@ def test_puzzles_check_refusing_a_long_check_suggests_no_option_it_lacks(tmp_pat
     assert "--sample" not in line and "--seed" not in line
     assert line.endswith("a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab "
                          "or n_ctx (or a domain) makes the check shorter")
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("name", "N" * 5_000_000, "name: 5,000,000 characters, more than handwired shows (at most 200)"),
+    ("description", "D" * 20_000, "description: 20,000 characters, more than handwired shows (at most 10,000)"),
+    ("dims", ["x" * 1000] + [f"d{i}" for i in range(1, 8)],
+     "dims[0]: a label of 1,000 characters, more than a table shows (at most 100)"),
+])
+def test_a_weight_files_text_is_bounded_before_any_view_draws_it(tmp_path, monkeypatch, aab_doc, key, value,
+                                                                  message):
+    monkeypatch.chdir(tmp_path)
+    aab_doc[key] = value
+    write(tmp_path / "w.json", aab_doc)
+    for command in (("predict", "aab", "-w", "w.json"), ("weights", "show", "w.json")):
+        assert user_error(*command) == f"error: w.json: {message}"
