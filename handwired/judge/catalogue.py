@@ -2,6 +2,7 @@
 
 import hashlib
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -89,10 +90,11 @@ def named_puzzle(model: Model) -> tuple[Puzzle | None, str | None]:
     if not mark:
         if model.puzzle not in bundled_puzzles():
             names = ", ".join(p.name for p in catalogue()) or "none are installed"
-            raise HandwiredError(f"{where}: no puzzle named {model.puzzle!r} (puzzles: {names}; a statement you "
+            raise HandwiredError(f"{where}: no puzzle named {describe(model.puzzle).removeprefix('the string ')} "
+                                 f"(puzzles: {names}; a statement you "
                                  "wrote is named by its path and hash, as handwired puzzles start writes it)")
         return load_puzzle(model.puzzle), None
-    if not beside(path):
+    if not beside(path) or not re.fullmatch(r"[0-9a-f]{1,64}", digest):
         raise HandwiredError(f"{where}: {describe(model.puzzle)} is not a statement beside the file; a weight file "
                              "names only a statement in its own folder, as NAME.json#HASH (or give the puzzle with "
                              "{puzzle})", ("puzzle",))
