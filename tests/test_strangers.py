@@ -290,3 +290,14 @@ def test_a_weight_files_text_is_bounded_before_any_view_draws_it(tmp_path, monke
     write(tmp_path / "w.json", aab_doc)
     for command in (("predict", "aab", "-w", "w.json"), ("weights", "show", "w.json")):
         assert user_error(*command) == f"error: w.json: {message}"
+
+
+def test_a_name_too_long_that_no_check_foresaw_is_still_the_inputs_fault(monkeypatch):
+    import handwired.cli.predict
+
+    def too_long(*args, **kwargs):
+        raise OSError(36, "File name too long", "z" * 300)
+
+    monkeypatch.setattr(handwired.cli.predict, "trace", too_long)
+    line = user_error("predict", "aab")
+    assert line.startswith("error: zzzzzzzzzz") and line.endswith("more than a file system allows (at most 255)")

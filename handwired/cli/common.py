@@ -141,18 +141,18 @@ def guard(command):
 
     def guarded(ctx):
         try:
-            return invoke(ctx)
+            try:
+                return invoke(ctx)
+            except OSError as error:
+                if error.errno == errno.ENAMETOOLONG:  # a path no file system holds is the input's, never a bug
+                    check_path(error.filename or "")  # names the path and the limit, unless the path was fine
+                raise
         except HandwiredError as error:
             message = printable(error.render(spelling(ctx.command)))
             stderr().print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
             raise typer.Exit(EXIT_USER_ERROR) from None
         except KeyboardInterrupt:  # a command that does not stop cleanly on Ctrl-C still ends without a traceback
             raise typer.Exit(EXIT_INTERRUPTED) from None
-        except OSError as error:
-            if error.errno != errno.ENAMETOOLONG:  # a path no file system holds is the input's, never a bug
-                raise internal_error(error) from None
-            check_path(error.filename or "")  # names the path and the limit (and raises), unless the path was fine
-            raise internal_error(error) from None
         except Exception as error:
             if _is_control_flow(error):
                 raise
