@@ -301,3 +301,11 @@ def test_a_name_too_long_that_no_check_foresaw_is_still_the_inputs_fault(monkeyp
     monkeypatch.setattr(handwired.cli.predict, "trace", too_long)
     line = user_error("predict", "aab")
     assert line.startswith("error: zzzzzzzzzz") and line.endswith("more than a file system allows (at most 255)")
+
+
+def test_a_statements_keys_are_bounded_before_any_is_quoted(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    doc = template_doc()
+    doc["rule"]["k" * 5000] = 1
+    write(tmp_path / "s.json", doc)
+    assert user_error("puzzles", "show", "s.json") == "error: s.json: rule: a key of 5,000 characters (at most 100)"

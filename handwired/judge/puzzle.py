@@ -46,6 +46,7 @@ MAX_HINTS = 100
 MAX_TEXTS = {"title": 100, "summary": 300}  # characters, one line each
 MAX_TEXT = 10_000  # characters of any other string: the story, a hint, a rule's or a domain's parameter
 MAX_VALUES = 10_000  # values of every kind in the whole document
+MAX_KEY = 100  # characters of a key (a misspelt one is quoted in its error)
 
 
 @dataclass(frozen=True)
@@ -178,8 +179,8 @@ def _not_a_statement(doc: Any) -> str | None:
 
 
 def _too_large(doc: dict) -> str | None:
-    """The first value past the sizes a statement may hold (MAX_VALUES in all, MAX_TEXT characters a string), by
-    its JSON path; None when the whole document is within them. Looked at before anything is built."""
+    """The first value past the sizes a statement may hold (MAX_VALUES in all, MAX_TEXT characters a string, MAX_KEY
+    a key), by its JSON path; None when the whole document is within them. Looked at before anything is built."""
     pending: list[tuple[str, Any]] = [("", doc)]
     seen = 0
     while pending:
@@ -190,6 +191,9 @@ def _too_large(doc: dict) -> str | None:
         if isinstance(value, str) and len(value) > MAX_TEXT:
             return f"{path}: {len(value):,} characters, more than a statement's text may have (at most {MAX_TEXT:,})"
         if isinstance(value, dict):
+            long_key = next((key for key in value if len(key) > MAX_KEY), None)
+            if long_key is not None:
+                return f"{path or '(top level)'}: a key of {len(long_key):,} characters (at most {MAX_KEY})"
             pending.extend((join(path, str(key)), item) for key, item in value.items())
         elif isinstance(value, list):
             pending.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
