@@ -92,7 +92,8 @@ def named_puzzle(model: Model) -> tuple[Puzzle | None, str | None]:
             names = ", ".join(p.name for p in catalogue()) or "none are installed"
             raise HandwiredError(f"{where}: no puzzle named {describe(model.puzzle).removeprefix('the string ')} "
                                  f"(puzzles: {names}; a statement you "
-                                 "wrote is named by its path and hash, as handwired puzzles start writes it)")
+                                 "wrote is named by its file name and hash, beside the weight file, as handwired "
+                                 "puzzles start writes it)")
         return load_puzzle(model.puzzle), None
     if not beside(path) or not re.fullmatch(r"[0-9a-f]{1,64}", digest):
         raise HandwiredError(f"{where}: {describe(model.puzzle)} is not a statement beside the file; a weight file "

@@ -193,7 +193,10 @@ def _read(path: Path, warn: Callable[[str], None], set_aside: bool = True) -> di
         if dropped:
             copy = _set_aside(path, copy=True) if set_aside else None
             if copy is not None:
-                write_new(path, json.dumps(document(entries), indent=2) + "\n", force=True)
+                try:
+                    write_new(path, json.dumps(document(entries), indent=2) + "\n", force=True)
+                except HandwiredError:  # kept as it is: a save will report it
+                    pass
             kept = f"; the file as it was is copied to {copy.name}" if copy else ""
             more = f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""
             warn(f"{path}: {dropped[0]}{more}: left out, every other puzzle's progress kept{kept}")
