@@ -91,6 +91,7 @@ COMMANDS = [
     ("puzzles", "show", "evil.json"), ("puzzles", "show", "evil"), ("puzzles", "hint", "evil.json", "--every-hint"),
     ("puzzles", "start", "evil.json", "-o", "-"), ("puzzles", "check", "evil.json", "answer.json"),
     ("check", "answer.json"), ("check", "--puzzle", "evil.json", "-w", "answer.json"),
+    ("weights", "show", "w.json", "--svg", "-"), ("puzzles", "check", "evil.json", "answer.json", "--html", "-"),
 ]
 JSON_COMMANDS = [("predict", "a\x1b", "-w", "w.json", "--json"), ("explain", "-w", "w.json", "--json"),
                  ("check", "w.json", "--json"), ("diff", "w.json", "w2.json", "--json"), ("puzzles", "--json"),

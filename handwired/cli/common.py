@@ -197,9 +197,9 @@ def save_view(build: Callable[[bool], list], svg: Path | None, html: Path | None
     if svg is None and html is None:
         return
     parts = build(True)
-    measure = Console(width=EXPORT_MAX_WIDTH, file=io.StringIO())
+    measure = SafeConsole(width=EXPORT_MAX_WIDTH, file=io.StringIO())
     width = max([EXPORT_WIDTH] + [min(EXPORT_MAX_WIDTH, measure.measure(part).maximum) for part in parts])
-    console = Console(width=width, file=io.StringIO(), record=True, highlight=False, force_terminal=True,
+    console = SafeConsole(width=width, file=io.StringIO(), record=True, highlight=False, force_terminal=True,
                       color_system="truecolor")
     for part in parts:
         console.print(part)
