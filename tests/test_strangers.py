@@ -244,6 +244,7 @@ def test_a_statement_past_its_sizes_is_one_line_before_anything_is_built(tmp_pat
 
 
 def test_diff_refuses_to_draw_more_changed_weights_than_a_view_takes(tmp_path, monkeypatch):
+    from handwired.judge import compare
     from handwired.views import diff as diffing
 
     monkeypatch.chdir(tmp_path)
@@ -253,11 +254,12 @@ def test_diff_refuses_to_draw_more_changed_weights_than_a_view_takes(tmp_path, m
     write(tmp_path / "big.json", doc)
     drawn = []
     monkeypatch.setattr(diffing, "diff_view", lambda *args: drawn.append(args))
+    monkeypatch.setattr(compare, "weight_changes", lambda *args: drawn.append(args))
     line = user_error("diff", "aab", "big.json")
-    assert re.fullmatch(r"error: 270,\d{3} changed weights to draw: about \d+ (seconds|minutes), more than the "
+    assert re.fullmatch(r"error: up to 270,\d{3} changed weights to draw: about \d+ (seconds|minutes), more than the "
                         r"30 seconds handwired spends on a view; --json writes them without drawing, or compare two "
                         r"versions of one model, a few edits apart", line), line
-    assert drawn == []
+    assert drawn == []  # refused before any weight was compared, counted as arrays
 
 
 # ---------------------------------------------------------------- 6. only options the command has

@@ -44,7 +44,7 @@ MAX_EVERY = 20_000_000
 # What comparing the weights costs, known from the files' sizes before any entry is compared: an entry of a matrix
 # whose rows or columns differ between the files is compared by its label, one by one (measured on a busy 2-core
 # machine: 360,000 entries in 4.2 s); each change found is kept with its label.
-SECONDS_PER_LABELLED = 12e-6
+SECONDS_PER_LABELLED, SECONDS_PER_CHANGE = 12e-6, 10e-6  # an entry compared by label; a change made, with its label
 CHANGE_BYTES = 300
 
 
@@ -130,7 +130,7 @@ def weight_changes(old: Model, new: Model) -> list[WeightChange]:
     not 0: a zero there contributes nothing either way, as a left-out sparse entry. A matrix both files
     have with the same rows and columns is compared as one array (a model can have millions of entries).
     """
-    same = {path for path in old.written.axes if path in new.written.axes and _keys(old, path) == _keys(new, path)}
+    same = _same_axes(old, new)
     refuse_slow_weights(old, new, same)
     changes: list[WeightChange] = []
     for path in old.written.axes:
@@ -143,23 +143,36 @@ def weight_changes(old: Model, new: Model) -> list[WeightChange]:
     return changes
 
 
-def refuse_slow_weights(old: Model, new: Model, same: set[str]) -> None:
-    """Refuse, before any entry is compared by label, weights whose comparison would take longer than an exhaustive
-    check may (MAX_EXHAUSTIVE_SECONDS) or whose changes would not fit MAX_MEMORY: the entries of matrices with the
-    same rows and columns that differ (counted as arrays, at once), and every entry compared by label."""
-    sizes = [(path, int(np.size(written))) for model in (old, new) for path, written in model.written.entries.items()]
-    by_label = sum(size for path, size in sizes if path not in same)
-    seconds = by_label * SECONDS_PER_LABELLED
-    if seconds > MAX_EXHAUSTIVE_SECONDS:
-        raise HandwiredError(f"{new.source}: {by_label:,} weights to compare one by one, as their rows or columns "
-                             f"differ from {old.source}'s: about {duration(seconds)}, more than the "
-                             f"{duration(MAX_EXHAUSTIVE_SECONDS)} handwired spends on it; diff compares two versions "
-                             "of one model, with the same dims")
+def _same_axes(old: Model, new: Model) -> set[str]:
+    """The matrices (and vectors) both files have with the same rows and columns: compared as arrays."""
+    return {path for path in old.written.axes if path in new.written.axes and _keys(old, path) == _keys(new, path)}
+
+
+def most_changes(old: Model, new: Model, same: set[str] | None = None) -> int:
+    """At most how many weight changes :func:`weight_changes` lists, counted as arrays before any is made: the
+    entries that differ where the rows and columns are the same, and elsewhere every entry that is not 0 in one
+    file or the other (two zeros are no change)."""
+    same = _same_axes(old, new) if same is None else same
     differing = sum(int(np.count_nonzero(np.atleast_1d(locate(old.params, path)) != locate(new.params, path)))
                     for path in same)
-    changes = differing + by_label
+    return differing + sum(int(np.count_nonzero(locate(model.params, path)))
+                           for model in (old, new) for path in model.written.axes if path not in same)
+
+
+def refuse_slow_weights(old: Model, new: Model, same: set[str]) -> None:
+    """Refuse, before any entry is compared by label, weights whose comparison would take longer than an exhaustive
+    check may (MAX_EXHAUSTIVE_SECONDS) or whose changes would not fit MAX_MEMORY (see most_changes)."""
+    by_label = sum(int(np.size(written)) for model in (old, new) for path, written in model.written.entries.items()
+                   if path not in same)
+    changes = most_changes(old, new, same)
+    seconds = by_label * SECONDS_PER_LABELLED + changes * SECONDS_PER_CHANGE
+    if seconds > MAX_EXHAUSTIVE_SECONDS:
+        raise HandwiredError(f"{new.source}: {by_label:,} weights to compare one by one (their rows or columns differ "
+                             f"from {old.source}'s) and up to {changes:,} changes to list: about {duration(seconds)}, "
+                             f"more than the {duration(MAX_EXHAUSTIVE_SECONDS)} handwired spends on it; diff compares "
+                             "two versions of one model, a few edits apart")
     if changes * CHANGE_BYTES > MAX_MEMORY:
-        raise HandwiredError(f"{new.source}: {changes:,} weights that differ from {old.source}'s (or may): about "
+        raise HandwiredError(f"{new.source}: up to {changes:,} weights that differ from {old.source}'s: about "
                              f"{gigabytes(changes * CHANGE_BYTES)} to list them, more than the "
                              f"{gigabytes(MAX_MEMORY)} handwired will use; diff compares two versions of one model, "
                              "a few edits apart")

@@ -156,9 +156,9 @@ SECONDS_PER_JSON_CHANGE, BYTES_PER_JSON_CHANGE = 20e-6, 1000  # a changed weight
 
 
 def refuse_slow_diff(changes: int, as_json: bool) -> None:
-    """Refuse, before the view or the JSON is made, a diff listing ``changes`` changed weights that would take
+    """Refuse, before the weights are compared, a diff listing up to ``changes`` changed weights that would take
     more than MAX_VIEW_SECONDS to draw or write, or more than MAX_MEMORY to hold as JSON."""
-    what = f"{changes:,} changed weights"
+    what = f"up to {changes:,} changed weights"
     if as_json:
         size = changes * BYTES_PER_JSON_CHANGE
         if size > MAX_MEMORY:
