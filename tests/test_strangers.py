@@ -312,3 +312,26 @@ def test_a_statements_keys_are_bounded_before_any_is_quoted(tmp_path, monkeypatc
     doc["rule"]["k" * 5000] = 1
     write(tmp_path / "s.json", doc)
     assert user_error("puzzles", "show", "s.json") == "error: s.json: rule: a key of 5,000 characters (at most 100)"
+
+
+def test_watch_says_when_the_edits_are_too_many_to_compare_and_goes_on(tmp_path, aab_doc, monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from handwired.errors import HandwiredError
+    from handwired.views import watch as watching
+
+    first = watching.load_snapshot(write(tmp_path / "m.json", aab_doc))
+    aab_doc["wte"] = [[2, 0, 0, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0, 0]]
+    second = watching.load_snapshot(write(tmp_path / "m.json", aab_doc))
+
+    def too_many(old, new):
+        raise HandwiredError("m.json: 9,000,000 weights to compare one by one: about 2 minutes")
+
+    monkeypatch.setattr(watching, "weight_changes", too_many)
+    console = Console(file=io.StringIO(), width=200)
+    console.print(watching.screen(watching.State().advance(first).advance(second)))
+    out = " ".join(console.file.getvalue().split())
+    assert "edited since the previous version: not compared (m.json: 9,000,000 weights to compare one by one" in out
+    assert "context aabaa" in out  # and the rest of the screen is drawn
