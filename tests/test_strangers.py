@@ -335,3 +335,17 @@ def test_watch_says_when_the_edits_are_too_many_to_compare_and_goes_on(tmp_path,
     out = " ".join(console.file.getvalue().split())
     assert "edited since the previous version: not compared (m.json: 9,000,000 weights to compare one by one" in out
     assert "context aabaa" in out  # and the rest of the screen is drawn
+
+
+def test_puzzles_show_estimates_its_example_answers_before_making_them(monkeypatch):
+    from handwired.views import cost
+    from handwired.views import puzzles as puzzle_views
+
+    answered = []
+    monkeypatch.setattr(puzzle_views, "answer", lambda *args: answered.append(args))
+    monkeypatch.setattr(cost, "SECONDS_PER_DOMAIN_TOKEN", 1e-3)  # as if add's 210,000 domain tokens took minutes
+    line = user_error("puzzles", "show", "add")
+    assert re.fullmatch(r"error: \S+add\.json: 6 examples, each looked for among the domain's 30,000 contexts: about "
+                        r"\d+ minutes, more than the 30 seconds handwired spends on a view; a statement with fewer "
+                        r"examples or a smaller domain narrows it", line), line
+    assert answered == []
