@@ -349,3 +349,13 @@ def test_puzzles_show_estimates_its_example_answers_before_making_them(monkeypat
                         r"\d+ minutes, more than the 30 seconds handwired spends on a view; a statement with fewer "
                         r"examples or a smaller domain narrows it", line), line
     assert answered == []
+
+
+def test_an_exported_readme_shows_the_files_text_escaped(tmp_path, monkeypatch, aab_doc):
+    pytest.importorskip("safetensors")
+    monkeypatch.chdir(tmp_path)
+    aab_doc.update(name="n\x1b[2J", description="d\x1b]0;PWNED\x07")
+    write(tmp_path / "w.json", aab_doc)
+    assert invoke("export", "w.json", "-o", "tl").exit_code == 0
+    text = (tmp_path / "tl" / "README.md").read_text()
+    assert not RAW_CONTROL.search(text.replace("\n", " ")) and "n\\x1b[2J" in text and "d\\x1b]0;PWNED\\x07" in text
