@@ -36,6 +36,8 @@ COMMANDS = {  # name -> "module:app", in the order --help lists them; a module i
     "watch": "handwired.cli.watch:app",
     "diff": "handwired.cli.diff:app",
     "spread": "handwired.cli.spread:app",
+    "sweep": "handwired.cli.sweep:app",
+    "ablate": "handwired.cli.ablate:app",
     "attend": "handwired.cli.attend:app",
     "weights": "handwired.cli.weights:app",
     "puzzles": "handwired.cli.puzzles:app",
