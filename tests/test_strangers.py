@@ -71,7 +71,8 @@ def hostile(tmp_path, monkeypatch):
     doc = json.loads((tmp_path / "w.json").read_text())
     doc.update(name="n" + ESCAPES, description="d" + ESCAPES, dims=["x\x1b[2J", "\x9b1", "d\x7f", "ok"],
                example="a\x1b\x9b", target="a\x1b")
-    doc["wte"] = {"\x1b": {"x\x1b[2J": 1}, "a": {"\x9b1": 2}}
+    doc["constants"] = {"Lg": 2}
+    doc["wte"] = {"\x1b": {"x\x1b[2J": 1}, "a": {"\x9b1": "Lg"}}
     write(tmp_path / "w.json", doc)
     doc["wte"]["a"] = {"\x9b1": 3}
     write(tmp_path / "w2.json", doc)
@@ -92,10 +93,12 @@ COMMANDS = [
     ("puzzles", "start", "evil.json", "-o", "-"), ("puzzles", "check", "evil.json", "answer.json"),
     ("check", "answer.json"), ("check", "--puzzle", "evil.json", "-w", "answer.json"),
     ("weights", "show", "w.json", "--svg", "-"), ("puzzles", "check", "evil.json", "answer.json", "--html", "-"),
+    ("sweep", "w.json", "Lg=0..4", "--steps", "3"), ("ablate", "w.json"), ("ablate", "w.json", "--entries"),
 ]
 JSON_COMMANDS = [("predict", "a\x1b", "-w", "w.json", "--json"), ("explain", "-w", "w.json", "--json"),
                  ("check", "w.json", "--json"), ("diff", "w.json", "w2.json", "--json"), ("puzzles", "--json"),
-                 ("spread", "blocks.0.hook_attn_out:x\x1b[2J", "-w", "w.json", "--json")]
+                 ("spread", "blocks.0.hook_attn_out:x\x1b[2J", "-w", "w.json", "--json"),
+                 ("sweep", "w.json", "Lg=0..4", "--steps", "3", "--json"), ("ablate", "w.json", "--entries", "--json")]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
