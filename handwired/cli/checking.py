@@ -16,7 +16,6 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, warn
-from handwired.cli.terminal import SafeConsole
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
@@ -25,6 +24,7 @@ from handwired.judge.puzzle import Puzzle
 from handwired.judge.verdict import require_fit, submit
 from handwired.views.puzzles import puzzle_line, score_view, submission_json, unsolved_line
 from handwired.views.report import failure_view
+from handwired.views.terminal import SafeConsole
 from handwired.weightfile import Model, bundled_models, load
 from handwired.weightfile.jsonfile import check_path
 from handwired.weightfile.writing import json_text
@@ -121,15 +121,16 @@ def puzzle_verdict(puzzle: Puzzle, weights: str, show: int, near_miss: float, as
         raise submission.misfit_error()
     if asked:
         warn_other_puzzle(puzzle, model)
-    report = submission.report
+    report = submission.fitted_report
     player = progressing.load(warn=warn)
     best_before = player.best(puzzle.key)
-    new_best = player.record(puzzle.key, submission.score) if submission.solved else False
+    new_best = player.record(puzzle.key, submission.score) if submission.score is not None else False
     if as_json:
         typer.echo(json_text(submission_json(submission, player.best(puzzle.key), new_best, near_miss), indent=2))
     else:
         def view(everything: bool) -> list:
-            reveal = explain_command(model, weights, report.shortest_failure.context) if report.failures else None
+            failure = report.shortest_failure
+            reveal = explain_command(model, weights, failure.context) if failure is not None else None
             parts: list = [puzzle_line(puzzle), *failure_view(model, report, near_miss, everything, reveal)]
             if submission.solved:
                 parts.append(score_view(submission, best_before, new_best))

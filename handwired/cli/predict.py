@@ -57,7 +57,7 @@ def predict(
             data["puzzle"] = {"name": judge.name, "answers": rule_answers(judge, model, run, every_position)}
         typer.echo(json_text(data, indent=2))
     else:
-        parts = [prediction_view(model, run, every_position)]
+        parts: list = [prediction_view(model, run, every_position)]
         if judge is not None:
             from handwired.views.puzzles import rule_view
 
