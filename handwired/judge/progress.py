@@ -230,9 +230,9 @@ def parse(doc: Any, dropped: list[str] | None = None) -> dict[str, Entry]:
     for name, value in (puzzles or {}).items():
         one = Checker()
         entry = _entry(one, value, f"puzzles.{name}")
-        if one.problems and dropped is None:
-            raise HandwiredError(one.problems[0])
         if one.problems:
+            if dropped is None:
+                raise HandwiredError(one.problems[0])
             dropped.append(one.problems[0])
         elif entry is not None:
             entries[name] = entry

@@ -134,6 +134,8 @@ def parse_statement(doc: Any, path: Path, named_by_file: bool = True) -> tuple[P
     if too_large:
         return None, [too_large]
     top = check.obj(doc, "", STATEMENT_KEYS)
+    if top is None:  # never: it is an object
+        return None, check.problems
     name = _name(check, top["name"], path if named_by_file else None) if "name" in top else None
     level = check.whole(top["level"], "level") if "level" in top else None
     texts = {key: _text(check, top[key], key) for key in ("title", "summary", "story") if key in top}
