@@ -18,7 +18,8 @@ RECORDS = Path(__file__).resolve().parent / "data" / "records"
 # Answers players found before the records were kept: (non-zero parameters, n_embd). A record must be at least
 # as lean by the score's order.
 FOUND_BY_PLAYERS = {"ab": (3, 2), "aab": (11, 2), "first": (11, 3), "previous": (22, 4), "max": (11, 2),
-                    "majority": (4, 1), "xor": (17, 2), "induction": (36, 6)}
+                    "majority": (4, 1), "xor": (17, 2), "induction": (36, 6),
+                    "successor": (8, 3), "copy": (24, 3), "reverse": (24, 3), "add": (31, 2)}
 
 
 @pytest.mark.parametrize("name", list(bundled_puzzles()))
