@@ -2,6 +2,7 @@
 
 from handwired.engine.forward import forward
 from handwired.weightfile import Model
+from handwired.weightfile.axes import escaped, printable
 
 TESTED = {"3": "3.9.0", "4": "4.3.0"}  # with torch 2.13.0 (CPU build)
 
@@ -51,13 +52,12 @@ def readme(model: Model, config: dict) -> str:
     example = (model.example or model.decode(range(model.n_vocab)))[-model.n_ctx:]
     logits = forward(model.params, model.encode(example)[None, :], model.n_head, last_only=True)[0]
     prediction = model.vocab[int(logits.argmax())]
-    title = model.name or "handwired model"
+    title = printable(model.name) or "handwired model"  # a README is read in a terminal too: shown, never obeyed
     use = USE.format(vocab=list(model.vocab), example=example, prediction=prediction)
+    description = f"{escaped(model.description.strip())}\n\n" if model.description and model.description.strip() else ""
     return f"""# {title}: a hand-wired transformer for TransformerLens
 
-{model.description}
-
-Exported by handwired from a `handwired/1` weight file, for TransformerLens. TransformerLens
+{description}Exported by handwired from a `handwired/1` weight file, for TransformerLens. TransformerLens
 computes the same logits as handwired to float64 rounding, provided the model stays in float64
 (in float32 the logits of random test models move by up to 5e-5 of their size) and none of
 TransformerLens's weight processing (`fold_ln`, `center_unembed`, …) is applied.
@@ -89,14 +89,25 @@ TransformerLens's weight processing (`fold_ln`, `center_unembed`, …) is applie
 
 ## What differs from handwired
 
-- `ln1.hook_normalized`, `ln2.hook_normalized` and `ln_final.hook_normalized` hold the
-  normalised vector before the gain and bias; handwired records it after them (what the next
-  layer reads). In 4.x, `ln1.hook_out` etc. hold it after gain and bias.
-- In 4.x, `attn.hook_attn_scores` holds the softmax pattern on this path; use `attn.hook_pattern`.
+- Every hook handwired records under a TransformerLens name holds the same numbers here, but one:
+  in 4.x, `attn.hook_attn_scores` holds the softmax pattern on this path (handwired and 3.x hold
+  the scaled, masked scores there); use `attn.hook_pattern` for the pattern.
 - The unembedding is tied in handwired: `unembed.W_U` is `embed.W_E` transposed and `unembed.b_U` is 0.
-- A block without an MLP is an all-zero MLP here, and narrower MLPs are zero-padded to d_mlp;
-  both add exactly nothing.
-"""
+{_mlp_note(model, config)}"""
+
+
+def _mlp_note(model: Model, config: dict) -> str:
+    """What the folder's MLPs are when the weight file's blocks differ in having one, or in its width; else nothing."""
+    widths = [block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0 for block in model.params["blocks"]]
+    if config["attn_only"] or len(set(widths)) == 1:
+        return ""
+    notes = []
+    if 0 in widths:
+        notes.append(f"a block without an MLP in handwired is an all-zero MLP of width d_mlp = {config['d_mlp']} here")
+    if len({width for width in widths if width}) > 1:
+        notes.append(f"a narrower MLP is zero-padded to d_mlp = {config['d_mlp']}")
+    text = "; ".join(notes)
+    return f"- {text[0].upper()}{text[1:]}: the zeros add exactly nothing.\n"
 
 
 def _count(n: int, noun: str) -> str:

@@ -7,7 +7,7 @@ from rich.text import Text
 from handwired.judge.separation import Separation
 from handwired.judge.spread import Spread
 from handwired.views.model import model_line
-from handwired.views.numbers import count, number
+from handwired.views.numbers import count, number, numbers
 from handwired.weightfile import Model
 
 LEVELS = "▁▂▃▄▅▆▇█"  # a bin's count relative to its group's fullest bin
@@ -37,7 +37,7 @@ def verdict(separation: Separation | None) -> str:
     if separation is None:
         return "One group only: nothing to separate."
     runs = separation.runs
-    if not separation.separated:
+    if separation.shared is not None:  # not separated
         low, high = separation.shared
         span = f"at {bound(low)}" if low == high else f"on [{bound(low)}, {bound(high)}]"
         return f"The groups overlap {span}: no threshold separates them."
@@ -66,8 +66,9 @@ def spread_view(model: Model, spread: Spread) -> Group:
     table.add_column("min", justify="right")
     table.add_column("max", justify="right")
     table.add_column(f"{number(low)} … {number(high)}", no_wrap=True)
-    for group in spread.groups:
-        table.add_row(group.key, f"{group.count:,}", number(group.low), number(group.high), bars(group.histogram))
+    ends = numbers([[group.low, group.high] for group in spread.groups])  # one format for the table's numbers
+    for group, (low_text, high_text) in zip(spread.groups, ends):
+        table.add_row(group.key, f"{group.count:,}", low_text, high_text, bars(group.histogram))
     lines.append(table)
     skipped = []
     if spread.not_judged:
@@ -101,7 +102,7 @@ def spread_json(model: Model, spread: Spread) -> dict:
         "bins": spread.edges.tolist(),
         "groups": [{"group": g.key, "count": g.count, "min": g.low, "max": g.high,
                     "histogram": g.histogram.tolist()} for g in spread.groups],
-        "overlap": None if separation is None or separation.separated else list(separation.shared),
+        "overlap": None if separation is None or separation.shared is None else list(separation.shared),
         "order": None if separation is None else list(separation.runs),
         "thresholds": None if separation is None or not separation.separated
         else [list(pair) for pair in separation.thresholds],

@@ -14,7 +14,7 @@ import numpy as np
 
 from handwired.weightfile.axes import Axis, as_index
 from handwired.weightfile.checker import Checker, describe, item, join
-from handwired.weightfile.expr import ExpressionError, evaluate
+from handwired.weightfile.expr import ExpressionError, UnknownConstant, evaluate
 
 LINEAR_KEYS = {"w": True, "b": False}
 NORM_KEYS = {"g": True, "b": False}
@@ -26,6 +26,7 @@ class EntryChecker(Checker):
     def __init__(self) -> None:
         super().__init__()
         self.constants: dict[str, float] = {}
+        self.failed: set[str] = set()  # constants that did not evaluate: reported once, on their own line
         self.values: dict[Any, float] = {}  # an entry as written -> its number
         self.written: dict[str, np.ndarray] = {}  # JSON path -> entries as written
 
@@ -38,8 +39,10 @@ class EntryChecker(Checker):
             try:
                 return evaluate(value, self.constants)
             except ExpressionError as error:
-                shown = value if len(value) <= 40 else value[:30] + "…"  # one readable line, however long
-                self.problem(path, f"{shown!r}: {error}")
+                # A use of a constant that failed to evaluate is no problem of its own: the constant's line says it.
+                if not (isinstance(error, UnknownConstant) and error.name in self.failed):
+                    shown = value if len(value) <= 40 else value[:30] + "…"  # one readable line, however long
+                    self.problem(path, f"{shown!r}: {error}")
                 return None
         try:
             number = float(value)
@@ -70,13 +73,14 @@ class EntryChecker(Checker):
                 return None
             if cols is None and isinstance(value[0], list):  # width unknown: the first row decides
                 cols = Axis("as the first row", tuple(str(i) for i in range(len(value[0]))))
-            keyed = [(i, i) for i in range(len(value))]
+            cells: list[tuple[int, int | str, Any]] = list(zip(range(len(value)), range(len(value)), value))
         elif isinstance(value, dict):
             if rows is None or cols is None:
                 return None  # the labels depend on something already reported as wrong
             keyed = self._keys(value, path, rows, "row")
             if keyed is None:
                 return None
+            cells = [(index, key, value[key]) for index, key in keyed]
         else:
             expected = f"{len(rows)} rows" if rows else "rows"
             self.problem(path, f"expected a list of {expected} ({rows.meaning if rows else 'rows'}) "
@@ -85,8 +89,8 @@ class EntryChecker(Checker):
         n_rows = len(rows) if rows is not None else len(value)
         written = np.zeros((n_rows, len(cols) if cols is not None else 0), dtype=object)
         ok = True
-        for index, key in keyed:
-            row = self._entries(value[key], item(path, key), cols, "column")
+        for index, key, entry in cells:  # (row index, the row's key in the file, the row as written)
+            row = self._entries(entry, item(path, key), cols, "column")
             if row is None:
                 ok = False
             elif cols is not None:
