@@ -199,6 +199,20 @@ def test_ablate_says_a_vestigial_head_is_not_needed(tmp_path):
     assert "not needed" in text and "blocks[0].attn.head 1" in text
 
 
+def test_the_parameters_not_needed_are_counted_once_when_a_head_and_its_entries_both_can_go(tmp_path):
+    path = tmp_path / "vestigial.json"
+    path.write_text(json.dumps(vestigial_document()), encoding="utf-8")
+    data = json.loads(invoke("ablate", str(path), "--entries", "--json").stdout)
+    spare = [part for part in data["parts"] if not part["needed"]]
+    entries = {part["part"] for part in spare if part["kind"] == "entry"}
+    head = "blocks[0].attn."
+    assert {head + "c_attn.w.a.q8", head + "c_attn.w.a.k8", head + "c_attn.w.a.v8", head + "c_proj.w.z8.s0"} <= entries
+    assert "blocks[0].attn.head 1" in {part["part"] for part in spare}  # its 4 parameters are 4 of those entries
+    assert data["not_needed_parameters"] == len(entries) == 6 < sum(part["parameters"] for part in spare) == 10
+    text = " ".join(invoke("ablate", str(path), "--entries").stdout.split())
+    assert "7 parts not needed (6 distinct parameters in all;" in text
+
+
 def test_ablate_sorts_by_harm_and_mean_ablation_runs():
     result = invoke("ablate", ADD, "--puzzle", "add", "--json")
     parts = json.loads(result.stdout)["parts"]

@@ -4,7 +4,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from handwired.judge.ablate import Ablations
+from handwired.judge.ablate import Ablations, spare_parameters
 from handwired.views.model import model_line
 from handwired.views.numbers import count, number
 from handwired.views.sweep import lead_texts
@@ -48,7 +48,7 @@ def ablate_view(model, result: Ablations) -> Group:
             table.add_row(row.part.name, f"{v.failed:,}", lead, v.worst_context, f"{row.part.cost:,}")
         parts.append(table)
     parts.append(Text(f"{count(len(needed), 'part')} needed, {count(len(spare), 'part')} not needed "
-                      f"({sum(row.part.cost for row in spare):,} parameters in all; cost: the non-zero parameters a "
+                      f"({spare_parameters(spare):,} distinct parameters in all; cost: the non-zero parameters a "
                       "part holds). Each was removed on its own: "
                       "removing several together may break what each alone does not.", style="bold"))
     return Group(*parts)
@@ -67,6 +67,7 @@ def ablate_json(model, result: Ablations) -> dict:
         "arithmetic": "float64",
         "mean": result.mean,
         "as_it_is": verdict(result.base),
+        "not_needed_parameters": spare_parameters([row for row in result.rows if not row.needed]),
         "parts": [{"part": row.part.name, "kind": row.part.kind, "parameters": row.part.cost,
                    "needed": row.needed, "broken": row.verdict.broken, "first_broken": row.verdict.first_broken,
                    **verdict(row.verdict)} for row in result.rows],
