@@ -71,9 +71,41 @@ def test_sweep_prints_the_table_the_plot_and_the_interval():
     assert result.exit_code == 0
     out = result.stdout
     assert "PASS" in out and "FAIL" in out and "float64" in out
-    assert "Passes for Lg in [2.75, 4]" in " ".join(out.split())
+    assert "Passes for Lg in [2.7495, 4]" in " ".join(out.split())
     assert "● " not in out.splitlines()[0]
     assert "└ Lg from 0 to 4" in out
+
+
+@pytest.mark.parametrize("args", [("Lg=0..4", "--steps", "9"), ("Lg=0.01..10000", "--log"),
+                                  ("Lg=0..4", "--precision", "1e-9"), ("Lg=3..9", "--steps", "4")])
+def test_the_interval_names_exactly_the_values_tried_never_a_rounding_of_them(args):
+    """A rounded end could be a value never tried, below the last one that passed: each number the interval's line
+    prints is, exactly, a value the sweep tried, with that value's verdict."""
+    import re
+
+    data = json.loads(invoke("sweep", "aab", *args, "--json").stdout)
+    text = " ".join(invoke("sweep", "aab", *args).stdout.split())
+    (interval,) = data["intervals"]
+    line = re.search(r"Passes for Lg in \[(\S+), (\S+)\]: .*?\.(?: Edges|$)", text).group(0)
+    low, high = (float(x) for x in re.search(r"\[(\S+), (\S+)\]", line).groups())
+    assert (low, high) == (interval["low"], interval["high"])
+    for edge, side in ((interval["below"], "below"), (interval["above"], "above")):
+        if edge is not None:
+            fails, passes = re.search(rf"fails at (\S+) {side} \((\S+) passes\)", line).groups()
+            assert (float(fails), float(passes)) == (edge["fails"], edge["passes"])
+    assert len(line) < 200  # and short: the bisection tries values with few digits
+
+
+def test_a_precision_float64_cannot_reach_is_not_claimed():
+    data = json.loads(invoke("sweep", "aab", "Lg=0..4", "--precision", "1e-30", "--json").stdout)
+    edge = data["intervals"][0]["below"]
+    assert edge["reached_precision"] is False and np.nextafter(edge["fails"], 5) == edge["passes"]  # adjacent
+    text = " ".join(invoke("sweep", "aab", "Lg=0..4", "--precision", "1e-30").stdout.split())
+    assert "to within 1e-30 (1 edge stopped 4.44089e-16 wide or less: float64 has nothing between its ends" in text
+    reached = json.loads(invoke("sweep", "aab", "Lg=0..4", "--precision", "0.001", "--json").stdout)
+    edge = reached["intervals"][0]["below"]
+    assert edge["reached_precision"] is True and 0 < edge["passes"] - edge["fails"] <= 0.001
+    assert "stopped" not in invoke("sweep", "aab", "Lg=0..4", "--precision", "0.001").stdout
 
 
 def test_a_sweep_where_nothing_passes_exits_1():

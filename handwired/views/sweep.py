@@ -5,22 +5,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from handwired.judge.sweep import REFINE, Edge, Interval, Sweep
+from handwired.judge.sweep import MAX_HALVINGS, REFINE, Edge, Interval, Sweep
 from handwired.views.model import model_line
-from handwired.views.numbers import column, count
+from handwired.views.numbers import column, count, exact
 
 PLOT_ROWS = 9  # the line plot's height in characters
 PASS, FAIL = "●", "×"  # a point that passes, one that fails: distinct without colour
 FLOAT64 = "in float64: a pass is the right token's logit strictly above every other's, as check computes it"
-
-
-def distinct(low: float, high: float) -> tuple[str, str]:
-    """Two values with as many significant digits as it takes to tell them apart."""
-    for digits in range(4, 18):
-        a, b = f"{low:.{digits}g}", f"{high:.{digits}g}"
-        if a != b:
-            return a, b
-    return repr(low), repr(high)
 
 
 def value(x: float) -> str:
@@ -28,17 +19,16 @@ def value(x: float) -> str:
 
 
 def _edge(edge: Edge, side: str) -> str:
-    fails, passes = distinct(edge.fails, edge.passes)
-    return f"fails at {fails} {side} ({passes} passes)"
+    return f"fails at {exact(edge.fails)} {side} ({exact(edge.passes)} passes)"
 
 
 def interval_line(name: str, interval: Interval) -> str:
-    low = distinct(interval.below.fails, interval.below.passes)[1] if interval.below else value(interval.low)
-    high = distinct(interval.above.fails, interval.above.passes)[1] if interval.above else value(interval.high)
+    """The interval in words, its ends the very values tried (never rounded: a rounded end could be a value that was
+    not tried, beyond the last one that passed)."""
     ends = [_edge(e, s) for e, s in ((interval.below, "below"), (interval.above, "above")) if e is not None]
     near = f"; it {' and '.join(ends)}" if ends else ""
-    return (f"Passes for {name} in [{low}, {high}]: at every one of the {count(interval.tried, 'value')} tried "
-            f"there{near}.")
+    return (f"Passes for {name} in [{exact(interval.low)}, {exact(interval.high)}]: at every one of the "
+            f"{count(interval.tried, 'value')} tried there{near}.")
 
 
 def summary(sweep: Sweep) -> list[Text]:
@@ -49,8 +39,12 @@ def summary(sweep: Sweep) -> list[Text]:
                      style="bold green" if passing else "bold red")]
     name = sweep.ranges[0].name
     lines = [Text(interval_line(name, interval), style="bold green") for interval in sweep.intervals]
-    refined = (f"to within {value(sweep.precision)} (or as near as float64 allows)" if sweep.precision
-               else f"to 1/{REFINE} of a grid step")
+    refined = f"to within {value(sweep.precision)}" if sweep.precision else f"to 1/{REFINE} of a grid step"
+    short = [e for i in sweep.intervals for e in (i.below, i.above) if e is not None and not e.reached]
+    if short:  # float64 has nothing closer, or the bisection's steps ran out
+        widest = max(abs(e.passes - e.fails) for e in short)
+        refined += (f" ({count(len(short), 'edge')} stopped {value(widest)} wide or less: float64 has nothing "
+                    f"between its ends, or the {MAX_HALVINGS} steps an edge may take ran out)")
     lines.append(Text(f"Edges found by bisection {refined}; between the values tried nothing is proven.",
                       style="dim"))
     return lines
@@ -150,7 +144,7 @@ def sweep_view(model, sweep: Sweep) -> Group:
 
 def sweep_json(model, sweep: Sweep) -> dict:
     def edge(e: Edge | None):
-        return None if e is None else {"fails": e.fails, "passes": e.passes}
+        return None if e is None else {"fails": e.fails, "passes": e.passes, "reached_precision": e.reached}
 
     return {
         "model": model.name,
