@@ -290,6 +290,16 @@ def test_spread_of_a_logit_difference_is_the_difference_of_the_logits():
     assert ratio["value"] == "blocks.0.hook_resid_post:tok/pos"
 
 
+def test_spread_prints_its_axis_and_its_overlap_in_the_format_of_its_cells():
+    sort = str(Path(ADD).with_name("sort.json"))
+    data = json.loads(invoke("spread", "lead", "-w", sort, "--puzzle", "sort", "--json").stdout)
+    low, high = data["bins"][0], data["bins"][-1]
+    assert low != round(low) and high == 2  # the leads are 2 up to rounding: one end is whole, the other not
+    text = " ".join(invoke("spread", "lead", "-w", sort, "--puzzle", "sort").stdout.split())
+    assert "2.000 … 2.000" in text and "bins from 2.000 to 2.000" in text  # never 2.000 beside 2
+    assert "The groups overlap on [2.000, 2.000]" in text
+
+
 def test_spread_lead_needs_answers_and_the_last_position():
     assert "lead needs the right answers" in user_error("spread", "lead", "--every")
     assert "--position 2" in user_error("spread", "lead", "--position", "2")
