@@ -108,6 +108,24 @@ def test_a_precision_float64_cannot_reach_is_not_claimed():
     assert "stopped" not in invoke("sweep", "aab", "Lg=0..4", "--precision", "0.001").stdout
 
 
+@pytest.mark.parametrize("args", [("Lg=0..4", "--steps", "100"), ("Lg=1..4", "B=0..4", "--steps", "30")])
+def test_a_plot_wider_than_the_terminal_goes_on_pages_not_wrapped(args, tmp_path, monkeypatch):
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(two_constant_document()), encoding="utf-8")
+    monkeypatch.setenv("COLUMNS", "60")
+    data = json.loads(invoke("sweep", str(path), *args, "--json").stdout)
+    out = invoke("sweep", str(path), *args).stdout
+    lines = out.splitlines()
+    plot = [line for line in lines if "│" in line and ("●" in line or "×" in line or "┈" in line)]
+    assert plot and all(len(line) <= 60 for line in plot)  # every row of the plot fits: nothing wraps
+    marks = sum(line.count("●") + line.count("×") for line in plot)
+    assert marks == len(data["points"])  # every value is drawn once, on one page or the next
+    assert sum(line.count("●") for line in plot) == sum(point["passes"] for point in data["points"])
+    n = len(data["constants"][0]["values"])
+    pages = [line for line in lines if f" of {n})" in line]
+    assert len(pages) >= 2 and "(values 1–" in pages[0] and f"–{n} of {n})" in pages[-1]
+
+
 def test_a_sweep_where_nothing_passes_exits_1():
     result = invoke("sweep", "aab", "Lg=0..1", "--steps", "3")
     assert result.exit_code == 1

@@ -1,7 +1,8 @@
 """Drawing a sweep: a table and a line plot of the smallest lead (one constant), or a heatmap (two), and the
 intervals where every context passes, in words."""
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -71,7 +72,37 @@ def table(sweep: Sweep) -> Table:
     return grid
 
 
-def line_plot(sweep: Sweep) -> Group:
+class Paged:
+    """A plot of one column per value: a label before each row, then each row's cells, all ``cell`` characters wide.
+    Too wide for the terminal, its columns go on pages one under the other, each with its row labels and its own
+    ``footer(start, stop)`` (the axis of values start…stop-1), rather than wrapping or being cut."""
+
+    def __init__(self, labels: list[Text], cells: list[list[Text]], cell: int, footer) -> None:
+        self.labels, self.cells, self.cell, self.footer = labels, cells, cell, footer
+        self.label_width = max(label.cell_len for label in labels)
+        self.n = len(cells[0]) if cells else 0
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        width = self.label_width + self.cell * self.n
+        return Measurement(min(width, self.label_width + self.cell), width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        per_page = max(1, (options.max_width - self.label_width) // self.cell)
+        for start in range(0, self.n, per_page):
+            stop = min(self.n, start + per_page)
+            for label, row in zip(self.labels, self.cells):
+                yield Text.assemble(label, *row[start:stop], no_wrap=True, overflow="ignore")
+            yield from self.footer(start, stop)
+
+
+def _axis_note(values, start: int, stop: int) -> str:
+    """The values a page shows: all of them, or which ones when the plot is on several pages."""
+    n = len(values)
+    return f"from {value(values[start])} to {value(values[stop - 1])}" + (
+        "" if (start, stop) == (0, n) else f" (values {start + 1}–{stop} of {n})")
+
+
+def line_plot(sweep: Sweep) -> Group | Paged:
     """The smallest lead against the constant: one column per value, ● passing, × failing, the zero line dotted."""
     leads = [p.verdict.worst if p.verdict.finite else None for p in sweep.points]
     shown = [x for x in leads if x is not None]
@@ -90,17 +121,17 @@ def line_plot(sweep: Sweep) -> Group:
         styles[row][at] = "green" if point.verdict.ok else "red"
     top_text, bottom_text = column([top, bottom])
     width = max(len(top_text), len(bottom_text), 1)
-    lines = []
-    for r, (chars, marks) in enumerate(zip(rows, styles)):
-        label = top_text if r == 0 else bottom_text if r == PLOT_ROWS - 1 else "0" if r == zero else ""
-        text = Text(f"{label:>{width}} │", style="dim")
-        for char, style in zip(chars, marks):
-            text.append(char, style=style or "dim")
-        lines.append(text)
+    labels = [Text(f"{top_text if r == 0 else bottom_text if r == PLOT_ROWS - 1 else '0' if r == zero else '':>{width}}"
+                   " │", style="dim") for r in range(PLOT_ROWS)]
+    cells = [[Text(char, style=style or "dim") for char, style in zip(chars, marks)]
+             for chars, marks in zip(rows, styles)]
     swept = sweep.ranges[0]
-    axis = f"{' ' * width} └ {swept.name} from {value(swept.values[0])} to {value(swept.values[-1])}"
-    lines.append(Text(axis + (", log scale" if swept.log else "") + "; up: the smallest lead", style="dim"))
-    return Group(*lines)
+
+    def axis(start: int, stop: int) -> list[Text]:
+        return [Text(f"{' ' * width} └ {swept.name} {_axis_note(swept.values, start, stop)}"
+                     + (", log scale" if swept.log else "") + "; up: the smallest lead", style="dim")]
+
+    return Paged(labels, cells, 1, axis)
 
 
 def heatmap(sweep: Sweep) -> Group:
@@ -109,24 +140,27 @@ def heatmap(sweep: Sweep) -> Group:
     n = len(across.values)
     best = max([p.verdict.worst for p in sweep.points if p.verdict.ok and p.verdict.worst < float("inf")] or [1.0])
     width = max(len(value(x)) for x in down.values)
-    lines = [Text(f"{down.name:>{width}}", style="bold")]
+    labels, cells = [], []
     for row in reversed(range(len(down.values))):  # the largest value at the top
-        text = Text(f"{value(down.values[row]):>{width}} │", style="dim")
+        labels.append(Text(f"{value(down.values[row]):>{width}} │", style="dim"))
+        cells.append([])
         for point in sweep.points[row * n:(row + 1) * n]:
             v = point.verdict
             if v.ok:
                 shade = min(1.0, v.worst / best) if v.worst < float("inf") else 1.0
-                text.append(f" {PASS} ", style=f"bold rgb(255,255,255) on rgb(0,{90 + int(120 * shade)},60)")
+                cells[-1].append(Text(f" {PASS} ", style=f"bold rgb(255,255,255) on rgb(0,{90 + int(120 * shade)},60)"))
             else:
-                text.append(f" {FAIL} ", style="bold rgb(255,255,255) on rgb(200,40,40)")
-        lines.append(text)
-    lines.append(Text(f"{' ' * width} └{'───' * n}", style="dim"))
-    lines.append(Text(f"{' ' * width}   {across.name}: " + "  ".join(map(value, across.values)), style="dim"))
+                cells[-1].append(Text(f" {FAIL} ", style="bold rgb(255,255,255) on rgb(200,40,40)"))
     scale = ", log scale" if across.log or down.log else ""
-    lines.append(Text(f"{' ' * width}   {across.name} from {value(across.values[0])} to "
-                      f"{value(across.values[-1])} →{scale}; {PASS} passes (brighter: a larger smallest lead), "
-                      f"{FAIL} fails", style="dim"))
-    return Group(*lines)
+
+    def axis(start: int, stop: int) -> list[Text]:
+        return [Text(f"{' ' * width} └{'───' * (stop - start)}", style="dim"),
+                Text(f"{' ' * width}   {across.name}: " + "  ".join(map(value, across.values[start:stop])),
+                     style="dim"),
+                Text(f"{' ' * width}   {across.name} {_axis_note(across.values, start, stop)} →{scale}; {PASS} passes "
+                     f"(brighter: a larger smallest lead), {FAIL} fails", style="dim")]
+
+    return Group(Text(f"{down.name:>{width}}", style="bold"), Paged(labels, cells, 3, axis))
 
 
 def sweep_view(model, sweep: Sweep) -> Group:
