@@ -361,6 +361,8 @@ def test_ctrl_c_stops_a_sweep_between_two_values(monkeypatch):
     result = invoke("sweep", "aab", "Lg=0..4", "--steps", "9")
     assert result.exit_code == 130
     assert judged == [1]  # the other eight values were never evaluated
+    assert result.stderr.strip() == "stopped by Ctrl-C with 1 of the 9 values judged; nothing is shown"
+    assert invoke("ablate", "aab").stderr.startswith("stopped by Ctrl-C with 1 of the ")
 
 
 def test_too_many_contexts_are_refused_before_any_work(tmp_path, monkeypatch):

@@ -10,7 +10,15 @@ from typing import Annotated
 import typer
 
 from handwired.cli.checking import chosen_puzzle, progress_and_stop
-from handwired.cli.common import EXIT_CHECK_FAILED, ForceOption, HtmlOption, JsonOption, Output, SvgOption
+from handwired.cli.common import (
+    EXIT_CHECK_FAILED,
+    ForceOption,
+    HtmlOption,
+    JsonOption,
+    Output,
+    SvgOption,
+    stderr,
+)
 from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
 from handwired.judge.sweep import check_steps, parse_range, refuse_long
@@ -37,13 +45,15 @@ def judged_source(model: Model, puzzle: str | None) -> spreading.Source:
 
 
 @contextmanager
-def working(as_json: bool) -> Iterator[Callable[[int, int], None]]:
+def working(as_json: bool, noun: str) -> Iterator[Callable[[int, int], None]]:
     """progress(done, total) for a long sweep or ablation: check's progress bar on a terminal, and Ctrl-C
-    stopping it (exit code 130) between two variants."""
+    stopping it (exit code 130) between two variants (``noun``: values, parts), saying how far it got."""
     with progress_and_stop(not as_json) as (progress, should_stop):
         def tick(done: int, total: int) -> None:
             progress(done, total)
             if should_stop():
+                stderr().print(f"stopped by Ctrl-C with {done:,} of the {total:,} {noun} judged; nothing is shown",
+                               soft_wrap=True)
                 raise KeyboardInterrupt
 
         yield tick
@@ -95,7 +105,7 @@ def sweep(
     swept = [parse_range(model, text, steps, log) for text in ranges]
     source = judged_source(model, puzzle)
     refuse_long(model, source, steps, len(ranges))
-    with working(as_json) as progress:
+    with working(as_json, "values") as progress:
         result = sweeping(model, source, swept, precision, progress)
     show(out, as_json, lambda: sweep_json(model, result), lambda: sweep_view(model, result))
     if not any(point.verdict.ok for point in result.points):
