@@ -48,15 +48,19 @@ def judged_source(model: Model, puzzle: str | None) -> spreading.Source:
 def working(as_json: bool, noun: str) -> Iterator[Callable[[int, int], None]]:
     """progress(done, total) for a long sweep or ablation: check's progress bar on a terminal, and Ctrl-C
     stopping it (exit code 130) between two variants (``noun``: values, parts), saying how far it got."""
-    with progress_and_stop(not as_json) as (progress, should_stop):
-        def tick(done: int, total: int) -> None:
-            progress(done, total)
-            if should_stop():
-                stderr().print(f"stopped by Ctrl-C with {done:,} of the {total:,} {noun} judged; nothing is shown",
-                               soft_wrap=True)
-                raise KeyboardInterrupt
+    stopped: list[str] = []
+    try:
+        with progress_and_stop(not as_json) as (progress, should_stop):
+            def tick(done: int, total: int) -> None:
+                progress(done, total)
+                if should_stop():
+                    stopped.append(f"stopped by Ctrl-C with {done:,} of the {total:,} {noun} judged; nothing is shown")
+                    raise KeyboardInterrupt
 
-        yield tick
+            yield tick
+    finally:  # once the progress bar is gone
+        for line in stopped:
+            stderr().print(line, soft_wrap=True)
 
 
 def show(out: Output, as_json: bool, data: Callable[[], dict], view: Callable[[], object]) -> None:
