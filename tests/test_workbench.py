@@ -263,6 +263,20 @@ def test_the_parameters_not_needed_are_counted_once_when_a_head_and_its_entries_
     assert "7 parts not needed (6 distinct parameters in all;" in text
 
 
+@pytest.mark.parametrize("columns", [60, 80])
+def test_ablates_tables_are_paged_on_a_narrow_terminal_never_cut(monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    parts = json.loads(invoke("ablate", "aab", "--entries", "--json").stdout)["parts"]
+    lines = invoke("ablate", "aab", "--entries").stdout.splitlines()
+    assert "…" not in "".join(lines) and all(len(line) <= columns for line in lines)
+    for part in parts:  # each part's row, on every page, ends with its figures in full
+        rows = [line.split("│")[1:-1] for line in lines if line.startswith(f"│ {part['part']} ")]
+        cells = [cell.strip() for row in rows for cell in row[1:]]
+        assert str(part["parameters"]) in cells and str(part["failed"]) in cells
+    headers = " ".join(line for line in lines if line.startswith("┃"))
+    assert headers.count("cost") == 2 and headers.count("smallest lead") == 2  # the needed and the spare table
+
+
 def test_ablate_sorts_by_harm_and_mean_ablation_runs():
     result = invoke("ablate", ADD, "--puzzle", "add", "--json")
     parts = json.loads(result.stdout)["parts"]
