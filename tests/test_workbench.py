@@ -277,6 +277,14 @@ def test_ablates_tables_are_paged_on_a_narrow_terminal_never_cut(monkeypatch, co
     assert headers.count("cost") == 2 and headers.count("smallest lead") == 2  # the needed and the spare table
 
 
+def test_a_reference_written_out_is_pointed_to_its_puzzle(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert invoke("puzzles", "solution", "add", "--spoil", "-o", "add.json").exit_code == 0
+    for command in (("check", "add.json"), ("sweep", "add.json", "K=1..2"), ("ablate", "add.json")):
+        assert user_error(*command).endswith("--puzzle add")
+    assert invoke("check", "add.json", "--puzzle", "add").exit_code == 0  # and that is the way
+
+
 def test_ablate_sorts_by_harm_and_mean_ablation_runs():
     result = invoke("ablate", ADD, "--puzzle", "add", "--json")
     parts = json.loads(result.stdout)["parts"]

@@ -23,7 +23,7 @@ from handwired.cli.common import (
 )
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STREAM_MIN_LENGTH, stream_length
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.catalogue import load_puzzle
+from handwired.judge.catalogue import bundled_puzzles, load_puzzle
 from handwired.judge.plans import Plan, exhaustive_plan, pattern_rule, sample_plan, stream_plan
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import run
@@ -116,8 +116,10 @@ def _plan(model: Model, target: str | None, length: int | None, exhaustive: bool
     """The plan the options ask for: a stream of the target (the default), every context, or a sample."""
     pattern = target if target is not None else model.target  # --target '' is a mistake, not "the file's"
     if pattern is None:
+        puzzle = f", or judge it by the puzzle it is named after with --puzzle {model.name}" if (
+            model.name in bundled_puzzles()) else ""  # a reference solution, written by puzzles solution -o
         raise HandwiredError(f"{model.source}: has no 'target'; give one with --target, "
-                             f"e.g. --target {model.vocab[0] * 2}")
+                             f"e.g. --target {model.vocab[0] * 2}{puzzle}")
     if exhaustive and sample is not None:
         raise HandwiredError("--exhaustive and --sample: choose one")
     if (exhaustive or sample is not None) and length is not None:

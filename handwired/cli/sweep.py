@@ -21,6 +21,7 @@ from handwired.cli.common import (
 )
 from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
+from handwired.judge.catalogue import bundled_puzzles
 from handwired.judge.sweep import check_steps, parse_range, refuse_long
 from handwired.judge.sweep import sweep as sweeping
 from handwired.views.sweep import sweep_json, sweep_view
@@ -39,7 +40,9 @@ def judged_source(model: Model, puzzle: str | None) -> spreading.Source:
     if named is not None:
         return spreading.puzzle_source(named, model)
     if model.target is None:
-        raise HandwiredError(f"{model.source}: has no 'target' and names no puzzle; judge it by one with --puzzle")
+        named = f" {model.name}" if model.name in bundled_puzzles() else ""  # a reference, by puzzles solution -o
+        raise HandwiredError(f"{model.source}: has no 'target' and names no puzzle; judge it by one with "
+                             f"--puzzle{named}")
     return spreading.target_source(model, model.target, "judge it by a puzzle's contexts instead, with {puzzle}",
                                    ("puzzle",))
 
