@@ -139,7 +139,10 @@ def probe_values(model: Model, probe: Probe, contexts: list[np.ndarray], positio
             values.append(np.full(len(batch), np.nan))
             present.append(np.zeros(len(batch), dtype=bool))
             continue
-        level = kept[prefix - 1][trie.find(batch[:, :prefix])]  # [n, …] at the prefix's last position
+        captured = kept[prefix - 1]  # [m, …] every prefix of this length, kept: its length was wanted
+        if captured is None:
+            raise HandwiredError(f"{probe.hook}: not recorded at that position")
+        level = captured[trie.find(batch[:, :prefix])]  # [n, …] at the prefix's last position
         value, ok = _column(probe, level, prefix)
         values.append(value)
         present.append(ok)

@@ -25,7 +25,7 @@ import numpy as np
 
 from handwired.judge.rules import DECIDED, Rule
 from handwired.weightfile.axes import shown
-from handwired.weightfile.checker import MAX_SIZE, Checker, describe, join
+from handwired.weightfile.checker import MAX_SIZE, Checker, describe, join, known
 
 KINDS: dict[str, dict[str, bool]] = {  # kind -> parameter -> required
     "strings": {"alphabet": True, "length": False, "template": False, "start": False, "distinct": False},
@@ -112,7 +112,7 @@ def domain_from_spec(spec: Any, vocab: tuple[str, ...], rule: Rule | None, n_ctx
         return None  # reported already
     groups = inputs.enumerate()
     if kind == "answer_so_far":
-        groups = _answers_so_far(groups, separator, rule)
+        groups = _answers_so_far(groups, known(separator), rule)  # the rule has one (checked above)
     dtype = np.min_scalar_type(len(vocab))
     contexts = tuple(np.unique(group.astype(dtype), axis=0) for group in groups if len(group))
     if not contexts:
@@ -151,7 +151,7 @@ def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checke
         return None
     lengths = _lengths(spec["length"], join(path, "length"), n_ctx, check) if "length" in spec else range(0)
     template = _template(spec["template"], join(path, "template"), vocab, check) if "template" in spec else None
-    if None in (alphabet, distinct, lengths) or ("start" in spec and start is None) or (
+    if alphabet is None or distinct is None or lengths is None or ("start" in spec and start is None) or (
             "template" in spec and template is None):
         return None
     if len(set(alphabet)) != len(alphabet):
@@ -204,6 +204,6 @@ def _describe(kind: str, inputs: _Inputs, vocab: tuple[str, ...], separator: int
         text = f"every string {'of distinct tokens ' if inputs.distinct else ''}over {alphabet} of length {lengths}"
     if inputs.start is not None:
         text = f"{shown(vocab[inputs.start])} then {text}"
-    if kind == "answer_so_far":
+    if kind == "answer_so_far" and separator is not None:
         text += f", then {shown(vocab[separator])} and the answer so far"
     return text

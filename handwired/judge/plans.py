@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH
+from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
 from handwired.engine.tree import TreeBatch, evaluate_tree
 from handwired.engine.trie import build_trie, evaluate_trie
 from handwired.errors import HandwiredError, bad_value
@@ -177,3 +177,27 @@ def domain_plan(model: Model, domain: Domain, rule: Rule) -> Plan:
         total=domain.size,
         batches=batches,
     )
+
+
+def chosen_plan(model: Model, target: str | None = None, length: int | None = None, exhaustive: bool = False,
+                sample: int | None = None, seed: int = SEED, min_length: int | None = None,
+                puzzle: str | None = None) -> Plan:
+    """The plan ``check`` asks for: a stream of the target (the default: the file's), every context, or a sample.
+    ``puzzle``: the puzzle the file is named after, suggested when it has no target."""
+    pattern = target if target is not None else model.target  # target '' is a mistake, not "the file's"
+    if pattern is None:
+        named = f", or judge it by the puzzle it is named after with {{puzzle}} {puzzle}" if puzzle else ""
+        raise HandwiredError(f"{model.source}: has no 'target'; give one as {{target}}, "
+                             f"e.g. {{target}} {model.vocab[0] * 2}{named}", ("target", "puzzle"))
+    if exhaustive and sample is not None:
+        raise HandwiredError("{exhaustive} and {sample}: choose one", ("exhaustive", "sample"))
+    if (exhaustive or sample is not None) and length is not None:
+        raise HandwiredError("{length} is for a stream check; {exhaustive} and {sample} choose their own contexts",
+                             ("length", "exhaustive", "sample"))
+    if exhaustive:
+        return exhaustive_plan(model, pattern_rule(model, pattern), MIN_LENGTH if min_length is None else min_length)
+    if sample is not None:
+        return sample_plan(model, pattern_rule(model, pattern), sample, seed,
+                           MIN_LENGTH if min_length is None else min_length)
+    return stream_plan(model, pattern, stream_length(pattern) if length is None else length,
+                       STREAM_MIN_LENGTH if min_length is None else min_length)

@@ -154,8 +154,10 @@ def _groups(model: Model, source: Source, by: str, logits: list[np.ndarray]) -> 
     if by == "predicted":  # argmax takes the first on a tie, as every view does
         return keys, [np.argmax(batch_logits, axis=1) for batch_logits in logits], 0
     groups, not_judged = [], 0
+    rule = source.rule
+    assert rule is not None, "spread() refuses by answer without a rule, before any work"
     for batch in source.contexts:
-        judgement = source.rule.judge(batch)
+        judgement = rule.judge(batch)
         decided = judgement.status == DECIDED  # [n]
         not_judged += int((~decided).sum())
         groups.append(np.where(decided, np.argmax(judgement.acceptable, axis=1), -1))

@@ -37,7 +37,7 @@ def verdict(separation: Separation | None) -> str:
     if separation is None:
         return "One group only: nothing to separate."
     runs = separation.runs
-    if not separation.separated:
+    if separation.shared is not None:  # not separated
         low, high = separation.shared
         ends = numbers([[low, high]], show_tiny=True)[0]  # one format for both ends: never [2.000, 2]
         span = f"at {bound(low)}" if low == high else f"on [{ends[0]}, {ends[1]}]"
@@ -104,7 +104,7 @@ def spread_json(model: Model, spread: Spread) -> dict:
         "bins": spread.edges.tolist(),
         "groups": [{"group": g.key, "count": g.count, "min": g.low, "max": g.high,
                     "histogram": g.histogram.tolist()} for g in spread.groups],
-        "overlap": None if separation is None or separation.separated else list(separation.shared),
+        "overlap": None if separation is None or separation.shared is None else list(separation.shared),
         "order": None if separation is None else list(separation.runs),
         "thresholds": None if separation is None or not separation.separated
         else [list(pair) for pair in separation.thresholds],
