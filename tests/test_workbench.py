@@ -340,6 +340,18 @@ def test_spread_prints_its_axis_and_its_overlap_in_the_format_of_its_cells():
     assert "The groups overlap on [2.000, 2.000]" in text
 
 
+def test_a_ratio_says_its_missing_contexts_are_where_the_divisor_is_0():
+    from itertools import product
+
+    model = load("aab")
+    zero = sum(1 for n in range(1, 6) for letters in product([0, 1], repeat=n)  # the logit of b is 0: no ratio
+               if reference_forward(model.params, list(letters), 1)[0][-1][1] == 0)
+    data = json.loads(invoke("spread", "logits:a/b", "--every", "--json").stdout)
+    assert data["without_position"] == zero > 0 and data["grouped"] == 62 - zero
+    text = " ".join(invoke("spread", "logits:a/b", "--every").stdout.split())
+    assert f"{zero} contexts without the last position or that key, or where b is 0 (no ratio)" in text
+
+
 def test_spread_lead_needs_answers_and_the_last_position():
     assert "lead needs the right answers" in user_error("spread", "lead", "--every")
     assert "--position 2" in user_error("spread", "lead", "--position", "2")

@@ -75,7 +75,9 @@ def spread_view(model: Model, spread: Spread) -> Group:
     if spread.not_judged:
         skipped.append(f"{count(spread.not_judged, 'context')} the rule does not judge (ambiguous or out of domain)")
     if spread.too_short:
-        skipped.append(f"{count(spread.too_short, 'context')} without {where(spread)} or that key")
+        other = spread.probe.other if spread.probe.op == "/" else None  # a ratio has no value where B is 0
+        skipped.append(f"{count(spread.too_short, 'context')} without {where(spread)} or that key"
+                       + (f", or where {other.column} is 0 (no ratio)" if other is not None else ""))
     if skipped:
         lines.append(Text("Not in a group: " + "; ".join(skipped) + ".", style="dim"))
     axis_low, axis_high = numbers([[low, high]] + [[group.low, group.high] for group in spread.groups])[0]
