@@ -350,6 +350,8 @@ def test_a_ratio_says_its_missing_contexts_are_where_the_divisor_is_0():
     assert data["without_position"] == zero > 0 and data["grouped"] == 62 - zero
     text = " ".join(invoke("spread", "logits:a/b", "--every").stdout.split())
     assert f"{zero} contexts without the last position or that key, or where b is 0 (no ratio)" in text
+    judged = json.loads(invoke("spread", "logits:a/b", "--json").stdout)  # by the target: each context counted once
+    assert judged["grouped"] + judged["not_judged"] + judged["without_position"] == judged["total"] == 62
 
 
 def test_spread_lead_needs_answers_and_the_last_position():
