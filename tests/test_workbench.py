@@ -360,21 +360,33 @@ def test_spread_lead_needs_answers_and_the_last_position():
     assert "--head" in user_error("spread", "lead", "--head", "0")
 
 
-def test_mean_ablation_adds_the_mean_output_over_every_prefix(tmp_path):
+def test_mean_ablation_adds_the_mean_output_over_every_prefix_of_the_judged_contexts(tmp_path):
     from itertools import product
 
     from handwired.engine.trace import trace
+    from handwired.judge.rules import DECIDED
 
     model = load("aab")
-    prefixes = ["".join(p) for n in range(1, 6) for p in product("ab", repeat=n)]  # every context's every prefix
+    rule = pattern_rule(model, "aab")
+    judged = [text for n in range(1, 6) for text in map("".join, product("ab", repeat=n))
+              if rule.judge(np.array([[model.vocab.index(c) for c in text]])).status[0] == DECIDED]
+    prefixes = sorted({text[:n] for text in judged for n in range(1, len(text) + 1)})  # each distinct prefix once
+    assert 0 < len(judged) < 62 and len(prefixes) < 62  # the contexts the rule does not judge are left out
     mean = np.mean([trace(model, text).record["blocks.0.hook_attn_out"][-1] for text in prefixes], axis=0)
     params = copy.deepcopy(model.params)
     params["blocks"][0]["attn"]["c_proj"]["w"][:] = 0
     params["blocks"][0]["attn"]["c_proj"]["b"] = mean
-    expected = check_ok(replace(model, params=params))
+    ablated = replace(model, params=params)
+    expected = check_ok(ablated)
     parts = {part["part"]: part for part in json.loads(invoke("ablate", "aab", "--mean", "--json").stdout)["parts"]}
     got = parts["blocks[0].attn"]
     assert (got["failed"] == 0, got["failed"]) == expected
+    leads = []  # and its smallest lead is that of the model with this mean, context by context
+    for text in judged:
+        logits = reference_forward(ablated.params, [model.vocab.index(c) for c in text], 1)[0][-1]
+        right = rule.judge(np.array([[model.vocab.index(c) for c in text]])).acceptable[0]
+        leads.append(max(logits[right]) - max(logits[~right]))
+    assert got["smallest_lead"] == pytest.approx(min(leads), rel=1e-9)
     zeroed = {part["part"]: part for part in json.loads(invoke("ablate", "aab", "--json").stdout)["parts"]}
     assert zeroed["blocks[0].attn"]["smallest_lead"] != got["smallest_lead"]  # the mean is not zero here
 

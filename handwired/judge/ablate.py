@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from handwired.engine.trie import capture_trie
+from handwired.engine.trie import build_trie, capture_trie
 from handwired.judge import workbench
 from handwired.judge.spread import Source
 from handwired.judge.workbench import Bench, Verdict
@@ -106,8 +106,10 @@ def spare_parameters(rows) -> int:
 
 
 def _means(model: Model, source: Source, bench: Bench, hook: str) -> np.ndarray:
-    """``hook``'s mean over every node of the judged contexts' trie: [...] its shape at one position."""
-    _, kept = capture_trie(model, bench.trie, hook, None)
+    """``hook``'s mean over every distinct prefix of the judged contexts, each once (not over the contexts the rule
+    does not judge): [...] its shape at one position."""
+    judged = build_trie([contexts for contexts, _, _ in bench.judged if len(contexts)])
+    _, kept = capture_trie(model, judged, hook, None)
     return np.concatenate([level.reshape(len(level), -1) for level in kept if level is not None]).mean(axis=0)
 
 
