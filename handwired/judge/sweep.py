@@ -24,7 +24,7 @@ from handwired.weightfile import Model, parse
 RANGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+?)\.\.(.+)$")
 MAX_STEPS = 1000  # values per constant
 MAX_POINTS = 10_000  # values in all, with two constants
-MAX_HALVINGS = 100  # bisection steps per edge, at most (each narrows the bracket to 3/5 of its width or less)
+MAX_HALVINGS = 60  # bisection steps per edge, at most (each narrows the bracket to 3/5 of its width or less)
 REFINE = 1024  # by default an edge is refined to 1/REFINE of the grid step it lies in
 
 
