@@ -126,6 +126,12 @@ def test_a_plot_wider_than_the_terminal_goes_on_pages_not_wrapped(args, tmp_path
     assert len(pages) >= 2 and "(values 1–" in pages[0] and f"–{n} of {n})" in pages[-1]
 
 
+def test_a_sweep_that_passes_everywhere_claims_no_bisection():
+    text = " ".join(invoke("sweep", "aab", "Lg=3..9", "--steps", "4").stdout.split())
+    assert "Passes for Lg in [3, 9]: at every one of the 4 values tried there." in text
+    assert "bisection" not in text and "no edge to refine" in text
+
+
 def test_a_sweep_where_nothing_passes_exits_1():
     result = invoke("sweep", "aab", "Lg=0..1", "--steps", "3")
     assert result.exit_code == 1

@@ -46,8 +46,10 @@ def summary(sweep: Sweep) -> list[Text]:
         widest = max(abs(e.passes - e.fails) for e in short)
         refined += (f" ({count(len(short), 'edge')} stopped {value(widest)} wide or less: float64 has nothing "
                     f"between its ends, or the {MAX_HALVINGS} steps an edge may take ran out)")
-    lines.append(Text(f"Edges found by bisection {refined}; between the values tried nothing is proven.",
-                      style="dim"))
+    edges = any(i.below or i.above for i in sweep.intervals)
+    lines.append(Text(f"Edges found by bisection {refined}; between the values tried nothing is proven." if edges
+                      else "Every value tried passes, so there is no edge to refine; between the values tried nothing "
+                      "is proven.", style="dim"))
     return lines
 
 
