@@ -96,8 +96,10 @@ def fit_problems(puzzle: Puzzle, model: Model) -> list[str]:
 
 def puzzle_plan(puzzle: Puzzle, model: Model) -> Plan:
     """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule."""
-    if puzzle.domain is None:
-        return exhaustive_plan(model, puzzle.rule)
+    if puzzle.domain is None:  # a puzzle is judged on every context: no sample, so only a smaller statement helps
+        return exhaustive_plan(model, puzzle.rule, instead=(
+            "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or n_ctx "
+            "(or a domain) makes the check shorter", ()))
     return domain_plan(model, puzzle.domain, puzzle.rule)
 
 
