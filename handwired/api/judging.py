@@ -58,7 +58,7 @@ def check(model, target: str | None = None, *, exhaustive: bool = False, sample:
     stream test, or ``exhaustive=True`` every context, or ``sample=N`` random ones; ``proof=False`` skips the
     certified bounds (then nothing is proved)."""
     hooked = _model(model)
-    plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length, proof)
+    plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length, proof=proof)
     return CheckReport(hooked, run(hooked.model, plan, show), near_miss)
 
 
