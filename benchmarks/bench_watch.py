@@ -67,19 +67,14 @@ def save_to_screen(path: Path, repeats: int) -> float | None:
     tmux("new-session", "-d", "-s", "w", "-x", "100", "-y", "40",
          f"env -u COLUMNS -u LINES {sys.executable} -m handwired watch {path}")
     try:
-        deadline = time.monotonic() + 20
-        while "PASS" not in tmux("capture-pane", "-p", "-t", "w") and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait(lambda: "PASS" in tmux("capture-pane", "-p", "-t", "w"), "the first verdict")
         times = []
         for i in range(repeats):
             length = 2 + i % 2  # each save changes the example, which the screen's context line shows
             doc["example"] = doc["vocab"][0] * length
             started = time.perf_counter()
             path.write_text(json.dumps(doc), encoding="utf-8")
-            while f"({length} tokens)" not in tmux("capture-pane", "-p", "-t", "w"):
-                if time.perf_counter() - started > 10:
-                    raise SystemExit("watch did not redraw within 10 s")
-                time.sleep(0.01)
+            wait(lambda n=length: f"({n} tokens)" in tmux("capture-pane", "-p", "-t", "w"), "the save", every=0.01)
             times.append(time.perf_counter() - started)
             time.sleep(0.2)
         return statistics.median(times)
@@ -120,6 +115,7 @@ def save_to_loading_sign(path: Path, repeats: int) -> tuple[float, float] | None
 
 
 def wait(condition, what: str, every: float = 0.05) -> None:
+    """Until ``condition()``; a minute without it ends the benchmark (a safety net: no timing is judged)."""
     deadline = time.monotonic() + 60
     while not condition():
         if time.monotonic() > deadline:
