@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_limits import GIANT
 from rich.console import Console
 
 from handwired.views import watch as watching
@@ -82,11 +83,6 @@ def save_to_screen(path: Path, repeats: int) -> float | None:
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
 
 
-LARGE = {"format": "handwired/1", "vocab": ["a", "b"], "n_ctx": 4096, "n_embd": 1024, "target": "ab",
-         "example": "ab" * 2048, "wte": {"a": {"0": 1}}, "wpe": {"0": {"1": 1}},
-         "blocks": [{"attn": {"c_attn": {"w": {"0": {"q0": 1}}}, "c_proj": {"w": {"z0": {"0": 1}}}}}]}
-
-
 def save_to_loading_sign(path: Path, repeats: int) -> tuple[float, float] | None:
     """A large model in tmux: (save to "loading the save of", save to the new screen), medians."""
     if shutil.which("tmux") is None:
@@ -95,7 +91,7 @@ def save_to_loading_sign(path: Path, repeats: int) -> tuple[float, float] | None
     tmux = lambda *args: subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True,  # noqa: E731
                                         check=True).stdout
     screen = lambda: " ".join(tmux("capture-pane", "-p", "-t", "w").split())  # noqa: E731  it wraps
-    path.write_text(json.dumps(LARGE), encoding="utf-8")
+    path.write_text(json.dumps(GIANT), encoding="utf-8")
     tmux("new-session", "-d", "-s", "w", "-x", "100", "-y", "40",
          f"env -u COLUMNS -u LINES {sys.executable} -m handwired watch {path}")
     try:
@@ -104,7 +100,7 @@ def save_to_loading_sign(path: Path, repeats: int) -> tuple[float, float] | None
         for i in range(repeats):
             length = 6 + 2 * (i % 2)  # each save changes the example, which the screen's context line shows
             started = time.perf_counter()
-            path.write_text(json.dumps({**LARGE, "example": "ab" * (length // 2)}), encoding="utf-8")
+            path.write_text(json.dumps({**GIANT, "example": "ab" * (length // 2)}), encoding="utf-8")
             wait(lambda: "loading the save of" in screen(), "the sign of loading", every=0.01)
             signs.append(time.perf_counter() - started)
             wait(lambda n=length: f"({n} tokens)" in screen() and "loading" not in screen(), "the new screen")
