@@ -8,6 +8,7 @@ says so in one line and exits with code 70 (``EX_SOFTWARE``), the traceback
 kept for ``HANDWIRED_DEBUG=1``.
 """
 
+import errno
 import io
 import os
 import sys
@@ -22,7 +23,10 @@ from rich.markup import escape
 
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
+from handwired.views.display import EXPORT_WIDTH, recorded
+from handwired.views.terminal import SafeConsole
 from handwired.weightfile.axes import printable
+from handwired.weightfile.jsonfile import check_path
 from handwired.weightfile.writing import check_writable, write_new
 
 EXIT_CHECK_FAILED = 1
@@ -31,10 +35,6 @@ EXIT_INTERRUPTED = 130
 EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE in sysexits.h: a bug, not the user's input
 DEBUG_VARIABLE = "HANDWIRED_DEBUG"
 STDOUT = "-"  # as an output file: write it to stdout
-# Columns of a saved --svg/--html page: EXPORT_WIDTH, or as wide as its widest table up to EXPORT_MAX_WIDTH.
-# Never the width of the terminal that made it, so the same command always saves the same picture.
-EXPORT_WIDTH = 120
-EXPORT_MAX_WIDTH = 400
 
 WeightsOption = Annotated[
     str | None,
@@ -80,11 +80,11 @@ def weight_spec(positional: str | None, option: str | None, default: str | None 
 
 def stdout() -> Console:
     # no :name: codes in handwired's output; skips loading rich's emoji table
-    return Console(highlight=False, emoji=False)
+    return SafeConsole(highlight=False, emoji=False)
 
 
 def stderr() -> Console:
-    return Console(stderr=True, highlight=False, emoji=False)
+    return SafeConsole(stderr=True, highlight=False, emoji=False)
 
 
 def warn(message: str) -> None:
@@ -138,7 +138,12 @@ def guard(command):
 
     def guarded(ctx):
         try:
-            return invoke(ctx)
+            try:
+                return invoke(ctx)
+            except OSError as error:
+                if error.errno == errno.ENAMETOOLONG:  # a path no file system holds is the input's, never a bug
+                    check_path(error.filename or "")  # names the path and the limit, unless the path was fine
+                raise
         except HandwiredError as error:
             message = printable(error.render(spelling(ctx.command)))
             stderr().print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
@@ -182,19 +187,12 @@ def write_output(path: Path, text: str, force: bool = False) -> Console:
 def save_view(build: Callable[[bool], list], svg: Path | None, html: Path | None, force: bool) -> None:
     """Save a view as SVG and/or HTML with nothing folded: ``build(True)`` gives its parts, all rows and columns shown.
 
-    The page is EXPORT_WIDTH columns wide, or as wide as its widest part up to EXPORT_MAX_WIDTH, so it
-    pages only what no screen could show and does not depend on the terminal (or COLUMNS) of the run;
-    the paths were vetted by check_outputs before any work.
+    The page is as wide as views.display makes it, so it pages only what no screen could show and does not
+    depend on the terminal (or COLUMNS) of the run; the paths were vetted by check_outputs before any work.
     """
     if svg is None and html is None:
         return
-    parts = build(True)
-    measure = Console(width=EXPORT_MAX_WIDTH, file=io.StringIO())
-    width = max([EXPORT_WIDTH] + [min(EXPORT_MAX_WIDTH, measure.measure(part).maximum) for part in parts])
-    console = Console(width=width, file=io.StringIO(), record=True, highlight=False, force_terminal=True,
-                      color_system="truecolor")
-    for part in parts:
-        console.print(part)
+    console = recorded(build(True))
     for path, export in ((svg, console.export_svg), (html, console.export_html)):
         if path is not None:
             write_output(path, export(clear=False), force)

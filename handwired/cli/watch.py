@@ -24,6 +24,8 @@ from handwired.errors import HandwiredError
 from handwired.judge.catalogue import load_puzzle
 from handwired.views import steps as explaining
 from handwired.views import watch as watching
+from handwired.views.terminal import SafeConsole
+from handwired.weightfile.jsonfile import check_path
 
 app = typer.Typer()
 
@@ -55,12 +57,13 @@ def watch(
     if weights is not None and text is None:  # watch -w PATH TEXT: the one positional is the text
         file, text = None, file
     path = Path(weight_spec(file, weights, default=None))
+    check_path(path)
     if not path.is_file():
         raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
     wanted = explaining.expand(step or [])
     named = any(name in explaining.BLOCK_STEPS for name in step or [])  # heads/concat asked for by name
     judge = watching.puzzle_verdict(load_puzzle(puzzle)) if puzzle is not None else watching.file_verdict
-    console = Console(highlight=False)
+    console = SafeConsole(highlight=False)
     if not console.is_terminal:
         raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "
                              f"use handwired explain -w {path} or handwired check -w {path}")
@@ -91,11 +94,10 @@ def _redraw_on_save(live: Live, console: Console, path: Path, load: Callable[[],
             seen, loading = now, Loading(load)  # after the drawing, which would share the interpreter with it
         elif loading is not None and loading.done.is_set():
             finished, loading = loading, None
-            if finished.error is not None:
-                raise finished.error
+            snapshot = finished.snapshot()
             if now != seen:
                 continue  # saved again meanwhile: this result is stale, the newest save is loaded next
-            state = state.advance(finished.result)
+            state = state.advance(snapshot)
             header = f" handwired watch {path} · loaded in {finished.took * 1000:.0f} ms · Ctrl-C to quit "
             live.update(watching.Cropped(watching.screen(state, header, show_all)), refresh=True)
         elif console.size != size:
@@ -116,6 +118,14 @@ class Loading:
         self.error: BaseException | None = None
         self.took = 0.0
         threading.Thread(target=self._run, args=(load,), daemon=True, name="handwired-watch").start()
+
+    def snapshot(self) -> watching.Snapshot:
+        """What the finished load made; what it raised, raised here (on the main thread)."""
+        if self.error is not None:
+            raise self.error
+        if self.result is None:
+            raise RuntimeError("the load has not finished")
+        return self.result
 
     def _run(self, load: Callable[[], watching.Snapshot]) -> None:
         started = time.monotonic()

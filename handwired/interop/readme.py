@@ -2,6 +2,7 @@
 
 from handwired.engine.forward import forward
 from handwired.weightfile import Model
+from handwired.weightfile.axes import escaped, printable
 
 TESTED = {"3": "3.9.0", "4": "4.3.0"}  # with torch 2.13.0 (CPU build)
 
@@ -51,9 +52,9 @@ def readme(model: Model, config: dict) -> str:
     example = (model.example or model.decode(range(model.n_vocab)))[-model.n_ctx:]
     logits = forward(model.params, model.encode(example)[None, :], model.n_head, last_only=True)[0]
     prediction = model.vocab[int(logits.argmax())]
-    title = model.name or "handwired model"
+    title = printable(model.name) or "handwired model"  # a README is read in a terminal too: shown, never obeyed
     use = USE.format(vocab=list(model.vocab), example=example, prediction=prediction)
-    description = f"{model.description.strip()}\n\n" if model.description and model.description.strip() else ""
+    description = f"{escaped(model.description.strip())}\n\n" if model.description and model.description.strip() else ""
     return f"""# {title}: a hand-wired transformer for TransformerLens
 
 {description}Exported by handwired from a `handwired/1` weight file, for TransformerLens. TransformerLens
@@ -88,10 +89,9 @@ TransformerLens's weight processing (`fold_ln`, `center_unembed`, …) is applie
 
 ## What differs from handwired
 
-- `ln1.hook_normalized`, `ln2.hook_normalized` and `ln_final.hook_normalized` hold the
-  normalised vector before the gain and bias; handwired records it after them (what the next
-  layer reads). In 4.x, `ln1.hook_out` etc. hold it after gain and bias.
-- In 4.x, `attn.hook_attn_scores` holds the softmax pattern on this path; use `attn.hook_pattern`.
+- Every hook handwired records under a TransformerLens name holds the same numbers here, but one:
+  in 4.x, `attn.hook_attn_scores` holds the softmax pattern on this path (handwired and 3.x hold
+  the scaled, masked scores there); use `attn.hook_pattern` for the pattern.
 - The unembedding is tied in handwired: `unembed.W_U` is `embed.W_E` transposed and `unembed.b_U` is 0.
 {_mlp_note(model, config)}"""
 

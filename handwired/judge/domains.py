@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from handwired.judge.contexts import contexts_of
 from handwired.judge.rules import DECIDED, Rule
 from handwired.weightfile.axes import shown
-from handwired.weightfile.checker import MAX_SIZE, Checker, describe, join
+from handwired.weightfile.checker import MAX_SIZE, Checker, describe, join, known
 
 KINDS: dict[str, dict[str, bool]] = {  # kind -> parameter -> required
     "strings": {"alphabet": True, "length": False, "template": False, "start": False, "distinct": False},
@@ -33,6 +34,10 @@ KINDS: dict[str, dict[str, bool]] = {  # kind -> parameter -> required
 }
 SLOT = "#"  # in a template: one token of the alphabet
 MAX_INPUTS = 1_000_000  # inputs a domain may have: far more than a puzzle needs, few enough to enumerate at once
+# Tokens in all the contexts a domain enumerates, bounded before any is made: about 2 s and 60 MB at most
+# (add's is counted as 350,000, and holds 210,000; the answers so far of 2^18 inputs of 18 letters, counted as 175
+# million, took 46 s and 1.3 GB to enumerate).
+MAX_TOKENS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,18 @@ class _Inputs:
         a = len(self.alphabet)
         return sum(perm(a, n) if self.distinct else a**n for n in self.sizes)
 
+    def tokens(self, answers_to: int | None) -> int:
+        """How many tokens the domain's contexts hold at most: each input's; or, with ``answers_to`` (n_ctx), each
+        input followed by every answer so far, up to that length (teacher forcing)."""
+        a, total = len(self.alphabet), 0
+        fixed = (len(self.template) - self.template.count(None) if self.template is not None else 0) + (
+            self.start is not None)
+        for n in self.sizes:
+            count, length = (perm(a, n) if self.distinct else a**n), n + fixed
+            longest = max(answers_to or length, length)
+            total += count * (longest + length) * (longest - length + 1) // 2  # lengths length…longest, one each
+        return total
+
     def enumerate(self) -> list[np.ndarray]:
         """Every input, start token included, grouped by length: [n, L] token ids each."""
         groups = []
@@ -80,7 +97,8 @@ class _Inputs:
                 flat = chain.from_iterable(permutations(range(len(self.alphabet)), n))
                 picks = np.fromiter(flat, dtype=np.int64, count=k * n).reshape(k, n)  # [a!/(a-n)!, n]
             else:
-                picks = np.indices((len(self.alphabet),) * n).reshape(n, -1).T  # [a^n, n], lexicographic
+                a = len(self.alphabet)  # the digits of 0…a^n-1 in base a (np.indices would stop at 64 dimensions)
+                picks = contexts_of(n, 0, a**n, a).astype(np.int64)  # [a^n, n], lexicographic
             filled = np.array(self.alphabet, dtype=np.int64)[picks]  # [k, n]
             if self.template is not None:
                 columns, slot = [], 0
@@ -112,7 +130,7 @@ def domain_from_spec(spec: Any, vocab: tuple[str, ...], rule: Rule | None, n_ctx
         return None  # reported already
     groups = inputs.enumerate()
     if kind == "answer_so_far":
-        groups = _answers_so_far(groups, separator, rule)
+        groups = _answers_so_far(groups, known(separator), rule)  # the rule has one (checked above)
     dtype = np.min_scalar_type(len(vocab))
     contexts = tuple(np.unique(group.astype(dtype), axis=0) for group in groups if len(group))
     if not contexts:
@@ -150,8 +168,8 @@ def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checke
                             "one of them")
         return None
     lengths = _lengths(spec["length"], join(path, "length"), n_ctx, check) if "length" in spec else range(0)
-    template = _template(spec["template"], join(path, "template"), vocab, check) if "template" in spec else None
-    if None in (alphabet, distinct, lengths) or ("start" in spec and start is None) or (
+    template = _template(spec["template"], join(path, "template"), vocab, n_ctx, check) if "template" in spec else None
+    if alphabet is None or distinct is None or lengths is None or ("start" in spec and start is None) or (
             "template" in spec and template is None):
         return None
     if len(set(alphabet)) != len(alphabet):
@@ -162,6 +180,12 @@ def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checke
     count = inputs.count()
     if count > MAX_INPUTS:
         check.problem(path, f"{count:,} inputs, more than the {MAX_INPUTS:,} a domain may hold")
+        return None
+    answers = spec.get("kind") == "answer_so_far"
+    tokens = inputs.tokens(n_ctx if answers else None)
+    if tokens > MAX_TOKENS:
+        check.problem(path, f"up to {tokens:,} tokens in its contexts{' with the answers so far' if answers else ''}, "
+                            f"more than the {MAX_TOKENS:,} a domain may hold; fewer or shorter inputs narrow it")
         return None
     return inputs
 
@@ -180,9 +204,13 @@ def _lengths(value: Any, path: str, n_ctx: int | None, check: Checker) -> range 
     return range(shortest, longest + 1)
 
 
-def _template(value: Any, path: str, vocab: tuple[str, ...], check: Checker) -> tuple[int | None, ...] | None:
+def _template(value: Any, path: str, vocab: tuple[str, ...], n_ctx: int | None,
+              check: Checker) -> tuple[int | None, ...] | None:
     if not isinstance(value, str) or SLOT not in value:
         check.problem(path, f"expected tokens and {SLOT!r} slots, such as \"##+##\"; found {describe(value)}")
+        return None
+    if len(value) > (n_ctx or MAX_SIZE):  # before it is read token by token, or made into contexts
+        check.problem(path, f"{len(value):,} tokens, longer than {f'n_ctx {n_ctx}' if n_ctx else 'a context may be'}")
         return None
     if SLOT in vocab:
         check.problem(path, f"{SLOT!r} is a token of the vocabulary, so it cannot mark a slot")
@@ -204,6 +232,6 @@ def _describe(kind: str, inputs: _Inputs, vocab: tuple[str, ...], separator: int
         text = f"every string {'of distinct tokens ' if inputs.distinct else ''}over {alphabet} of length {lengths}"
     if inputs.start is not None:
         text = f"{shown(vocab[inputs.start])} then {text}"
-    if kind == "answer_so_far":
+    if kind == "answer_so_far" and separator is not None:
         text += f", then {shown(vocab[separator])} and the answer so far"
     return text

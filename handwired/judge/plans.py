@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH
+from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
 from handwired.engine.tree import TreeBatch, evaluate_tree
 from handwired.engine.trie import build_trie, evaluate_trie
 from handwired.errors import HandwiredError, bad_value
@@ -107,14 +107,18 @@ def pattern_rule(model: Model, pattern: str) -> PatternRule:
     return PatternRule(model.encode(pattern, "target"), model.n_vocab, pattern)
 
 
+SAMPLE_INSTEAD = ("check a random sample instead, e.g. {sample} 1000000 {seed} 0", ("sample", "seed"))
+
+
 def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limit: int = MAX_EXHAUSTIVE,
-                    max_seconds: float = MAX_EXHAUSTIVE_SECONDS) -> Plan:
+                    max_seconds: float = MAX_EXHAUSTIVE_SECONDS,
+                    instead: tuple[str, tuple[str, ...]] = SAMPLE_INSTEAD) -> Plan:
     """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes.
 
-    Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``.
+    Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``,
+    the message ending with what to do ``instead`` (its text, and the parameters it names).
     """
-    total = refuse_every_context(model, "check a random sample instead, e.g. {sample} 1000000 {seed} 0",
-                                 ("sample", "seed"), min_length, limit, max_seconds)
+    total = refuse_every_context(model, instead[0], instead[1], min_length, limit, max_seconds)
 
     def judged(runs: list[TreeBatch]) -> Batch:
         runs = sorted(runs, key=lambda run: run.first)  # threads interleave their runs; a batch is in vocab order
@@ -177,3 +181,24 @@ def domain_plan(model: Model, domain: Domain, rule: Rule) -> Plan:
         total=domain.size,
         batches=batches,
     )
+
+
+def chosen_plan(model: Model, target: str | None = None, length: int | None = None, exhaustive: bool = False,
+                sample: int | None = None, seed: int = SEED, min_length: int | None = None) -> Plan:
+    """The plan ``check`` asks for: a stream of the target (the default: the file's), every context, or a sample."""
+    pattern = target if target is not None else model.target  # target '' is a mistake, not "the file's"
+    if pattern is None:
+        raise HandwiredError(f"{model.source}: has no 'target'; give one as {{target}}, "
+                             f"e.g. {{target}} {model.vocab[0] * 2}", ("target",))
+    if exhaustive and sample is not None:
+        raise HandwiredError("{exhaustive} and {sample}: choose one", ("exhaustive", "sample"))
+    if (exhaustive or sample is not None) and length is not None:
+        raise HandwiredError("{length} is for a stream check; {exhaustive} and {sample} choose their own contexts",
+                             ("length", "exhaustive", "sample"))
+    if exhaustive:
+        return exhaustive_plan(model, pattern_rule(model, pattern), MIN_LENGTH if min_length is None else min_length)
+    if sample is not None:
+        return sample_plan(model, pattern_rule(model, pattern), sample, seed,
+                           MIN_LENGTH if min_length is None else min_length)
+    return stream_plan(model, pattern, stream_length(pattern) if length is None else length,
+                       STREAM_MIN_LENGTH if min_length is None else min_length)

@@ -11,18 +11,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.engine.probe import Probe, probe_values
+from handwired.engine.probe import Probe, parse_probe, probe_values
 from handwired.engine.trie import Trie, full_trie
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import refuse_every_context
 from handwired.judge.plans import pattern_rule
 from handwired.judge.puzzle import Puzzle
+from handwired.judge.report import leads
 from handwired.judge.rules import DECIDED, Rule
 from handwired.judge.separation import GroupStats, Separation, axis, group_stats, separate
 from handwired.judge.verdict import fit_problems
 from handwired.weightfile import Model
 
 GROUPINGS = ("answer", "predicted", "last-token", "length")
+LEAD = "lead"  # the right token's logit minus the best wrong one's: what decides whether a context passes
 MAX_CONTEXTS = 4_000_000  # a spread keeps every prefix's keys and values: a bound on that memory
 
 
@@ -61,9 +63,11 @@ def puzzle_source(puzzle: Puzzle, model: Model) -> Source:
     return Source(f"every context of puzzle {puzzle.name}", contexts, puzzle.rule, trie)
 
 
-def target_source(model: Model, target: str) -> Source:
-    """Every context, judged by the repeating pattern ``target``."""
-    contexts, trie = _every_context(model)
+def target_source(model: Model, target: str, instead: str = "spread over a puzzle's contexts instead",
+                  parameters: tuple[str, ...] = ()) -> Source:
+    """Every context, judged by the repeating pattern ``target``; too many are refused, saying what to do
+    ``instead``."""
+    contexts, trie = _every_context(model, instead, parameters)
     return Source(f"every context, judged by the target {target}", contexts, pattern_rule(model, target), trie)
 
 
@@ -72,10 +76,39 @@ def every_source(model: Model) -> Source:
     return Source("every context", contexts, None, trie)
 
 
-def _every_context(model: Model) -> tuple[tuple[np.ndarray, ...], Trie]:
-    refuse_every_context(model, "spread over a puzzle's contexts instead", limit=MAX_CONTEXTS)
+def _every_context(model: Model, instead: str = "spread over a puzzle's contexts instead",
+                   parameters: tuple[str, ...] = ()) -> tuple[tuple[np.ndarray, ...], Trie]:
+    refuse_every_context(model, instead, parameters, limit=MAX_CONTEXTS)
     trie = full_trie(model.n_vocab, model.n_ctx)
     return tuple(level.prefixes for level in trie.levels), trie
+
+
+def parse_value(model: Model, text: str, head: int | None = None) -> Probe:
+    """``lead``, or a hook's column (or two columns' difference or ratio) as :func:`parse_probe` reads it."""
+    if text != LEAD:
+        return parse_probe(model, text, head)
+    if head is not None:
+        raise bad_value("head", head, "lead is the whole model's, not a head's")
+    return Probe(LEAD, "", 0, None)
+
+
+def _leads(model: Model, source: Source, position: int) -> tuple[list, list, list, int]:
+    """Each context's lead (nan where the rule does not judge it), whether it has one, its logits, and how many
+    the rule does not judge."""
+    if source.rule is None:
+        raise HandwiredError("lead needs the right answers: give a puzzle, or a file with a target")
+    if position != -1:
+        raise bad_value("position", position, "lead is read at the last position, where the next token is judged")
+    logits_probe = Probe("logits", model.vocab[0], 0, None)
+    _, _, logits = probe_values(model, logits_probe, list(source.contexts), -1, source.trie)
+    values, present, undecided = [], [], 0
+    for batch, batch_logits in zip(source.contexts, logits):
+        judgement = source.rule.judge(batch)
+        decided = judgement.status == DECIDED  # [n]
+        values.append(np.where(decided, leads(batch_logits, judgement.acceptable), np.nan))
+        present.append(decided)
+        undecided += int((~decided).sum())
+    return values, present, logits, undecided
 
 
 def spread(model: Model, probe: Probe, source: Source, by: str = "answer", position: int = -1) -> Spread:
@@ -86,7 +119,10 @@ def spread(model: Model, probe: Probe, source: Source, by: str = "answer", posit
         raise HandwiredError("{by} answer needs the right answers: give a puzzle, or a file with a target", ("by",))
     if not -model.n_ctx <= position < model.n_ctx:
         raise bad_value("position", position, f"a context has positions 0…{model.n_ctx - 1} (or -1 for the last)")
-    values, present, logits = probe_values(model, probe, list(source.contexts), position, source.trie)
+    if probe.hook == LEAD:
+        values, present, logits, undecided = _leads(model, source, position)
+    else:
+        values, present, logits = probe_values(model, probe, list(source.contexts), position, source.trie)
     keys, group_of, not_judged = _groups(model, source, by, logits)
     value = np.concatenate(values)  # [n]
     group = np.concatenate(group_of)  # [n], -1: in no group
@@ -99,8 +135,11 @@ def spread(model: Model, probe: Probe, source: Source, by: str = "answer", posit
     used = sorted(set(group.tolist()))
     stats = tuple(group_stats(keys[g], value[group == g], edges) for g in used)
     separation = separate(keys, value, group) if len(used) > 1 else None
+    too_short = int((~has).sum())
+    if probe.hook == LEAD:  # every context has a last position; the ones without a lead are the rule's
+        not_judged, too_short = undecided, 0
     return Spread(probe, position, by, source.description, stats, edges, separation, len(has), int(in_group.sum()),
-                  not_judged, int((~has).sum()))
+                  not_judged, too_short)
 
 
 def _groups(model: Model, source: Source, by: str, logits: list[np.ndarray]) -> tuple[list[str], list[np.ndarray],
@@ -115,8 +154,10 @@ def _groups(model: Model, source: Source, by: str, logits: list[np.ndarray]) -> 
     if by == "predicted":  # argmax takes the first on a tie, as every view does
         return keys, [np.argmax(batch_logits, axis=1) for batch_logits in logits], 0
     groups, not_judged = [], 0
+    rule = source.rule
+    assert rule is not None, "spread() refuses by answer without a rule, before any work"
     for batch in source.contexts:
-        judgement = source.rule.judge(batch)
+        judgement = rule.judge(batch)
         decided = judgement.status == DECIDED  # [n]
         not_judged += int((~decided).sum())
         groups.append(np.where(decided, np.argmax(judgement.acceptable, axis=1), -1))

@@ -44,6 +44,17 @@ class Submission:
     def par(self) -> Score | None:
         return self.puzzle.par
 
+    def __repr__(self) -> str:  # one line: the model and the report are long
+        what = "does not fit" if not self.fits else ("solved" if self.solved else "not solved")
+        return f"<Submission to {self.puzzle.name!r} of {self.model.source}: {what}>"
+
+    @property
+    def fitted_report(self) -> Report:
+        """The report of a file that fits (one that does not is not run: its misfit error, raised)."""
+        if self.report is None:
+            raise self.misfit_error()
+        return self.report
+
     def misfit_error(self) -> HandwiredError:
         """One line: what the puzzle expects and what the file has."""
         return _misfit_error(self.puzzle, self.model, self.misfit)
@@ -85,8 +96,10 @@ def fit_problems(puzzle: Puzzle, model: Model) -> list[str]:
 
 def puzzle_plan(puzzle: Puzzle, model: Model) -> Plan:
     """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule."""
-    if puzzle.domain is None:
-        return exhaustive_plan(model, puzzle.rule)
+    if puzzle.domain is None:  # a puzzle is judged on every context: no sample, so only a smaller statement helps
+        return exhaustive_plan(model, puzzle.rule, instead=(
+            "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or n_ctx "
+            "(or a domain) makes the check shorter", ()))
     return domain_plan(model, puzzle.domain, puzzle.rule)
 
 

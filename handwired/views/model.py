@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import numpy as np
-from rich.console import Group
+from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -11,14 +11,14 @@ from handwired.engine.logits import gaps, top_token
 from handwired.engine.trace import Trace
 from handwired.views.numbers import column, probability
 from handwired.weightfile import Model, bundled_dir
-from handwired.weightfile.axes import shown
+from handwired.weightfile.axes import printable, shown
 
 
 def model_line(model: Model) -> Text:
     plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")  # noqa: E731
     bundled = Path(model.source).parent == bundled_dir()
     return Text.assemble(
-        ("model ", "dim"), (model.name or "(unnamed)", "bold"),
+        ("model ", "dim"), (printable(model.name or "(unnamed)"), "bold"),
         (" (bundled)" if bundled else f" ({model.source})", "dim"),
         ("  vocab ", "dim"), " ".join(map(shown, model.vocab)), ("  n_ctx ", "dim"), str(model.n_ctx),
         ("  n_embd ", "dim"), str(model.n_embd), "  ", plural(model.n_head, "head"), ", ",
@@ -86,9 +86,10 @@ def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best:
 def _positions_table(model: Model, trace: Trace) -> Table:
     table = Table(title="prediction at every position", title_justify="left", caption_justify="left",
                   caption="lead: the predicted token's logit minus the best other token's")
-    for name, justify in (("pos", "right"), ("token", "left"), ("sees", "left"), ("predicts", "left"),
-                          ("p", "right"), ("lead", "right"),
-                          ("next in input", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (("pos", "right"), ("token", "left"), ("sees", "left"),
+                                                      ("predicts", "left"), ("p", "right"), ("lead", "right"),
+                                                      ("next in input", "left"))
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     leads = column(np.array([gaps(trace.logits[i])[top_token(trace.logits[i])[0]] for i in range(len(trace.window))]),
                    signed=True)

@@ -1,7 +1,7 @@
 """The game's views: the list of puzzles, a statement, and the verdict on a submission with its score."""
 
 from rich import box
-from rich.console import Group
+from rich.console import Group, JustifyMethod
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -14,13 +14,14 @@ from handwired.judge.puzzle import Answer, Caps, Puzzle, answer
 from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
 from handwired.judge.scores import Score, nonzero_parameters
 from handwired.judge.verdict import Submission
+from handwired.views.cost import refuse_slow_examples
 from handwired.views.numbers import column as number_column
 from handwired.views.numbers import count, logits
 from handwired.views.report import report_json
 from handwired.weightfile import Model
-from handwired.weightfile.axes import shown
+from handwired.weightfile.axes import escaped, printable, shown
 
-STATUS = {DECIDED: "decided", AMBIGUOUS: "ambiguous", OUT_OF_DOMAIN: "out of domain"}
+STATUS: dict[int, str] = {DECIDED: "decided", AMBIGUOUS: "ambiguous", OUT_OF_DOMAIN: "out of domain"}
 
 
 def score_text(score: Score) -> str:
@@ -38,9 +39,10 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80)
     table = Table(title="puzzles: each judged on every context", title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False)
     wide = width >= WIDE
-    columns = [("level", "right"), ("name", "left"), *([("to build", "left")] if wide else []), ("n_embd", "right"),
-               ("heads", "right"), ("blocks", "right"), ("MLP", "right"), ("par", "right"), ("record", "right"),
-               ("yours", "right")]
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("level", "right"), ("name", "left"), *([("to build", "left")] if wide else []), ("n_embd", "right"),
+        ("heads", "right"), ("blocks", "right"), ("MLP", "right"), ("par", "right"), ("record", "right"),
+        ("yours", "right")]
     for column, justify in columns:
         wraps = column == "to build"
         table.add_column(column, justify=justify, no_wrap=not wraps, ratio=1 if wraps else None)
@@ -49,7 +51,7 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80)
         solved = progress.solved(puzzle.key)
         caps = puzzle.caps
         table.add_row(
-            str(puzzle.level), Text(puzzle.name, style="bold"), *([puzzle.summary] if wide else []),
+            str(puzzle.level), Text(puzzle.name, style="bold"), *([printable(puzzle.summary)] if wide else []),
             str(caps.n_embd), str(caps.n_head), str(caps.n_layer), mlp_cap(caps),
             _parameters(puzzle.par), _parameters(puzzle.record), _yours(puzzle, best, solved),
         )
@@ -105,6 +107,7 @@ def _parameters(score: Score | None) -> str:
 
 def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
     """The statement: story, rule, how it is judged, caps, examples with the rule's answers, par, hints."""
+    refuse_slow_examples(puzzle)
     examples = Table(title="examples (the answers are the rule's)", title_justify="left")
     examples.add_column("context")
     examples.add_column("next token")
@@ -113,7 +116,7 @@ def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
         examples.add_row(context, Text(said.text(), style="bold green" if said.status == DECIDED else "yellow"))
     best = progress.best(puzzle.key)
     parts = [
-        Text(puzzle.story),
+        Text(escaped(puzzle.story)),
         Text.assemble(("\nrule: ", "bold"), puzzle.rule.description),
         Text.assemble(("judged: ", "bold"), judged_text(puzzle)),
         Text.assemble(("caps: ", "bold"), f"vocab {' '.join(map(shown, puzzle.vocab))} (in this order), "
@@ -131,7 +134,7 @@ def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
                       f"(handwired puzzles hint {puzzle.ref})", style="dim"))
     parts.append(Text(f"Next: handwired puzzles start {puzzle.ref} -o {answer_path}, wire it, then "
                       f"handwired puzzles check {puzzle.ref} {answer_path}", style="dim"))
-    title = Text.assemble((f"{puzzle.name}", "bold magenta"), f" — {puzzle.title}  (level {puzzle.level})",
+    title = Text.assemble((f"{puzzle.name}", "bold magenta"), f" — {printable(puzzle.title)}  (level {puzzle.level})",
                           ("  solved ✓" if progress.solved(puzzle.key) else "", "green"))
     return Panel(Group(*parts), title=title, title_align="left", expand=False)
 
@@ -152,12 +155,14 @@ def judged_text(puzzle: Puzzle) -> str:
 
 
 def puzzle_line(puzzle: Puzzle) -> Text:
-    return Text.assemble(("puzzle ", "dim"), (puzzle.name, "bold magenta"), f" — {puzzle.title} (level {puzzle.level})")
+    return Text.assemble(("puzzle ", "dim"), (puzzle.name, "bold magenta"),
+                         f" — {printable(puzzle.title)} (level {puzzle.level})")
 
 
 def score_view(submission: Submission, best_before: Score | None, new_best: bool) -> Group:
     """A solved puzzle: the verdict against par, the score table, where to see the reference."""
     puzzle, score, par = submission.puzzle, submission.score, submission.par
+    assert score is not None, "the score view is a solved puzzle's"
     table = Table(title="score (better: fewer non-zero parameters, then n_embd, blocks, heads; the margin is shown, "
                   "not ranked)", title_justify="left")
     table.add_column("")
@@ -186,7 +191,7 @@ def _standing(score: Score, par: Score | None, record: Score | None, best_before
     words = {"better": {"par": " Better than par.", "record": " Better than the record: the leanest answer known "
                         "until now!"},
              "tie": {"par": " Ties par.", "record": " Ties the record."}}
-    said = "".join(words.get(score.against(other), {}).get(label, "")
+    said = "".join(words.get(score.against(other) or "", {}).get(label, "")
                    for label, other in (("par", par), ("record", record)))
     if new_best and best_before is not None:
         said += " A new best."
@@ -207,7 +212,7 @@ def unsolved_line(submission: Submission) -> Text:
 
 def submission_json(submission: Submission, best: Score | None, new_best: bool, near_miss: float = NEAR_MISS) -> dict:
     """The verdict for programs: the report, solved, the score, par, the player's best."""
-    return {"puzzle": submission.puzzle.name, **report_json(submission.report, near_miss),
+    return {"puzzle": submission.puzzle.name, **report_json(submission.fitted_report, near_miss),
             "solved": submission.solved, "parameters": nonzero_parameters(submission.model),
             "score": _figures(submission.score), "par": _figures(submission.par),
             "record": _figures(submission.puzzle.record), "best": _figures(best), "new_best": new_best,
