@@ -19,7 +19,7 @@ import numpy as np
 
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH
 from handwired.engine.tree import TreeBatch, evaluate_tree
-from handwired.engine.trie import build_trie, evaluate_trie
+from handwired.engine.walk import float_walk
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
     BATCH,
@@ -32,6 +32,7 @@ from handwired.judge.contexts import (
     duration,
     random_contexts,
     refuse_every_context,
+    refuse_large_domain,
     stream_seconds,
 )
 from handwired.judge.domains import Domain
@@ -160,16 +161,15 @@ def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_len
 
 
 def domain_plan(model: Model, domain: Domain, rule: Rule) -> Plan:
-    """Every context of a puzzle's domain, evaluated as a trie of their prefixes (nothing outside it is run)."""
+    """Every context of a puzzle's domain, its trie walked depth first in bounded batches (nothing outside it is
+    run). Refused, before anything is evaluated, when it would take too long or too much memory."""
+    refuse_large_domain(model, domain)
 
     def batches() -> Iterator[Batch]:
-        trie = build_trie(list(domain.contexts))
-        logits = evaluate_trie(model, trie, {batch.shape[1] for batch in domain.contexts})  # per level judged
-        for contexts in domain.contexts:  # shortest first, each in vocab order
-            contexts = contexts.astype(np.min_scalar_type(model.n_vocab))
-            for start in range(0, len(contexts), BATCH):
-                chunk = contexts[start:start + BATCH]
-                yield Batch(chunk, rule.judge(chunk), logits[chunk.shape[1] - 1][trie.find(chunk)])
+        for visit in float_walk(model, domain):  # a batch of one length, in vocab order
+            if visit.judged.any():
+                contexts = visit.prefixes[visit.judged]
+                yield Batch(contexts, rule.judge(contexts), visit.logits[visit.judged])
 
     return Plan(
         description=f"every context of the domain: {domain.description} ({domain.size:,} contexts)",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.engine.probe import Probe, probe_values
-from handwired.engine.trie import Trie, full_trie
+from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import refuse_every_context
 from handwired.judge.plans import pattern_rule
@@ -29,9 +29,8 @@ MAX_CONTEXTS = 4_000_000  # a spread keeps every prefix's keys and values: a bou
 @dataclass(frozen=True)
 class Source:
     description: str  # which contexts, in words
-    contexts: tuple[np.ndarray, ...]  # [n, L] token ids, one length per array
+    shape: Shape  # which contexts: a puzzle's domain, or every string
     rule: Rule | None  # how the right answer is found; None: no answers
-    trie: Trie | None = None  # the contexts' prefix trie, when it is known without building (every string)
 
 
 @dataclass(frozen=True)
@@ -55,27 +54,24 @@ def puzzle_source(puzzle: Puzzle, model: Model) -> Source:
         raise HandwiredError(f"{model.source}: does not fit puzzle {puzzle.name!r}: it expects "
                              f"{fit_problems(puzzle, model)[0]}")
     if puzzle.domain is not None:
-        return Source(f"every context of puzzle {puzzle.name} ({puzzle.domain.description})",
-                      tuple(puzzle.domain.contexts), puzzle.rule)
-    contexts, trie = _every_context(model)
-    return Source(f"every context of puzzle {puzzle.name}", contexts, puzzle.rule, trie)
+        refuse_large_domain(model, puzzle.domain, "spread")
+        return Source(f"every context of puzzle {puzzle.name} ({puzzle.domain.description})", puzzle.domain,
+                      puzzle.rule)
+    return Source(f"every context of puzzle {puzzle.name}", _every_context(model), puzzle.rule)
 
 
 def target_source(model: Model, target: str) -> Source:
     """Every context, judged by the repeating pattern ``target``."""
-    contexts, trie = _every_context(model)
-    return Source(f"every context, judged by the target {target}", contexts, pattern_rule(model, target), trie)
+    return Source(f"every context, judged by the target {target}", _every_context(model), pattern_rule(model, target))
 
 
 def every_source(model: Model) -> Source:
-    contexts, trie = _every_context(model)
-    return Source("every context", contexts, None, trie)
+    return Source("every context", _every_context(model), None)
 
 
-def _every_context(model: Model) -> tuple[tuple[np.ndarray, ...], Trie]:
+def _every_context(model: Model) -> EveryString:
     refuse_every_context(model, "spread over a puzzle's contexts instead", limit=MAX_CONTEXTS)
-    trie = full_trie(model.n_vocab, model.n_ctx)
-    return tuple(level.prefixes for level in trie.levels), trie
+    return EveryString(model.n_vocab, model.n_ctx)
 
 
 def spread(model: Model, probe: Probe, source: Source, by: str = "answer", position: int = -1) -> Spread:
@@ -86,8 +82,8 @@ def spread(model: Model, probe: Probe, source: Source, by: str = "answer", posit
         raise HandwiredError("{by} answer needs the right answers: give a puzzle, or a file with a target", ("by",))
     if not -model.n_ctx <= position < model.n_ctx:
         raise bad_value("position", position, f"a context has positions 0…{model.n_ctx - 1} (or -1 for the last)")
-    values, present, logits = probe_values(model, probe, list(source.contexts), position, source.trie)
-    keys, group_of, not_judged = _groups(model, source, by, logits)
+    contexts, values, present, predicted = probe_values(model, probe, source.shape, position)
+    keys, group_of, not_judged = _groups(model, contexts, source.rule, by, predicted)
     value = np.concatenate(values)  # [n]
     group = np.concatenate(group_of)  # [n], -1: in no group
     has = np.concatenate(present)  # [n]
@@ -103,20 +99,20 @@ def spread(model: Model, probe: Probe, source: Source, by: str = "answer", posit
                   not_judged, int((~has).sum()))
 
 
-def _groups(model: Model, source: Source, by: str, logits: list[np.ndarray]) -> tuple[list[str], list[np.ndarray],
-                                                                                      int]:
+def _groups(model: Model, contexts: list[np.ndarray], rule: Rule | None, by: str,
+            predicted: list[np.ndarray]) -> tuple[list[str], list[np.ndarray], int]:
     """The groups' names, each context's group index (-1: none), and how many the rule did not judge."""
     if by == "length":
         keys = [str(length) for length in range(1, model.n_ctx + 1)]
-        return keys, [np.full(len(batch), batch.shape[1] - 1) for batch in source.contexts], 0
+        return keys, [np.full(len(batch), batch.shape[1] - 1) for batch in contexts], 0
     keys = list(model.vocab)
     if by == "last-token":
-        return keys, [batch[:, -1].astype(np.int64) for batch in source.contexts], 0
+        return keys, [batch[:, -1].astype(np.int64) for batch in contexts], 0
     if by == "predicted":  # argmax takes the first on a tie, as every view does
-        return keys, [np.argmax(batch_logits, axis=1) for batch_logits in logits], 0
+        return keys, predicted, 0
     groups, not_judged = [], 0
-    for batch in source.contexts:
-        judgement = source.rule.judge(batch)
+    for batch in contexts:
+        judgement = rule.judge(batch)
         decided = judgement.status == DECIDED  # [n]
         not_judged += int((~decided).sum())
         groups.append(np.where(decided, np.argmax(judgement.acceptable, axis=1), -1))

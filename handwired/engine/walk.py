@@ -1,0 +1,384 @@
+"""A set of contexts walked as a trie of their prefixes, depth first, in bounded batches.
+
+The contexts are given by their shape, never as a list (:class:`Shape`): which
+tokens may follow a prefix, and which prefixes are contexts to judge. The walk
+grows the trie from the empty prefix: the children of a batch of nodes are the
+allowed tokens of each, in vocab order, so every batch comes out sorted and
+nothing is ever sorted. Under the causal mask nothing before a node's last
+position depends on its last token, so in every block a node's keys and values
+at positions 0…L-2 are its parent's: each node computes one new position, its
+q, k and v, its attention over its parent's keys and its own, c_proj and the
+MLP. The siblings of a parent attend together, as queries over their parent's
+keys (a batched product per parent, no copy per child).
+
+Memory is bounded by a batch and the depth, not by the number of contexts: the
+walk keeps only the batches on the path from the root (each of at most
+``batch_nodes`` nodes), with the keys and values of each node's positions.
+
+The numeric work is the ``step`` function's (:func:`float_step`, forward.py's
+functions in float64); the walk only grows the trie and keeps the path. Another
+evaluator plugs in by giving its own ``step`` and the ``past`` of the empty
+prefix: the walk hands each step its parents' past, their children, and
+whether logits or a past for grandchildren are wanted.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from handwired.engine.forward import layer_norm, linear, matmul, mlp, qkv_table, softmax
+from handwired.weightfile import Model
+
+CHUNK = 4096  # nodes evaluated together at most: numpy's per-call cost amortised, the arrays kept in cache
+PATH_MEMORY = 64 * 2**20  # bytes of keys and values the path may keep, at most
+WIDE_MEMORY = 64 * 2**20  # bytes of one batch's widest arrays (logits, MLP hidden units, scores), at most
+
+
+class Shape(Protocol):
+    """Which prefixes the walk visits. ``prefixes`` is [n, L] token ids, one length per batch (L = 0: the root)."""
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        """[n, L] -> [n, n_vocab] bool: the tokens whose prefix + token the walk visits."""
+        ...
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        """[n, L] -> [n] bool: the prefixes that are contexts, whose next-token logits are wanted."""
+        ...
+
+
+@dataclass(frozen=True)
+class EveryString:
+    """Every string of length 1…n_ctx over the vocab; those of min_length or more are judged."""
+
+    n_vocab: int
+    n_ctx: int
+    min_length: int = 1
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        return np.full((len(prefixes), self.n_vocab), prefixes.shape[1] < self.n_ctx)
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        return np.full(len(prefixes), prefixes.shape[1] >= self.min_length)
+
+
+class Listed:
+    """The contexts given ([n, L] token ids, any lengths) and their prefixes: a few, for tests and examples."""
+
+    def __init__(self, contexts: list[np.ndarray], n_vocab: int):
+        self.n_vocab = n_vocab
+        self.contexts = {tuple(int(t) for t in row) for batch in contexts for row in batch}
+        self.following: dict[tuple[int, ...], set[int]] = {}
+        for row in self.contexts:
+            for i in range(len(row)):
+                self.following.setdefault(row[:i], set()).add(row[i])
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(prefixes), self.n_vocab), dtype=bool)
+        for i, row in enumerate(prefixes):
+            out[i, list(self.following.get(tuple(int(t) for t in row), ()))] = True
+        return out
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        return np.array([tuple(int(t) for t in row) in self.contexts for row in prefixes], dtype=bool)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A batch of children: child i is token ``tokens[i]`` after parent ``parent[i]`` (of ``c`` parents), its
+    ``slot[i]``-th child in this batch; ``width`` is the most children a parent has here."""
+
+    tokens: np.ndarray  # [n]
+    parent: np.ndarray  # [n], 0…c-1, non-decreasing
+    slot: np.ndarray  # [n]
+    c: int
+    width: int
+
+    @property
+    def uniform(self) -> bool:  # every parent has ``width`` children: [n] is [c, width] as it stands
+        return len(self.tokens) == self.c * self.width
+
+
+@dataclass(frozen=True)
+class Visit:
+    """One batch of the walk: sibling nodes of one length, in vocab order."""
+
+    prefixes: np.ndarray  # [n, L] token ids
+    judged: np.ndarray  # [n] bool
+    logits: np.ndarray | None  # [n, n_vocab] when any is judged (the others' rows are computed too)
+
+
+# step(past of the c parents, family, length of the children, logits wanted, past wanted) -> (logits, past)
+Step = Callable[[Any, Family, int, bool, bool], tuple[np.ndarray | None, Any]]
+
+
+@dataclass
+class _Parents:
+    prefixes: np.ndarray  # [c, L]
+    past: Any  # the step's, for these nodes
+    parent: np.ndarray  # [m]: their children, in vocab order: the parent of each
+    tokens: np.ndarray  # [m]
+
+
+def walk(shape: Shape, step: Step, root: Any, chunk: int) -> Iterator[Visit]:
+    """Every node the shape allows, depth first, ``chunk`` children at a time; ``root`` is the empty prefix's
+    past. A batch of length L comes right after the batch that holds its parents."""
+    top = _parents(shape, np.zeros((1, 0), dtype=np.uint8), root)
+    stack = [(top, start) for start in reversed(range(0, len(top.tokens), chunk))]
+    while stack:
+        parents, start = stack.pop()
+        rows = slice(start, start + chunk)
+        family = _family(parents.parent[rows], parents.tokens[rows])
+        first = int(parents.parent[start])
+        prefixes = np.concatenate([parents.prefixes[first + family.parent], family.tokens[:, None]], axis=1)
+        judged = shape.judged(prefixes)
+        allowed = shape.children(prefixes)
+        grows = bool(allowed.any())
+        past = _slice(parents.past, first, first + family.c)
+        logits, past = step(past, family, prefixes.shape[1], bool(judged.any()), grows)
+        yield Visit(prefixes, judged, logits)
+        if grows:
+            below = _Parents(prefixes, past, *np.nonzero(allowed))
+            below.tokens = below.tokens.astype(prefixes.dtype)
+            stack.extend((below, s) for s in reversed(range(0, len(below.tokens), chunk)))
+
+
+def shape_walk(shape: Shape, chunk: int = CHUNK) -> Iterator[Visit]:
+    """The nodes alone, without a model: which prefixes the shape holds and which are judged (logits None)."""
+    return walk(shape, lambda past, family, length, logits, keep: (None, past), [], chunk)
+
+
+def _parents(shape: Shape, prefixes: np.ndarray, past: Any) -> _Parents:
+    parent, tokens = np.nonzero(shape.children(prefixes))
+    return _Parents(prefixes, past, parent, tokens.astype(np.uint8 if tokens.max(initial=0) < 256 else np.int64))
+
+
+def _family(parent: np.ndarray, tokens: np.ndarray) -> Family:
+    """Children (their parents' indices, non-decreasing, and tokens) -> a Family, parents numbered from 0."""
+    parent = parent - parent[0]
+    starts = np.flatnonzero(np.diff(parent, prepend=-1))  # [c]: each parent's first child
+    counts = np.diff(starts, append=len(parent))  # [c]
+    slot = np.arange(len(parent)) - np.repeat(starts, counts)  # [n]
+    return Family(tokens, parent, slot, int(parent[-1]) + 1, int(counts.max()))
+
+
+def _slice(past: Any, start: int, stop: int) -> Any:
+    return [None if kv is None else (kv[0][start:stop], kv[1][start:stop]) for kv in past]
+
+
+def _node_bytes(model: Model, longest: int) -> tuple[int, int]:
+    """Bytes per node of a batch: (its keys and values on a full path, its widest arrays while evaluated)."""
+    positions = longest * longest  # key rows one node per level keeps on a full path, room included
+    path = 8 * 2 * max(1, model.n_layer) * model.n_embd * positions
+    wide = 8 * (4 * model.n_vocab + 2 * max(model.hidden, default=0) + 2 * model.n_head * (longest + 1)
+                + 8 * model.n_embd)
+    return path, wide
+
+
+def batch_nodes(model: Model, longest: int, chunk: int = CHUNK) -> int:
+    """Children per batch: at most ``chunk``, the path's keys and values within PATH_MEMORY, a batch's widest
+    arrays within WIDE_MEMORY."""
+    path, wide = _node_bytes(model, longest)
+    return max(1, min(chunk, PATH_MEMORY // path, WIDE_MEMORY // wide))
+
+
+def walk_bytes(model: Model, longest: int) -> int:
+    """Peak bytes of a walk over contexts of at most ``longest`` tokens: the path and one batch's arrays."""
+    path, wide = _node_bytes(model, longest)
+    return batch_nodes(model, longest) * (path + wide)
+
+
+# ---------------------------------------------------------------- the float64 evaluator
+
+
+def silent(layer: dict) -> bool:
+    """An attention or MLP whose c_proj.w is all zeros adds exactly its c_proj.b, whatever it reads: a starter's
+    blocks, or one a player has not wired yet, cost nothing to evaluate."""
+    return not layer["c_proj"]["w"].any()
+
+
+def float_walk(model: Model, shape: Shape, chunk: int | None = None,
+               hook: Callable[[str, np.ndarray], None] | None = None) -> Iterator[Visit]:
+    """:func:`walk` with :func:`float_step`: forward.py's float64 functions. ``hook(name, value)`` is called with
+    every intermediate of each batch at its new positions ([n, …], forward's shapes less the position axis) before
+    the batch is yielded; with a hook nothing is skipped."""
+    reads = [hook is not None or not silent(block["attn"]) for block in model.params["blocks"]]
+    table = qkv_table(model.params) if model.n_layer and reads[0] else None
+    root = [(np.zeros((1, model.n_ctx, model.n_embd)), np.zeros((1, model.n_ctx, model.n_embd))) if r else None
+            for r in reads]  # the empty prefix: no keys yet, room for n_ctx
+
+    def step(past, family, length, logits, keep):
+        return float_step(model, table, past, family, length, logits, keep, hook)
+
+    nodes = chunk or batch_nodes(model, model.n_ctx)
+    return walk(shape, step, root, nodes)
+
+
+def _ignore(name, value) -> None:  # the hook when nothing is recorded
+    return None
+
+
+def float_step(model: Model, table, past: list, family: Family, length: int, logits: bool, keep: bool,
+               hook=None) -> tuple[np.ndarray | None, list]:
+    """The children's new positions: their next-token logits [n, n_vocab] (when ``logits``), and (when ``keep``)
+    their past: per block, every position's keys and values [n, length, n_embd] each (None: a silent attention)."""
+    params, tokens, at = model.params, family.tokens, hook or _ignore
+    x = params["wte"][tokens] + params["wpe"][length - 1]  # [n, n_embd]
+    at("hook_embed", params["wte"][tokens])
+    at("hook_pos_embed", np.broadcast_to(params["wpe"][length - 1], x.shape))
+    kept: list = []
+    last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
+    for b, (block, kv) in enumerate(zip(params["blocks"], past)):
+        named = _ignore if hook is None else (lambda name, value, b=b: hook(f"blocks.{b}.{name}", value))
+        named("hook_resid_pre", x)
+        if kv is None:  # silent attention: only its bias reaches the residual stream
+            kept.append(None)
+            x = x + block["attn"]["c_proj"]["b"]  # [n, n_embd]
+        else:
+            if b == 0 and table is not None:
+                qkv = table[tokens, length - 1]  # [n, 3*n_embd]
+                if hook is not None and "ln_1" in block:
+                    named("ln1.hook_normalized", layer_norm(x, **block["ln_1"]))
+            else:
+                h = layer_norm(x, **block["ln_1"]) if "ln_1" in block else x  # [n, n_embd]
+                if "ln_1" in block:
+                    named("ln1.hook_normalized", h)
+                qkv = linear(h, **block["attn"]["c_attn"])  # [n, 3*n_embd]
+            seen, mine = _extend(kv, qkv, family, length, keep)
+            kept.append(mine)
+            if not logits and b == last:  # nothing later reads this batch's residual stream
+                return None, kept + [None] * (len(past) - len(kept))
+            x = x + _attention(block, qkv, kv, seen, family, length, model.n_head, named)
+        if not logits and b >= last:
+            return None, kept + [None] * (len(past) - len(kept))
+        x = _mlp(x, block, named)
+        named("hook_resid_post", x)
+    if not logits:
+        return None, kept
+    if "ln_f" in params:
+        x = layer_norm(x, **params["ln_f"])
+        at("ln_final.hook_normalized", x)
+    out = matmul(x, params["wte"].T)  # [n, n_vocab], tied unembedding
+    if hook is not None:
+        hook("logits", out)
+        hook("probs", softmax(out))
+    return out, kept
+
+
+def _extend(kv, qkv, family: Family, length: int, keep: bool):
+    """The keys and values each child sees ([n, length, n_embd] x2: its parent's, then its own), when they are
+    made, and the children's past (when ``keep``). A parent's past has room for n_ctx positions: an only child
+    writes its own into its parent's room, and the two share it (no copy); several siblings each get a copy of
+    their parent's, made only when they have children of their own."""
+    n_embd = qkv.shape[1] // 3
+    own = qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:]  # [n, n_embd] x2
+    if family.width == 1 and family.uniform and kv[0].shape[1] >= length:
+        for past, new in zip(kv, own):
+            past[:, length - 1] = new
+        return (kv[0][:, :length], kv[1][:, :length]), kv
+    if not keep:
+        return None, None
+    mine = inherit(kv, own, family, length)
+    return (mine[0][:, :length], mine[1][:, :length]), mine
+
+
+def inherit(kv, own, family: Family, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each child's past: its parent's keys and values (positions 0…length-2), then its own, with room for its
+    descendants' up to the parent's room. [c, room, n_embd] x2, [n, n_embd] x2 -> [n, room, n_embd] x2."""
+    out = []
+    for past, new in zip(kv, own):
+        c, room, n_embd = past.shape
+        child = np.empty((len(new), room, n_embd))
+        if family.uniform:  # the parents' rows broadcast to their children: no index array
+            child.reshape(c, family.width, room, n_embd)[:, :, :length - 1] = past[:, None, :length - 1]
+        else:
+            child[:, :length - 1] = past[family.parent, :length - 1]
+        child[:, length - 1] = new
+        out.append(child)
+    return out[0], out[1]
+
+
+def _pad(x: np.ndarray, family: Family) -> np.ndarray:  # [n, k] -> [c, width, k], zeros where a parent has fewer
+    if family.uniform:
+        return x.reshape(family.c, family.width, x.shape[-1])
+    out = np.zeros((family.c, family.width, x.shape[-1]))
+    out[family.parent, family.slot] = x
+    return out
+
+
+def _unpad(x: np.ndarray, family: Family) -> np.ndarray:  # [c, width, k] -> [n, k]
+    return x.reshape(-1, x.shape[-1]) if family.uniform else x[family.parent, family.slot]
+
+
+def _attention(block, qkv, kv, seen, family, length, n_head, at=_ignore):
+    # qkv [n, 3*n_embd] at the new positions -> the block's attention output [n, n_embd]. ``seen``: the keys and
+    # values each child sees [n, L, n_embd] x2, when made; else the siblings attend together, each query over its
+    # parent's keys (kv, [c, room, n_embd], the first L-1 positions) and then its own.
+    n_embd = qkv.shape[1] // 3
+    n, d_head = len(qkv), n_embd // n_head
+    if at is not _ignore:
+        for i, name in enumerate(("hook_q", "hook_k", "hook_v")):
+            at(f"attn.{name}", qkv[:, i * n_embd:(i + 1) * n_embd].reshape(n, n_head, d_head))
+    if seen is not None:
+        q = qkv[:, :n_embd].reshape(n, 1, n_head, d_head).transpose(0, 2, 1, 3)  # [n, head, 1, d_head]
+        keys = seen[0].reshape(n, length, n_head, d_head).transpose(0, 2, 3, 1)  # [n, head, d_head, L]
+        scores = q @ keys  # [n, head, 1, L]
+        values = seen[1].reshape(n, length, n_head, d_head).transpose(0, 2, 1, 3)  # [n, head, L, d_head]
+        pattern = _softmax(scores, d_head, at, lambda a: a[:, :, 0])
+        z = (pattern @ values)[:, :, 0]  # [n, head, d_head]
+    else:
+        z = _siblings(qkv, kv, family, length, n_head, at)
+    at("attn.hook_z", z)
+    out = linear(z.reshape(n, n_embd), **block["attn"]["c_proj"])  # [n, n_embd]
+    at("hook_attn_out", out)
+    return out
+
+
+def _softmax(scores, d_head, at, flat):
+    # scaled in place, softmax in place; ``at`` sees the scores and the pattern as [n, head, L] (``flat`` of them)
+    scores /= np.sqrt(d_head)
+    if at is not _ignore:
+        at("attn.scores_before_mask", flat(scores).copy())
+        at("attn.hook_attn_scores", flat(scores).copy())
+    softmax(scores, out=scores)
+    if at is not _ignore:
+        at("attn.hook_pattern", flat(scores))
+    return scores
+
+
+def _siblings(qkv, kv, family, length, n_head, at):
+    # -> z [n, head, d_head]: each child's query over its parent's keys, then its own key, with its siblings in one
+    # product per parent
+    n_embd = qkv.shape[1] // 3
+    c, w, d_head = family.c, family.width, n_embd // n_head
+    n_past = length - 1
+    q, k, v = (_pad(qkv[:, i * n_embd:(i + 1) * n_embd], family).reshape(c, w, n_head, d_head) for i in range(3))
+    q = q.transpose(0, 2, 1, 3)  # [c, head, w, d_head]
+    past_k = kv[0][:, :n_past].reshape(c, n_past, n_head, d_head).transpose(0, 2, 3, 1)  # [c, head, d_head, P]
+    past_v = kv[1][:, :n_past].reshape(c, n_past, n_head, d_head).transpose(0, 2, 1, 3)  # [c, head, P, d_head]
+    scores = np.empty((c, n_head, w, n_past + 1))
+    np.matmul(q, past_k, out=scores[..., :n_past])
+    scores[..., n_past] = (q * k.transpose(0, 2, 1, 3)).sum(axis=-1)  # each query against its own key
+
+    def flat(a):  # [c, head, w, L] -> [n, head, L]
+        return _unpad(a.transpose(0, 2, 1, 3).reshape(c, w, -1), family).reshape(-1, n_head, n_past + 1)
+
+    scores = _softmax(scores, d_head, at, flat)
+    z = scores[..., :n_past] @ past_v  # [c, head, w, d_head]
+    z += scores[..., n_past:] * v.transpose(0, 2, 1, 3)
+    return _unpad(z.transpose(0, 2, 1, 3).reshape(c, w, n_embd), family).reshape(-1, n_head, d_head)
+
+
+def _mlp(x, block, at):  # [n, n_embd] -> [n, n_embd]: after the block's MLP, if it has one
+    if "mlp" not in block:
+        return x
+    if at is _ignore and silent(block["mlp"]):  # nothing captured: a silent MLP adds its bias alone
+        return x + block["mlp"]["c_proj"]["b"]
+    at("hook_resid_mid", x)
+    h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x
+    if "ln_2" in block:
+        at("ln2.hook_normalized", h)
+    mlp_out = mlp(h, **block["mlp"], hook=None if at is _ignore else at)
+    at("hook_mlp_out", mlp_out)
+    return x + mlp_out
