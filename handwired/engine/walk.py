@@ -32,7 +32,7 @@ from handwired.engine.forward import layer_norm, linear, matmul, mlp, qkv_table,
 from handwired.weightfile import Model
 
 CHUNK = 4096  # nodes evaluated together at most: numpy's per-call cost amortised, the arrays kept in cache
-PATH_MEMORY = 64 * 2**20  # bytes of keys and values the path may keep, at most
+PATH_MEMORY = 128 * 2**20  # bytes of keys and values the path may keep, at most
 WIDE_MEMORY = 64 * 2**20  # bytes of one batch's widest arrays (logits, MLP hidden units, scores), at most
 
 

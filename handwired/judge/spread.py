@@ -14,7 +14,7 @@ import numpy as np
 from handwired.engine.probe import Probe, probe_values
 from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.contexts import refuse_every_context
+from handwired.judge.contexts import refuse_every_context, refuse_large_domain
 from handwired.judge.plans import pattern_rule
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.rules import DECIDED, Rule
