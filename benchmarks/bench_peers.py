@@ -132,7 +132,7 @@ def main() -> None:
         rows, positions = full_rows(puzzle, model)
         worst = agree(tl64, rows, positions, handwired_logits(name, puzzle, model), torch)
         assert worst < 1e-9, (name, worst)
-        ours, verdict = handwired_work(puzzle, model), (lambda: submit(puzzle, model))
+        ours, verdict = handwired_work(puzzle, model), (lambda p=puzzle, m=model: submit(p, m))
         ours()
         verdict()
         setups = {f"{threads} thread{'s' * (threads > 1)}, batch {batch:,}": (threads, batch)

@@ -12,7 +12,7 @@ from test_cli import invoke, user_error
 
 from handwired.engine import walk as walking
 from handwired.engine.batch import next_logits
-from handwired.engine.walk import EveryString, float_walk, shape_walk
+from handwired.engine.walk import EveryString, float_walk
 from handwired.errors import HandwiredError
 from handwired.judge.catalogue import catalogue, load_puzzle, reference_solution
 from handwired.judge.puzzle import starter
@@ -204,7 +204,8 @@ def test_the_refusal_is_one_line_and_exit_code_2_in_every_command(tmp_path, monk
     wide_add(tmp_path, caps=WIDER)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(walking, "float_step", _refuse)
-    for args in (["puzzles", "check", "wide.json", "model.json"], ["check", "-w", "model.json", "--puzzle", "wide.json"],
+    for args in (["puzzles", "check", "wide.json", "model.json"],
+                 ["check", "-w", "model.json", "--puzzle", "wide.json"],
                  ["spread", "logits:0", "-w", "model.json", "--puzzle", "wide.json"],
                  ["diff", "model.json", "model.json", "--puzzle", "wide.json"]):
         message = user_error(*args)
@@ -241,3 +242,22 @@ def test_statements_are_read_without_walking_their_domains(monkeypatch, tmp_path
             assert invoke(*args).exit_code == 0, args
     assert invoke("puzzles", "list").exit_code == 0
     assert set(walked) <= {"_InputsOnly"} and walked.count("_InputsOnly") == 4  # show of the 4 answer_so_far ones
+
+
+def test_a_wide_vocabulary_is_walked_in_bounded_memory(tmp_path):
+    """Every string over 400 tokens up to n_ctx 2 (160,400 contexts): batches sized by the vocabulary, so the
+    logits and the judging of a batch stay small; the tree's siblings (400² scores a parent) are not used."""
+    doc = json.loads((ROOT / "puzzles" / "first.json").read_text(encoding="utf-8"))
+    vocab = [chr(0x4E00 + i) for i in range(400)]
+    doc |= {"name": "wide", "vocab": vocab, "n_ctx": 2, "examples": [vocab[0]]}
+    for key in ("par", "record"):
+        doc.pop(key)
+    (tmp_path / "wide.json").write_text(json.dumps(doc))
+    puzzle = load_puzzle(str(tmp_path / "wide.json"))
+    model = parse(starter(puzzle))[0]
+    tracemalloc.start()
+    report = submit(puzzle, model).report
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert report.checked == report.failed == 400 + 400**2  # all zeros: every logit ties
+    assert peak < 300 * 2**20, f"{peak / 2**20:.0f} MB"

@@ -210,7 +210,7 @@ def random_contexts(model: Model, sample: int, seed: int = SEED,
 
 
 # The cost of walking a domain's trie (handwired.engine.walk), per node and per judged context.
-SECONDS_PER_NODE, SECONDS_PER_JUDGED = 0.3e-6, 1.0e-6
+SECONDS_PER_NODE, SECONDS_PER_JUDGED, SECONDS_PER_VOCAB_JUDGED = 0.3e-6, 1.0e-6, 10e-9  # the last: per token
 KEPT_PER_CONTEXT = 8 + 1 + 8  # bytes a spread keeps for each context besides its tokens: value, present, predicted
 
 
@@ -223,7 +223,7 @@ def walk_seconds(model: Model, nodes: int, contexts: int) -> float:
         multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden + 2 * n * model.n_ctx
         per_node += multiply_adds * SECONDS_PER_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
         per_node += (model.n_ctx + 1) * model.n_head * SECONDS_PER_BATCH_SCORE
-    per_context = SECONDS_PER_JUDGED + n * model.n_vocab * SECONDS_PER_MULTIPLY_ADD
+    per_context = SECONDS_PER_JUDGED + model.n_vocab * (n * SECONDS_PER_MULTIPLY_ADD + SECONDS_PER_VOCAB_JUDGED)
     return SECONDS_PER_CHECK + _times(nodes, per_node) + _times(contexts, per_context)
 
 
@@ -231,11 +231,18 @@ def refuse_large_domain(model: Model, domain: Domain, verb: str = "check") -> No
     """Refuse, before anything is evaluated, to walk a domain whose estimate (from its parameters and the model's
     widths) is over MAX_EXHAUSTIVE_SECONDS or MAX_MEMORY: one line with the figures and what narrows it."""
     contexts, nodes = domain.bound()
-    what = f"every context of the domain: {how_many(contexts)} contexts ({how_many(nodes)} prefixes)"
-    narrow = "; give the statement a smaller domain (fewer or shorter inputs)"
+    refuse_large_walk(model, f"every context of the domain: {how_many(contexts)} contexts ({how_many(nodes)} "
+                      "prefixes)", contexts, nodes, domain.longest, verb, "a smaller domain (fewer or shorter inputs)")
+
+
+def refuse_large_walk(model: Model, what: str, contexts: int, nodes: int, longest: int, verb: str,
+                      smaller: str) -> None:
+    """Refuse a walk of ``nodes`` prefixes, ``contexts`` of them judged, whose time or memory would be over the
+    limits; ``smaller`` is what the statement would need to narrow it."""
+    narrow = f"; give the statement {smaller}"
     seconds = walk_seconds(model, nodes, contexts)
     if seconds > MAX_EXHAUSTIVE_SECONDS:
         raise HandwiredError(f"{what}: about {duration(seconds)} to {verb} for this model, more than the "
                              f"{duration(MAX_EXHAUSTIVE_SECONDS)} handwired will spend on one{narrow}")
-    kept = _times(contexts, domain.longest + KEPT_PER_CONTEXT) if verb == "spread" else 0.0
-    refuse_large(what, walk_bytes(model, domain.longest) + kept, narrow)
+    kept = _times(contexts, longest + KEPT_PER_CONTEXT) if verb == "spread" else 0.0
+    refuse_large(what, walk_bytes(model, longest) + kept, narrow)

@@ -19,7 +19,7 @@ import numpy as np
 
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH
 from handwired.engine.tree import TreeBatch, evaluate_tree
-from handwired.engine.walk import float_walk
+from handwired.engine.walk import EveryString, Shape, float_walk
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
     BATCH,
@@ -30,9 +30,12 @@ from handwired.judge.contexts import (
     check_min_length,
     contexts_of,
     duration,
+    every_length,
+    how_many,
     random_contexts,
     refuse_every_context,
     refuse_large_domain,
+    refuse_large_walk,
     stream_seconds,
 )
 from handwired.judge.domains import Domain
@@ -164,16 +167,27 @@ def domain_plan(model: Model, domain: Domain, rule: Rule) -> Plan:
     """Every context of a puzzle's domain, its trie walked depth first in bounded batches (nothing outside it is
     run). Refused, before anything is evaluated, when it would take too long or too much memory."""
     refuse_large_domain(model, domain)
+    return _walk_plan(model, domain, rule, f"every context of the domain: {domain.description} ({domain.size:,} "
+                                           "contexts)", domain.size)
 
+
+def every_string_plan(model: Model, rule: Rule) -> Plan:
+    """Every context of length 1…n_ctx walked as a trie, in batches bounded whatever the vocabulary (the tree's
+    siblings attend together: n_vocab² scores per parent). Refused, before anything is evaluated, when it would
+    take too long or too much memory."""
+    total = every_length(model.n_vocab, model.n_ctx)
+    what = f"every context: {model.n_vocab}^1 + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} contexts"
+    refuse_large_walk(model, what, total, total, model.n_ctx, "check", "a smaller vocab or n_ctx")
+    return _walk_plan(model, EveryString(model.n_vocab, model.n_ctx), rule,
+                      f"every context of length 1…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
+                      f"({total:,} contexts)", total)
+
+
+def _walk_plan(model: Model, shape: Shape, rule: Rule, description: str, total: int) -> Plan:
     def batches() -> Iterator[Batch]:
-        for visit in float_walk(model, domain):  # a batch of one length, in vocab order
+        for visit in float_walk(model, shape):  # a batch of one length, in vocab order
             if visit.judged.any():
                 contexts = visit.prefixes[visit.judged]
                 yield Batch(contexts, rule.judge(contexts), visit.logits[visit.judged])
 
-    return Plan(
-        description=f"every context of the domain: {domain.description} ({domain.size:,} contexts)",
-        rule=rule.description,
-        total=domain.size,
-        batches=batches,
-    )
+    return Plan(description=description, rule=rule.description, total=total, batches=batches)

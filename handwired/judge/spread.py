@@ -14,7 +14,7 @@ import numpy as np
 from handwired.engine.probe import Probe, probe_values
 from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.contexts import refuse_every_context, refuse_large_domain
+from handwired.judge.contexts import refuse_every_context, refuse_large_domain, refuse_large_walk
 from handwired.judge.plans import pattern_rule
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.rules import DECIDED, Rule
@@ -70,7 +70,9 @@ def every_source(model: Model) -> Source:
 
 
 def _every_context(model: Model) -> EveryString:
-    refuse_every_context(model, "spread over a puzzle's contexts instead", limit=MAX_CONTEXTS)
+    total = refuse_every_context(model, "spread over a puzzle's contexts instead", limit=MAX_CONTEXTS)
+    refuse_large_walk(model, f"every context: {total:,} contexts", total, total, model.n_ctx, "spread",
+                      "a smaller vocab or n_ctx")
     return EveryString(model.n_vocab, model.n_ctx)
 
 
