@@ -91,7 +91,7 @@ class Family:
 
     tokens: np.ndarray  # [n]
     parent: np.ndarray  # [n], 0…c-1, non-decreasing
-    slot: np.ndarray  # [n]
+    slot: np.ndarray | None  # [n]; None when every parent has ``width`` children
     c: int
     width: int
 
@@ -157,10 +157,12 @@ def _parents(shape: Shape, prefixes: np.ndarray, past: Any) -> _Parents:
 def _family(parent: np.ndarray, tokens: np.ndarray) -> Family:
     """Children (their parents' indices, non-decreasing, and tokens) -> a Family, parents numbered from 0."""
     parent = parent - parent[0]
-    starts = np.flatnonzero(np.diff(parent, prepend=-1))  # [c]: each parent's first child
-    counts = np.diff(starts, append=len(parent))  # [c]
-    slot = np.arange(len(parent)) - np.repeat(starts, counts)  # [n]
-    return Family(tokens, parent, slot, int(parent[-1]) + 1, int(counts.max()))
+    counts = np.bincount(parent)  # [c]: children per parent, none skipped (a parent here has at least one)
+    width = int(counts.max())
+    if len(parent) == len(counts) * width:  # every parent has as many: no slots needed
+        return Family(tokens, parent, None, len(counts), width)
+    slot = np.arange(len(parent)) - np.repeat(np.cumsum(counts) - counts, counts)  # [n]
+    return Family(tokens, parent, slot, len(counts), width)
 
 
 def _slice(past: Any, start: int, stop: int) -> Any:

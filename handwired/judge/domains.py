@@ -156,6 +156,8 @@ class Domain:
 
     def children(self, prefixes: np.ndarray) -> np.ndarray:
         """[n, L] prefixes in the domain's trie -> [n, n_vocab] bool: the tokens that extend each within it."""
+        if prefixes.shape[1] >= self.longest:  # nothing is longer
+            return np.zeros((len(prefixes), self.n_vocab), dtype=bool)
         out = self.inputs.allowed(prefixes, self.n_vocab)
         if self.rule is None:
             return out
