@@ -124,7 +124,8 @@ def probe_values(model: Model, probe: Probe, shape: Shape, position: int = -1
             captured.append(value)
 
     contexts, logits, own, kept = [], [], [], {}  # kept: prefix length -> (prefixes, values), walk order
-    for visit in float_walk(model, _Wanted(shape, frozenset(p for p in at.values() if p is not None)), hook=hook):
+    wanted = _Wanted(shape, frozenset(p for p in at.values() if p is not None))
+    for visit in float_walk(model, wanted, hook=hook, names=frozenset({probe.hook})):
         length = visit.prefixes.shape[1]
         if visit.logits is not None and not captured:
             raise HandwiredError(f"{probe.hook}: not recorded at that position")

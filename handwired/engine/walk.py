@@ -201,38 +201,53 @@ def silent(layer: dict) -> bool:
 
 
 def float_walk(model: Model, shape: Shape, chunk: int | None = None,
-               hook: Callable[[str, np.ndarray], None] | None = None) -> Iterator[Visit]:
+               hook: Callable[[str, np.ndarray], None] | None = None,
+               names: frozenset[str] | None = None) -> Iterator[Visit]:
     """:func:`walk` with :func:`float_step`: forward.py's float64 functions. ``hook(name, value)`` is called with
     every intermediate of each batch at its new positions ([n, …], forward's shapes less the position axis) before
-    the batch is yielded; with a hook nothing is skipped."""
+    the batch is yielded (only those ``names`` holds, when given); with a hook nothing is skipped."""
     reads = [hook is not None or not silent(block["attn"]) for block in model.params["blocks"]]
     table = qkv_table(model.params) if model.n_layer and reads[0] else None
     root = [(np.zeros((1, model.n_ctx, model.n_embd)), np.zeros((1, model.n_ctx, model.n_embd))) if r else None
             for r in reads]  # the empty prefix: no keys yet, room for n_ctx
 
     def step(past, family, length, logits, keep):
-        return float_step(model, table, past, family, length, logits, keep, hook)
+        return float_step(model, table, past, family, length, logits, keep, hook, names)
 
     nodes = chunk or batch_nodes(model, model.n_ctx)
     return walk(shape, step, root, nodes)
 
 
-def _ignore(name, value) -> None:  # the hook when nothing is recorded
-    return None
+class _Named:
+    """The hook as one block sees it (``prefix`` blocks.0.), passing on the intermediates ``names`` holds (all when
+    None); without a hook it wants nothing."""
+
+    def __init__(self, hook, prefix: str = "", names: frozenset[str] | None = None):
+        self.hook, self.prefix, self.names = hook, prefix, names
+
+    def wants(self, name: str) -> bool:
+        return self.hook is not None and (self.names is None or self.prefix + name in self.names)
+
+    def __call__(self, name: str, value) -> None:
+        if self.wants(name):
+            self.hook(self.prefix + name, value)
+
+
+_ignore = _Named(None)  # the hook when nothing is recorded
 
 
 def float_step(model: Model, table, past: list, family: Family, length: int, logits: bool, keep: bool,
-               hook=None) -> tuple[np.ndarray | None, list]:
+               hook=None, names: frozenset[str] | None = None) -> tuple[np.ndarray | None, list]:
     """The children's new positions: their next-token logits [n, n_vocab] (when ``logits``), and (when ``keep``)
     their past: per block, every position's keys and values [n, length, n_embd] each (None: a silent attention)."""
-    params, tokens, at = model.params, family.tokens, hook or _ignore
+    params, tokens, at = model.params, family.tokens, _Named(hook, "", names)
     x = params["wte"][tokens] + params["wpe"][length - 1]  # [n, n_embd]
     at("hook_embed", params["wte"][tokens])
     at("hook_pos_embed", np.broadcast_to(params["wpe"][length - 1], x.shape))
     kept: list = []
     last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
     for b, (block, kv) in enumerate(zip(params["blocks"], past)):
-        named = _ignore if hook is None else (lambda name, value, b=b: hook(f"blocks.{b}.{name}", value))
+        named = _Named(hook, f"blocks.{b}.", names)
         named("hook_resid_pre", x)
         if kv is None:  # silent attention: only its bias reaches the residual stream
             kept.append(None)
@@ -240,7 +255,7 @@ def float_step(model: Model, table, past: list, family: Family, length: int, log
         else:
             if b == 0 and table is not None:
                 qkv = table[tokens, length - 1]  # [n, 3*n_embd]
-                if hook is not None and "ln_1" in block:
+                if named.wants("ln1.hook_normalized") and "ln_1" in block:
                     named("ln1.hook_normalized", layer_norm(x, **block["ln_1"]))
             else:
                 h = layer_norm(x, **block["ln_1"]) if "ln_1" in block else x  # [n, n_embd]
@@ -262,9 +277,9 @@ def float_step(model: Model, table, past: list, family: Family, length: int, log
         x = layer_norm(x, **params["ln_f"])
         at("ln_final.hook_normalized", x)
     out = matmul(x, params["wte"].T)  # [n, n_vocab], tied unembedding
-    if hook is not None:
-        hook("logits", out)
-        hook("probs", softmax(out))
+    at("logits", out)
+    if at.wants("probs"):
+        at("probs", softmax(out))
     return out, kept
 
 
@@ -319,7 +334,7 @@ def _attention(block, qkv, kv, seen, family, length, n_head, at=_ignore):
     # parent's keys (kv, [c, room, n_embd], the first L-1 positions) and then its own.
     n_embd = qkv.shape[1] // 3
     n, d_head = len(qkv), n_embd // n_head
-    if at is not _ignore:
+    if at.hook is not None:
         for i, name in enumerate(("hook_q", "hook_k", "hook_v")):
             at(f"attn.{name}", qkv[:, i * n_embd:(i + 1) * n_embd].reshape(n, n_head, d_head))
     if seen is not None:
@@ -340,11 +355,11 @@ def _attention(block, qkv, kv, seen, family, length, n_head, at=_ignore):
 def _softmax(scores, d_head, at, flat):
     # scaled in place, softmax in place; ``at`` sees the scores and the pattern as [n, head, L] (``flat`` of them)
     scores /= np.sqrt(d_head)
-    if at is not _ignore:
-        at("attn.scores_before_mask", flat(scores).copy())
-        at("attn.hook_attn_scores", flat(scores).copy())
+    for name in ("attn.scores_before_mask", "attn.hook_attn_scores"):  # the mask hides nothing here
+        if at.wants(name):
+            at(name, flat(scores).copy())
     softmax(scores, out=scores)
-    if at is not _ignore:
+    if at.wants("attn.hook_pattern"):
         at("attn.hook_pattern", flat(scores))
     return scores
 
@@ -375,12 +390,12 @@ def _siblings(qkv, kv, family, length, n_head, at):
 def _mlp(x, block, at):  # [n, n_embd] -> [n, n_embd]: after the block's MLP, if it has one
     if "mlp" not in block:
         return x
-    if at is _ignore and silent(block["mlp"]):  # nothing captured: a silent MLP adds its bias alone
+    if at.hook is None and silent(block["mlp"]):  # nothing captured: a silent MLP adds its bias alone
         return x + block["mlp"]["c_proj"]["b"]
     at("hook_resid_mid", x)
     h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x
     if "ln_2" in block:
         at("ln2.hook_normalized", h)
-    mlp_out = mlp(h, **block["mlp"], hook=None if at is _ignore else at)
+    mlp_out = mlp(h, **block["mlp"], hook=None if at.hook is None else at)
     at("hook_mlp_out", mlp_out)
     return x + mlp_out
