@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 import numpy as np  # noqa: E402
 
+from handwired.engine.step import float_walk  # noqa: E402
 from handwired.engine.tree import evaluate_tree  # noqa: E402
-from handwired.engine.walk import float_walk  # noqa: E402
 from handwired.judge.catalogue import load_puzzle, reference_solution  # noqa: E402
 from handwired.judge.contexts import contexts_of  # noqa: E402
 from handwired.judge.verdict import submit  # noqa: E402

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from handwired.engine.batch import next_logits
-from handwired.engine.walk import float_walk, shape_walk
+from handwired.engine.step import float_walk
+from handwired.engine.walk import shape_walk
 from handwired.errors import HandwiredError
 from handwired.judge.domains import domain_from_spec
 from handwired.judge.kinds import rule_from_spec

@@ -10,9 +10,11 @@ import pytest
 from reference import params_to_document, random_params
 from test_cli import invoke, user_error
 
+from handwired.engine import step as stepping
 from handwired.engine import walk as walking
 from handwired.engine.batch import next_logits
-from handwired.engine.walk import EveryString, float_walk
+from handwired.engine.step import float_walk
+from handwired.engine.walk import EveryString
 from handwired.errors import HandwiredError
 from handwired.judge.catalogue import catalogue, load_puzzle, reference_solution
 from handwired.judge.puzzle import starter
@@ -186,7 +188,7 @@ def test_a_domain_too_large_is_refused_by_estimate_before_anything_is_evaluated(
     """4,000,000 sums, twice add's widths: refused in one line naming the figures and what narrows it; the evaluator
     is never called and almost nothing is allocated."""
     puzzle, model = wide_add(tmp_path, caps=WIDER)
-    monkeypatch.setattr(walking, "float_step", _refuse)
+    monkeypatch.setattr(stepping, "float_step", _refuse)
     monkeypatch.setattr(walking, "walk", _refuse)
     tracemalloc.start()
     with pytest.raises(HandwiredError) as error:
@@ -203,7 +205,7 @@ def test_a_domain_too_large_is_refused_by_estimate_before_anything_is_evaluated(
 def test_the_refusal_is_one_line_and_exit_code_2_in_every_command(tmp_path, monkeypatch):
     wide_add(tmp_path, caps=WIDER)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(walking, "float_step", _refuse)
+    monkeypatch.setattr(stepping, "float_step", _refuse)
     for args in (["puzzles", "check", "wide.json", "model.json"],
                  ["check", "-w", "model.json", "--puzzle", "wide.json"],
                  ["spread", "logits:0", "-w", "model.json", "--puzzle", "wide.json"],

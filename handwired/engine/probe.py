@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from handwired.engine.step import float_walk
 from handwired.engine.trace import trace
-from handwired.engine.walk import Shape, float_walk
+from handwired.engine.walk import Shape
 from handwired.errors import HandwiredError, bad_head, bad_value
 from handwired.weightfile import Model
 

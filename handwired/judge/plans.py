@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH
+from handwired.engine.step import float_walk
 from handwired.engine.tree import TreeBatch, evaluate_tree
-from handwired.engine.walk import EveryString, Shape, float_walk
+from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
     BATCH,
