@@ -29,6 +29,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's handwired
+# numpy's BLAS without threads of its own, as the command line runs it (handwired/cli/__init__.py); torch's
+# threads are set for each measurement below
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
