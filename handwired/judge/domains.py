@@ -230,6 +230,9 @@ def domain_from_spec(spec: Any, vocab: tuple[str, ...], rule: Rule | None, n_ctx
         return None
     domain = Domain(_describe(kind, inputs, vocab, separator), inputs, rule if kind == "answer_so_far" else None,
                     len(vocab))
+    if domain.rule is None and domain.size == 0:
+        check.problem(path, "holds no context the rule judges")
+        return None
     if domain.longest > n_ctx:
         check.problem(path, f"its contexts reach {domain.longest} tokens, more than n_ctx {n_ctx}")
         return None
