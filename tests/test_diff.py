@@ -125,6 +125,35 @@ def test_right_and_wrong_are_judged_by_the_target(aab_doc):
         assert change.new.right is (None if not change.expected else change.context not in now_wrong)
 
 
+def test_a_broken_context_shows_the_right_tokens_lead_falling_below_zero(aab_doc, write_json, monkeypatch):
+    edited = copy.deepcopy(aab_doc)
+    edited["blocks"][0]["attn"]["c_proj"]["b"][5] = 0  # no bias towards a: ties become b
+    before = _brute_force(aab_doc, 1)
+    fits = _pattern_answers("aab", 5)
+    data = json.loads(invoke("diff", "aab", str(write_json(edited)), "--json", "--show", "100").stdout)
+    shown = {c["context"]: c for c in data["shown"]}
+    broken = [c for c in shown.values() if c["old"]["right"] and c["new"]["right"] is False]
+    assert broken
+    for change in broken:  # the predicted token's margin rises or stays positive; the right token's lead is negative
+        (right,) = fits[change["context"]]
+        wrong = "b" if right == "a" else "a"
+        logits = np.array(reference_forward(model_of(edited).params, [edited["vocab"].index(t) for t in
+                                                                       change["context"]], 1)[0][-1])
+        lead = logits[edited["vocab"].index(right)] - logits[edited["vocab"].index(wrong)]
+        assert change["new"]["lead"] == pytest.approx(lead) and lead < 0 < change["new"]["margin"]
+        assert change["old"]["lead"] == pytest.approx(before[change["context"]][2])
+    assert all(c["new"]["lead"] is None for c in shown.values() if not c["expected"])  # not judged: no lead
+    monkeypatch.setenv("COLUMNS", "160")
+    out = " ".join(invoke("diff", "aab", str(write_json(edited)), "--show", "100").stdout.split())
+    assert "right's lead old" in out and "right's lead new" in out and "margin old" not in out
+    assert "right's lead: the best right token's logit minus the best wrong token's" in out
+    for doc in (aab_doc, edited):  # no target, no rule: the predicted token's margin, labelled so
+        del doc["target"]
+    out = " ".join(invoke("diff", str(write_json(aab_doc, "old.json")), str(write_json(edited))).stdout.split())
+    assert "margin old" in out and "right's lead" not in out
+    assert "margin: the predicted token's lead over the next best token" in out
+
+
 def test_too_many_contexts_are_sampled_and_the_report_says_so(small_doc):
     edited = copy.deepcopy(small_doc)
     edited["wte"][0][0] += 1
@@ -151,8 +180,10 @@ def test_diff_command_lists_weights_and_contexts(aab_doc, write_json):
     assert data["shown"][0]["context"] == "a" and len(data["shown"]) == CHANGES_SHOWN
     assert [c["context"] for c in data["shown"][:3]] == ["a", "b", "aa"]
     assert data["shown"][2] == {"context": "aa", "expected": ["b"],
-                                "old": {"prediction": "b", "tied": False, "margin": 1023.0, "right": True},
-                                "new": {"prediction": "b", "tied": False, "margin": 1047.0, "right": True}}
+                                "old": {"prediction": "b", "tied": False, "margin": 1023.0, "right": True,
+                                        "lead": 1023.0},
+                                "new": {"prediction": "b", "tied": False, "margin": 1047.0, "right": True,
+                                        "lead": 1047.0}}
 
 
 def test_diff_of_identical_files_says_so():

@@ -20,7 +20,7 @@ from handwired.engine.forward import forward  # noqa: E402
 from handwired.errors import HandwiredError  # noqa: E402
 from handwired.interop import FILES, export_folder, import_folder  # noqa: E402
 from handwired.interop.mapping import to_config, to_state_dict  # noqa: E402
-from handwired.interop.readme import LOAD_V3, LOAD_V4, TESTED  # noqa: E402
+from handwired.interop.readme import LOAD_V3, LOAD_V4, TESTED, readme  # noqa: E402
 from handwired.weightfile import bundled_models, load, locate, parse  # noqa: E402
 
 
@@ -190,6 +190,41 @@ def test_cli_export_and_import(tmp_path):
     assert result.exit_code == 0 and "n_embd 8" in result.stdout
     assert invoke("predict", "aabaa", "-w", str(tmp_path / "aab.json"), "--json").stdout == \
         invoke("predict", "aabaa", "--json").stdout.replace(str(load("aab").source), str(tmp_path / "aab.json"))
+
+
+def _blocks_doc(mlp_widths):
+    """A two-dim model with one block per entry of ``mlp_widths`` (0: no MLP), and no description."""
+    def block(width):
+        attn = {"attn": {"c_attn": {"w": {}}, "c_proj": {"w": {}}}}
+        mlp = {"mlp": {"hidden": [f"h{i}" for i in range(width)], "c_fc": {"w": {"0": {"h0": 1}}}, "c_proj": {"w": {}}}}
+        return {**attn, **(mlp if width else {})}
+
+    return {"format": "handwired/1", "vocab": ["a", "b"], "n_ctx": 2, "n_embd": 2,
+            "wte": {"a": {"0": 1}, "b": {"1": 1}}, "wpe": {}, "blocks": [block(width) for width in mlp_widths]}
+
+
+@pytest.mark.parametrize("widths,says", [
+    ([0, 0], None),  # attention only: the config says attn_only, and no MLP is made up
+    ([3, 3], None),  # one width everywhere: nothing padded
+    ([0, 3], "A block without an MLP in handwired is an all-zero MLP of width d_mlp = 3 here: the zeros add"),
+    ([2, 3], "A narrower MLP is zero-padded to d_mlp = 3: the zeros add"),
+    ([0, 2, 3], "A block without an MLP in handwired is an all-zero MLP of width d_mlp = 3 here; a narrower MLP is "
+                "zero-padded to d_mlp = 3: the zeros add"),
+])
+def test_the_readme_says_what_the_folder_holds_and_nothing_empty(widths, says):
+    model, problems = parse(_blocks_doc(widths), "m.json")
+    assert problems == []
+    config = to_config(model)
+    text = readme(model, config)
+    assert config["attn_only"] is (max(widths) == 0)
+    assert ("all-zero MLP" in text) is (says is not None and "without" in says)
+    assert ("zero-padded" in text) is (says is not None and "narrower" in says)
+    if says is not None:
+        assert says in " ".join(text.split())
+    assert "\n\n\n" not in text and text.startswith("# handwired model: a hand-wired transformer for "
+                                                       "TransformerLens\n\nExported by handwired")
+    described, _ = parse({**_blocks_doc(widths), "description": "Two dims, nothing wired."}, "m.json")
+    assert "TransformerLens\n\nTwo dims, nothing wired.\n\nExported by handwired" in readme(described, config)
 
 
 def test_the_docs_give_the_loading_code_the_comparison_test_runs():

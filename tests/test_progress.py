@@ -20,11 +20,12 @@ def test_a_fresh_start_then_solved_best_and_hints_are_remembered(handwired_home)
     assert progress.path == handwired_home / "progress.json" and not progress.solved("aab")
     assert progress.record("aab", GOOD) is True
     assert progress.record("aab", Score(30, 8, 1, 1, 2000.0)) is False  # more parameters: not better
-    assert progress.record("aab", Score(26, 8, 1, 1, 2000.0)) is True  # same size, larger margin
+    assert progress.record("aab", Score(26, 8, 1, 1, 2000.0)) is False  # same size, larger margin: a tie
+    assert progress.record("aab", Score(26, 7, 1, 1, 1.0)) is True  # narrower, whatever its margin
     progress.reveal("aab", 2)
     progress.reveal("aab", 1)  # never goes back
     again = progressing.load(warn=warnings.append)
-    assert again.solved("aab") and again.best("aab").margin == 2000.0 and again.hints("aab") == 2
+    assert again.solved("aab") and again.best("aab") == Score(26, 7, 1, 1, 1.0) and again.hints("aab") == 2
     assert again.hints("ab") == 0 and again.best("ab") is None
     assert warnings == []
     data = json.loads((handwired_home / "progress.json").read_text())
@@ -236,3 +237,15 @@ def test_randomly_corrupted_progress_files_are_read_or_set_aside_never_an_except
             assert entry.best is None or math.isfinite(entry.best.margin)
         progress.reveal("aab", 1)  # and the command goes on to save
         assert progressing.load().hints("aab") >= 1, trial
+
+
+def test_a_best_stored_under_the_margin_rule_still_loads_and_a_louder_tie_does_not_replace_it(handwired_home):
+    handwired_home.mkdir()
+    stored = Score(26, 8, 1, 1, 2000.0)  # written when a larger margin ranked higher
+    (handwired_home / "progress.json").write_text(json.dumps(
+        {"format": "handwired-progress/1", "puzzles": {"aab": {"solved": True, "best": stored.to_json(), "hints": 1}}}))
+    progress = progressing.load()
+    assert progress.best("aab") == stored
+    assert progress.record("aab", Score(26, 8, 1, 1, 20000.0)) is False  # ten times the margin: a tie
+    assert progress.record("aab", Score(26, 8, 1, 1, 1.0)) is False  # a smaller one: a tie too, never worse
+    assert progressing.load().best("aab") == stored

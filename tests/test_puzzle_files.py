@@ -52,6 +52,23 @@ def test_a_flag_still_overrides_the_files_puzzle(max_starter):
     assert user_error("check", "-w", "m.json", "--length", "0") == user_error("check", "-w", "m.json", "--length", "9")
 
 
+def test_exhaustive_on_a_file_that_names_its_puzzle_gives_the_puzzles_verdict(max_starter):
+    plain, exhaustive = (json.loads(invoke("check", *flags, "m.json", "--json").stdout)
+                         for flags in ((), ("--exhaustive",)))
+    assert exhaustive == plain and exhaustive["puzzle"] == "max"
+    assert exhaustive["failed"] == sum(4**n for n in range(1, 7))
+    assert words(invoke("check", "--exhaustive", "m.json").stdout).startswith("puzzle max — Highest letter")
+    line = user_error("check", "--sample", "5", "m.json")
+    assert line == ("error: m.json: names the puzzle 'max', judged on every context of its domain by its rule; "
+                    "--sample does not apply (a target check needs --target)")
+    assert user_error("check", "--exhaustive", "--min-length", "3", "m.json").endswith(
+        "its rule; --min-length does not apply (a target check needs --target)")
+    doc = json.loads(max_starter.read_text())
+    doc["target"] = "abcd"  # a file with a target of its own: the flags check it, as before
+    max_starter.write_text(json.dumps(doc))
+    assert words(invoke("check", "--exhaustive", "m.json").stdout).startswith("model max (m.json)")
+
+
 def test_a_puzzle_asked_for_wins_over_the_files_with_a_warning(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     invoke("puzzles", "start", "aab", "-o", "a.json")  # vocab ab, n_ctx 5: it fits xor too
@@ -188,7 +205,7 @@ def test_diff_of_a_broken_and_a_fixed_answer_counts_fixed_broken_and_margin_only
     assert [change["context"] for change in data["shown"]][:4] == ["a", "b", "c", "aa"]  # shortest first
     ab = next(change for change in data["shown"] if change["context"] == "ab")
     assert (ab["expected"], ab["old"]["right"], ab["new"]) == (
-        ["a"], True, {"prediction": "b", "tied": False, "margin": 1, "right": False})
+        ["a"], True, {"prediction": "b", "tied": False, "margin": 1, "right": False, "lead": -1})
 
 
 def test_diff_sample_compares_without_the_puzzle_and_refuses_both(tmp_path):

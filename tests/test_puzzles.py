@@ -271,13 +271,17 @@ def test_nonzero_parameters_counted_by_hand(aab_doc):
     assert nonzero_parameters(model_from(aab_doc)) == 26 + 8
 
 
-def test_score_order_fewest_parameters_then_width_blocks_heads_then_margin():
+def test_score_order_fewest_parameters_then_width_blocks_heads_and_never_the_margin():
     base = Score(20, 8, 1, 1, 5.0)
     assert Score(19, 12, 2, 2, 0.5).better_than(base)
     assert Score(20, 7, 2, 2, 0.5).better_than(base)
     assert Score(20, 8, 2, 0, 0.5).better_than(base)  # fewer blocks before fewer heads
-    assert Score(20, 8, 1, 1, 6.0).better_than(base)
-    assert not base.better_than(base) and base.better_than(None)
+    assert Score(20, 8, 1, 0, 0.5).better_than(base)
+    wider_margin = Score(20, 8, 1, 1, 50.0)  # ten times the margin, the same sizes: a tie, either way round
+    assert not wider_margin.better_than(base) and not base.better_than(wider_margin)
+    assert wider_margin.ties(base) and wider_margin.against(base) == base.against(wider_margin) == "tie"
+    assert Score(21, 1, 1, 1, 99.0).against(base) == "worse" and base.against(None) is None
+    assert not base.better_than(base) and base.better_than(None) and not base.ties(None)
     check = Checker()
     assert read_score(check, base.to_json(), "best") == base and check.problems == []
     assert read_score(check, {**base.to_json(), "margin": "big"}, "best") is None

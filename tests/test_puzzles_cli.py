@@ -106,21 +106,23 @@ def test_check_a_starter_fails_with_counts_and_the_attention_view(starter, handw
 def test_check_a_solution_scores_it_against_par_and_remembers_it(solution, handwired_home):
     result = invoke("puzzles", "check", "aab", solution)
     assert result.exit_code == 0
-    assert "Solved puzzle 'aab'! Level with par." in result.stdout
+    assert "Solved puzzle 'aab'! Ties par." in result.stdout
     saved = progress_file(handwired_home)["puzzles"]["aab"]
     assert saved["solved"] is True and saved["best"]["parameters"] == 26
     listed = invoke("puzzles").stdout
     assert "✓ 26" in listed and "1 of 2 solved" in listed
 
 
-def test_a_better_score_replaces_the_best_and_a_worse_one_does_not(solution, aab_doc, write_json, handwired_home):
+def test_a_larger_margin_ties_the_best_and_never_replaces_it(solution, aab_doc, write_json, handwired_home):
     invoke("puzzles", "check", "aab", solution)
-    aab_doc["constants"]["Lg"] = 2048  # the same parameters, a margin of 2047 rather than 1023: better
+    aab_doc["constants"]["Lg"] = 2048  # the same parameters and sizes, a margin of 2047 rather than 1023: a tie
+    result = invoke("puzzles", "check", "aab", str(write_json(aab_doc)))
+    verdict = " ".join(result.stdout.split())
+    assert "Solved puzzle 'aab'! Ties par. Ties your best." in verdict and "new best" not in verdict
     data = json.loads(invoke("puzzles", "check", "aab", str(write_json(aab_doc)), "--json").stdout)
-    assert data["solved"] and data["new_best"] and data["score"]["margin"] == 2047
-    assert progress_file(handwired_home)["puzzles"]["aab"]["best"]["margin"] == 2047
-    data = json.loads(invoke("puzzles", "check", "aab", solution, "--json").stdout)
-    assert data["solved"] and not data["new_best"] and data["best"]["margin"] == 2047
+    assert data["solved"] and not data["new_best"] and data["score"]["margin"] == 2047
+    assert data["against_par"] == "tie" and data["best"]["margin"] == 1023
+    assert progress_file(handwired_home)["puzzles"]["aab"]["best"]["margin"] == 1023
 
 
 def test_check_json_has_counts_score_and_par(solution):

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from test_cli import invoke
 
 from handwired.errors import HandwiredError
 from handwired.weightfile import bundled_models, dumps, load, parse, starter_document, write_new
@@ -215,3 +216,20 @@ def test_random_damage_is_always_reported_never_raised(aab_doc):
         assert all(isinstance(p, str) and "\n" not in p for p in problems)
         if model is not None:
             forward(model.params, np.zeros((1, model.n_ctx), dtype=int), model.n_head)
+
+
+def test_a_constant_that_fails_to_evaluate_is_reported_once_not_at_each_use(write_json):
+    doc = {"format": "handwired/1", "vocab": ["a", "b"], "n_ctx": 2, "n_embd": 2,
+           "constants": {"mu": "exp(1000)", "half": "mu/2", "ok": 2},
+           "wte": {"a": {"0": "mu"}, "b": {"1": "half*ok"}}, "wpe": {"0": {"0": "mu"}, "1": {"1": "nu"}}, "blocks": []}
+    path = write_json(doc)
+    result = invoke("weights", "validate", str(path))
+    assert result.exit_code == 2
+    # the failed constant once; half (which uses it) and the three uses are not problems of their own;
+    # an undefined name is still one, with the constants that did evaluate
+    assert result.stderr.splitlines() == [
+        f"{path}: constants.mu: 'exp(1000)': exp(1000) is too large for a float64",
+        f"{path}: wpe.1.1: 'nu': unknown constant 'nu' (constants: ok)",
+        "2 problems"]
+    with pytest.raises(HandwiredError, match=r"exp\(1000\) is too large for a float64 \(and 1 more"):
+        load(str(path))

@@ -7,6 +7,7 @@ exports. Shared options, output and error handling are in :mod:`.common`.
 """
 
 import importlib
+import inspect
 import os
 import warnings
 from typing import Annotated
@@ -35,6 +36,8 @@ COMMANDS = {  # name -> "module:app", in the order --help lists them; a module i
     "watch": "handwired.cli.watch:app",
     "diff": "handwired.cli.diff:app",
     "spread": "handwired.cli.spread:app",
+    "sweep": "handwired.cli.sweep:app",
+    "ablate": "handwired.cli.ablate:app",
     "attend": "handwired.cli.attend:app",
     "weights": "handwired.cli.weights:app",
     "puzzles": "handwired.cli.puzzles:app",
@@ -54,8 +57,21 @@ class LazyGroup(TyperGroup):
             module, attribute = COMMANDS[cmd_name].split(":")
             command = typer.main.get_command(getattr(importlib.import_module(module), attribute))
             command.name = cmd_name
-            self.commands[cmd_name] = guard(command)
+            self.commands[cmd_name] = guard(one_line_paragraphs(command))
         return super().get_command(ctx, cmd_name)
+
+
+def one_line_paragraphs(command):
+    """Put each paragraph of the help of ``command`` (and of every sub-command of a group) on one line.
+
+    A docstring breaks its lines where the source does; typer's rich help keeps those breaks in a group's list
+    of commands, so a sentence broke mid-way there. Rich wraps a one-line paragraph to the terminal's width.
+    """
+    for sub in getattr(command, "commands", {}).values():
+        one_line_paragraphs(sub)
+    if command.help:
+        command.help = "\n\n".join(" ".join(part.split()) for part in inspect.cleandoc(command.help).split("\n\n"))
+    return command
 
 
 def _version(value: bool) -> None:

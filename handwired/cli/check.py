@@ -25,6 +25,7 @@ from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STRE
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.catalogue import load_puzzle
 from handwired.judge.plans import Plan, exhaustive_plan, pattern_rule, sample_plan, stream_plan
+from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import run
 from handwired.views.report import failure_view, report_json
 from handwired.weightfile import Model, load
@@ -76,7 +77,7 @@ def check(
         puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, svg, html, force, show_all)
         return
     model = load(spec)
-    named = None if given else files_puzzle(model)  # the file's puzzle judges it, unless a flag asks otherwise
+    named = _named_puzzle(model, given)
     if named is not None:
         puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model, asked=False)
         return
@@ -93,6 +94,21 @@ def check(
         raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok:
         raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _named_puzzle(model: Model, given: list[str]) -> Puzzle | None:
+    """The puzzle the file names, when it judges the file: with no flag, or with --exhaustive alone on a file without
+    a target (a puzzle's verdict is every context of its domain). Other flags are a target check's."""
+    if "--target" in given or (given and model.target is not None):
+        return None
+    other = [flag for flag in given if flag != "--exhaustive"]
+    if other:
+        named = files_puzzle(model) if model.puzzle is not None else None
+        if named is not None:
+            raise HandwiredError(f"{model.source}: names the puzzle {named.name!r}, judged on every context of its "
+                                 f"domain by its rule; {other[0]} does not apply (a target check needs --target)")
+        return None
+    return files_puzzle(model)
 
 
 def _plan(model: Model, target: str | None, length: int | None, exhaustive: bool, sample: int | None, seed: int,

@@ -59,7 +59,8 @@ def puzzles_main(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
 @app.command("list")
 def puzzles_list(as_json: JsonOption = False) -> None:
-    """Every puzzle: level, name, what to build, caps, par, solved?, your best score."""
+    """Every puzzle: level, name, what to build, caps, par, record, solved?, your best score (★: it ties or beats
+    the record)."""
     puzzles = catalogue()
     if as_json:
         typer.echo(json.dumps(catalogue_json(puzzles, _progress()), indent=2, ensure_ascii=False))

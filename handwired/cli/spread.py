@@ -8,7 +8,6 @@ import typer
 
 from handwired.cli.checking import files_puzzle, warn_other_puzzle
 from handwired.cli.common import ForceOption, HtmlOption, JsonOption, Output, SvgOption, WeightsOption, weight_spec
-from handwired.engine.probe import parse_probe
 from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
 from handwired.judge.catalogue import load_puzzle
@@ -22,7 +21,9 @@ app = typer.Typer()
 def spread(
     value: Annotated[str, typer.Argument(
         help="HOOK:COLUMN, e.g. blocks.0.mlp.hook_pre:h0, blocks.0.hook_resid_post:tok, logits:b, or "
-             "blocks.1.attn.hook_pattern:-2 (a key position; with --head on several heads).")],
+             "blocks.1.attn.hook_pattern:-2 (a key position; with --head on several heads); HOOK:A-B or HOOK:A/B, "
+             "two columns' difference or ratio (logits:a-b); or lead, the right token's logit minus the best "
+             "wrong one's.")],
     weights: WeightsOption = None,
     puzzle: Annotated[str | None, typer.Option(
         help="Every context this puzzle judges (a name or a statement file), with its rule's answers; default: the "
@@ -44,7 +45,7 @@ def spread(
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     if puzzle is not None and every:
         raise HandwiredError("--puzzle and --every: choose one")
-    probe = parse_probe(model, value, head)
+    probe = spreading.parse_value(model, value, head)
     source = _source(model, puzzle, every)
     result = spreading.spread(model, probe, source, by or ("answer" if source.rule is not None else "predicted"),
                               position)

@@ -30,11 +30,16 @@ class Probe:
     column: str  # as given: a label, or a key position
     index: int  # into the hook's value at one position, flattened; for a key hook, the key position (may be < 0)
     head: int | None  # for a key hook
+    op: str = ""  # "-" or "/": the value is this column minus, or divided by, a second one of the same hook
+    other: "Probe | None" = None  # the second column
 
     @property
     def name(self) -> str:
+        if not self.column:  # a quantity of its own, not a hook's column (the judge's lead)
+            return self.hook
         head = f" head {self.head}" if self.head is not None else ""
-        return f"{self.hook}:{self.column}{head}"
+        other = f"{self.op}{self.other.column}" if self.other is not None else ""
+        return f"{self.hook}:{self.column}{other}{head}"
 
     @property
     def by_key(self) -> bool:
@@ -60,7 +65,8 @@ def column_labels(model: Model, hook: str) -> tuple[str, ...]:
 
 
 def parse_probe(model: Model, text: str, head: int | None = None) -> Probe:
-    """``HOOK:COLUMN`` -> a probe of the model; one line naming what is wrong otherwise."""
+    """``HOOK:COLUMN`` -> a probe of the model; one line naming what is wrong otherwise. ``HOOK:A-B`` and
+    ``HOOK:A/B`` are the difference and the ratio of two columns of one hook, when neither is a column itself."""
     hook, colon, column = text.partition(":")  # hooks hold no colon; a named head column does (q:pos)
     if not colon or not hook or not column:
         raise HandwiredError(f"{text!r}: expected HOOK:COLUMN, e.g. blocks.0.mlp.hook_pre:h0 or "
@@ -68,6 +74,19 @@ def parse_probe(model: Model, text: str, head: int | None = None) -> Probe:
     names = hook_names(model)
     if hook not in names:
         raise HandwiredError(f"{text!r}: the model records no {hook!r}; it records {', '.join(names)}")
+    try:
+        return _one_probe(model, text, hook, column, head)
+    except HandwiredError as error:
+        for at in (i for i, char in enumerate(column) if char in "-/" and 0 < i < len(column) - 1):
+            try:
+                first, second = (_one_probe(model, text, hook, part, head) for part in (column[:at], column[at + 1:]))
+            except HandwiredError:
+                continue
+            return Probe(first.hook, first.column, first.index, first.head, column[at], second)
+        raise error from None
+
+
+def _one_probe(model: Model, text: str, hook: str, column: str, head: int | None) -> Probe:
     if hook.endswith(KEY_HOOKS):
         return _key_probe(model, hook, column, head)
     if head is not None:
@@ -174,6 +193,19 @@ def _prefix_length(length: int, position: int) -> int | None:
 
 
 def _column(probe: Probe, level: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    # level [n, …] -> the probe's value [n] (one column, or two combined), and whether each context has it [n]
+    value, ok = _one_column(probe, level, n_keys)
+    if probe.other is None:
+        return value, ok
+    other, other_ok = _one_column(probe.other, level, n_keys)
+    if probe.op == "-":
+        return value - other, ok & other_ok
+    with np.errstate(divide="ignore", invalid="ignore"):  # x/0 is ±inf or nan: such a context has no ratio
+        ratio = value / other
+    return ratio, ok & other_ok & np.isfinite(ratio)
+
+
+def _one_column(probe: Probe, level: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
     # level [n, …] -> the probe's column [n], and whether each context has it [n]
     n = len(level)
     if not probe.by_key:

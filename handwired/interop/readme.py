@@ -53,11 +53,10 @@ def readme(model: Model, config: dict) -> str:
     prediction = model.vocab[int(logits.argmax())]
     title = model.name or "handwired model"
     use = USE.format(vocab=list(model.vocab), example=example, prediction=prediction)
+    description = f"{model.description.strip()}\n\n" if model.description and model.description.strip() else ""
     return f"""# {title}: a hand-wired transformer for TransformerLens
 
-{model.description}
-
-Exported by handwired from a `handwired/1` weight file, for TransformerLens. TransformerLens
+{description}Exported by handwired from a `handwired/1` weight file, for TransformerLens. TransformerLens
 computes the same logits as handwired to float64 rounding, provided the model stays in float64
 (in float32 the logits of random test models move by up to 5e-5 of their size) and none of
 TransformerLens's weight processing (`fold_ln`, `center_unembed`, …) is applied.
@@ -94,9 +93,21 @@ TransformerLens's weight processing (`fold_ln`, `center_unembed`, …) is applie
   layer reads). In 4.x, `ln1.hook_out` etc. hold it after gain and bias.
 - In 4.x, `attn.hook_attn_scores` holds the softmax pattern on this path; use `attn.hook_pattern`.
 - The unembedding is tied in handwired: `unembed.W_U` is `embed.W_E` transposed and `unembed.b_U` is 0.
-- A block without an MLP is an all-zero MLP here, and narrower MLPs are zero-padded to d_mlp;
-  both add exactly nothing.
-"""
+{_mlp_note(model, config)}"""
+
+
+def _mlp_note(model: Model, config: dict) -> str:
+    """What the folder's MLPs are when the weight file's blocks differ in having one, or in its width; else nothing."""
+    widths = [block["mlp"]["c_fc"]["w"].shape[1] if "mlp" in block else 0 for block in model.params["blocks"]]
+    if config["attn_only"] or len(set(widths)) == 1:
+        return ""
+    notes = []
+    if 0 in widths:
+        notes.append(f"a block without an MLP in handwired is an all-zero MLP of width d_mlp = {config['d_mlp']} here")
+    if len({width for width in widths if width}) > 1:
+        notes.append(f"a narrower MLP is zero-padded to d_mlp = {config['d_mlp']}")
+    text = "; ".join(notes)
+    return f"- {text[0].upper()}{text[1:]}: the zeros add exactly nothing.\n"
 
 
 def _count(n: int, noun: str) -> str:

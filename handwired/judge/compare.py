@@ -26,6 +26,7 @@ from handwired.judge.contexts import (
     shortest_first,
 )
 from handwired.judge.plans import Plan, pattern_rule
+from handwired.judge.report import leads
 from handwired.judge.rules import DECIDED
 from handwired.weightfile import Model
 from handwired.weightfile.axes import Axis, shown
@@ -52,6 +53,7 @@ class Answer:
     tied: bool  # the predicted token shares the top logit with another
     margin: float  # the predicted token's lead over the runner-up (0 on a tie)
     right: bool | None  # the prediction is an acceptable next token; None: the target does not judge it
+    lead: float | None = None  # the right token's lead over the best wrong one (< 0 when wrong); None: not judged
 
 
 @dataclass(frozen=True)
@@ -151,20 +153,22 @@ def _entry_changes(old: Model, new: Model, path: str) -> list[WeightChange]:
 
 
 def _answers(model: Model, logits: np.ndarray, acceptable: np.ndarray | None) -> dict[str, np.ndarray]:
-    """[n, n_vocab] logits -> per context: prediction, tie, margin over the runner-up, and right or wrong."""
+    """[n, n_vocab] logits -> per context: prediction, tie, margin over the runner-up, right or wrong, and the right
+    token's lead over the best wrong one."""
     best = np.argmax(logits, axis=1)  # [n]; the first on a tie, as everywhere
     top = logits[np.arange(len(logits)), best]
     others = logits.copy()
     others[np.arange(len(logits)), best] = -np.inf
     runner_up = others.max(axis=1) if model.n_vocab > 1 else np.full(len(logits), -np.inf)
     right = acceptable[np.arange(len(logits)), best] & (top > runner_up) if acceptable is not None else None
-    return {"best": best, "tied": top == runner_up, "margin": top - runner_up, "right": right}
+    lead = leads(logits, acceptable) if acceptable is not None else None
+    return {"best": best, "tied": top == runner_up, "margin": top - runner_up, "right": right, "lead": lead}
 
 
 def _answer(model: Model, answers: dict[str, np.ndarray], row: int, judged: bool) -> Answer:
     return Answer(
         model.vocab[int(answers["best"][row])], bool(answers["tied"][row]), float(answers["margin"][row]),
-        bool(answers["right"][row]) if judged else None,
+        bool(answers["right"][row]) if judged else None, float(answers["lead"][row]) if judged else None,
     )
 
 
@@ -230,7 +234,7 @@ def _tally(result: Diff, before: dict, after: dict, judged: np.ndarray) -> np.nd
     """Count one batch's changes into ``result``: predictions moved, margins changed, and among the ``judged``
     contexts [n] bool, those fixed, broken, or changed in margin only. Returns which contexts changed [n] bool."""
     moved = (before["best"] != after["best"]) | (before["tied"] != after["tied"])  # [n]
-    changed = moved | ~_same(before["margin"], after["margin"])  # [n]
+    changed = moved | ~_same(_judged_lead(before, judged), _judged_lead(after, judged))  # [n]
     if before["right"] is None:  # no rule: nothing is right or wrong
         fixed = broken = np.zeros(len(changed), dtype=bool)
     else:
@@ -242,6 +246,11 @@ def _tally(result: Diff, before: dict, after: dict, judged: np.ndarray) -> np.nd
     result.now_wrong += int(broken.sum())
     result.margin_only += int((changed & judged & ~fixed & ~broken).sum())
     return changed
+
+
+def _judged_lead(answers: dict, judged: np.ndarray) -> np.ndarray:
+    """[n]: the right token's lead where the rule judges the context, else the predicted token's margin."""
+    return answers["margin"] if answers["lead"] is None else np.where(judged, answers["lead"], answers["margin"])
 
 
 def _comparable(old: Model, new: Model, show: int) -> None:

@@ -10,8 +10,9 @@ and the command goes on.
 Two commands may run at once (``watch --puzzle`` in one terminal, ``puzzles
 check`` in another): every save reads the file again under a lock
 (:mod:`.progress_lock`), merges, and replaces it atomically. Progress only
-grows — solved stays solved, the better score wins, hints only go up — so the
-merge never drops what either command learnt.
+grows — solved stays solved, the better score wins (on a tie, the one stored
+first stays), hints only go up — so the merge never drops what either command
+learnt.
 """
 
 import json

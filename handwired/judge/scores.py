@@ -1,7 +1,10 @@
 """A solved puzzle's score, and reading one back from a statement or the progress file.
 
 Better means, in this order: fewer non-zero parameters, a narrower residual
-stream (n_embd), fewer blocks, fewer heads, then a larger margin.
+stream (n_embd), fewer blocks, fewer heads — nothing else. Two scores equal on
+all four tie, whatever their margins: a margin grows with the weights, so it is
+shown beside a score and never ranks it (a progress file written when it did
+still loads, margin and all).
 """
 
 from dataclasses import dataclass
@@ -26,12 +29,22 @@ class Score:
     n_layer: int  # blocks
     margin: float  # logits: the smallest lead of the right token over the best wrong one
 
-    def key(self) -> tuple:
-        """Smaller is better: fewest non-zero parameters, then n_embd, blocks, heads; then the larger margin."""
-        return (self.parameters, self.n_embd, self.n_layer, self.n_head, -self.margin)
+    def key(self) -> tuple[int, int, int, int]:
+        """Smaller is better: fewest non-zero parameters, then n_embd, blocks, heads. Not the margin."""
+        return (self.parameters, self.n_embd, self.n_layer, self.n_head)
 
     def better_than(self, other: "Score | None") -> bool:
         return other is None or self.key() < other.key()
+
+    def ties(self, other: "Score | None") -> bool:
+        """Equal on parameters, n_embd, blocks and heads (the margins may differ)."""
+        return other is not None and self.key() == other.key()
+
+    def against(self, other: "Score | None") -> str | None:
+        """``better``, ``tie`` or ``worse`` than ``other``; None when there is nothing to compare with."""
+        if other is None:
+            return None
+        return "better" if self.better_than(other) else "tie" if self.ties(other) else "worse"
 
     def to_json(self) -> dict[str, Any]:
         return {"parameters": self.parameters, "n_embd": self.n_embd, "n_head": self.n_head,

@@ -8,21 +8,27 @@ token or the length; :mod:`handwired.judge.separation` says where they lie along
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from handwired.engine.probe import Probe, probe_values
+from handwired.engine.probe import Probe, parse_probe, probe_values
+from handwired.engine.step import float_walk
+from handwired.engine.trie import Trie, full_trie
 from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.contexts import refuse_every_context, refuse_large_domain, refuse_large_walk
+from handwired.judge.contexts import every_length, refuse_every_context, refuse_large_domain, refuse_large_walk
+from handwired.judge.domains import Domain
 from handwired.judge.plans import pattern_rule
 from handwired.judge.puzzle import Puzzle
+from handwired.judge.report import leads
 from handwired.judge.rules import DECIDED, Rule
 from handwired.judge.separation import GroupStats, Separation, axis, group_stats, separate
 from handwired.judge.verdict import fit_problems
 from handwired.weightfile import Model
 
 GROUPINGS = ("answer", "predicted", "last-token", "length")
+LEAD = "lead"  # the right token's logit minus the best wrong one's: what decides whether a context passes
 MAX_CONTEXTS = 4_000_000  # a spread keeps every prefix's keys and values: a bound on that memory
 
 
@@ -31,6 +37,18 @@ class Source:
     description: str  # which contexts, in words
     shape: Shape  # which contexts: a puzzle's domain, or every string
     rule: Rule | None  # how the right answer is found; None: no answers
+
+    @cached_property
+    def trie(self) -> Trie | None:
+        """Every string's trie, known without sorting; None for a domain (the workbench builds it)."""
+        return full_trie(self.shape.n_vocab, self.shape.n_ctx) if isinstance(self.shape, EveryString) else None
+
+    @cached_property
+    def contexts(self) -> tuple[np.ndarray, ...]:
+        """Every context, enumerated, by length ([n, L] token ids each), for the workbench's variants."""
+        if self.trie is not None:
+            return tuple(level.prefixes for level in self.trie.levels)
+        return tuple(self.shape.contexts)
 
 
 @dataclass(frozen=True)
@@ -54,26 +72,67 @@ def puzzle_source(puzzle: Puzzle, model: Model) -> Source:
         raise HandwiredError(f"{model.source}: does not fit puzzle {puzzle.name!r}: it expects "
                              f"{fit_problems(puzzle, model)[0]}")
     if puzzle.domain is not None:
-        refuse_large_domain(model, puzzle.domain, "spread")
         return Source(f"every context of puzzle {puzzle.name} ({puzzle.domain.description})", puzzle.domain,
                       puzzle.rule)
     return Source(f"every context of puzzle {puzzle.name}", _every_context(model), puzzle.rule)
 
 
-def target_source(model: Model, target: str) -> Source:
-    """Every context, judged by the repeating pattern ``target``."""
-    return Source(f"every context, judged by the target {target}", _every_context(model), pattern_rule(model, target))
+def target_source(model: Model, target: str, instead: str = "spread over a puzzle's contexts instead",
+                  parameters: tuple[str, ...] = ()) -> Source:
+    """Every context, judged by the repeating pattern ``target``; too many are refused, saying what to do
+    ``instead``."""
+    return Source(f"every context, judged by the target {target}", _every_context(model, instead, parameters),
+                  pattern_rule(model, target))
 
 
 def every_source(model: Model) -> Source:
     return Source("every context", _every_context(model), None)
 
 
-def _every_context(model: Model) -> EveryString:
-    total = refuse_every_context(model, "spread over a puzzle's contexts instead", limit=MAX_CONTEXTS)
-    refuse_large_walk(model, f"every context: {total:,} contexts", total, total, model.n_ctx, "spread",
-                      "a smaller vocab or n_ctx")
+def _every_context(model: Model, instead: str = "spread over a puzzle's contexts instead",
+                   parameters: tuple[str, ...] = ()) -> EveryString:
+    refuse_every_context(model, instead, parameters, limit=MAX_CONTEXTS)
     return EveryString(model.n_vocab, model.n_ctx)
+
+
+def _refuse_large(model: Model, source: Source) -> None:
+    """Refuse, before anything is evaluated, a spread whose time or memory would be over the limits."""
+    if isinstance(source.shape, Domain):
+        refuse_large_domain(model, source.shape, "spread")
+    elif isinstance(source.shape, EveryString):
+        total = every_length(model.n_vocab, model.n_ctx)
+        refuse_large_walk(model, f"every context: {total:,} contexts", total, total, model.n_ctx, "spread",
+                          "a smaller vocab or n_ctx")
+
+
+def parse_value(model: Model, text: str, head: int | None = None) -> Probe:
+    """``lead``, or a hook's column (or two columns' difference or ratio) as :func:`parse_probe` reads it."""
+    if text != LEAD:
+        return parse_probe(model, text, head)
+    if head is not None:
+        raise bad_value("head", head, "lead is the whole model's, not a head's")
+    return Probe(LEAD, "", 0, None)
+
+
+def _leads(model: Model, source: Source, position: int) -> tuple[list, list, list, list, int]:
+    """Each context (per batch), its lead (nan where the rule does not judge it), whether it has one, the token it
+    predicts, and how many the rule does not judge."""
+    if source.rule is None:
+        raise HandwiredError("lead needs the right answers: give a puzzle, or a file with a target")
+    if position != -1:
+        raise bad_value("position", position, "lead is read at the last position, where the next token is judged")
+    contexts, values, present, predicted, undecided = [], [], [], [], 0
+    for visit in float_walk(model, source.shape):
+        if visit.judged.any():
+            batch, logits = visit.prefixes[visit.judged], visit.logits[visit.judged]
+            judgement = source.rule.judge(batch)
+            decided = judgement.status == DECIDED  # [n]
+            contexts.append(batch)
+            values.append(np.where(decided, leads(logits, judgement.acceptable), np.nan))
+            present.append(decided)
+            predicted.append(np.argmax(logits, axis=1))
+            undecided += int((~decided).sum())
+    return contexts, values, present, predicted, undecided
 
 
 def spread(model: Model, probe: Probe, source: Source, by: str = "answer", position: int = -1) -> Spread:
@@ -84,7 +143,11 @@ def spread(model: Model, probe: Probe, source: Source, by: str = "answer", posit
         raise HandwiredError("{by} answer needs the right answers: give a puzzle, or a file with a target", ("by",))
     if not -model.n_ctx <= position < model.n_ctx:
         raise bad_value("position", position, f"a context has positions 0…{model.n_ctx - 1} (or -1 for the last)")
-    contexts, values, present, predicted = probe_values(model, probe, source.shape, position)
+    _refuse_large(model, source)
+    if probe.hook == LEAD:
+        contexts, values, present, predicted, undecided = _leads(model, source, position)
+    else:
+        contexts, values, present, predicted = probe_values(model, probe, source.shape, position)
     keys, group_of, not_judged = _groups(model, contexts, source.rule, by, predicted)
     value = np.concatenate(values)  # [n]
     group = np.concatenate(group_of)  # [n], -1: in no group
@@ -97,8 +160,11 @@ def spread(model: Model, probe: Probe, source: Source, by: str = "answer", posit
     used = sorted(set(group.tolist()))
     stats = tuple(group_stats(keys[g], value[group == g], edges) for g in used)
     separation = separate(keys, value, group) if len(used) > 1 else None
+    too_short = int((~has).sum())
+    if probe.hook == LEAD:  # every context has a last position; the ones without a lead are the rule's
+        not_judged, too_short = undecided, 0
     return Spread(probe, position, by, source.description, stats, edges, separation, len(has), int(in_group.sum()),
-                  not_judged, int((~has).sum()))
+                  not_judged, too_short)
 
 
 def _groups(model: Model, contexts: list[np.ndarray], rule: Rule | None, by: str,

@@ -8,12 +8,16 @@ from rich.text import Text
 
 from handwired.judge.compare import Answer, Diff
 from handwired.views.model import model_line
-from handwired.views.numbers import count, number
+from handwired.views.numbers import count, numbers
 from handwired.weightfile import Model
 
 
-def _number(value: float | None) -> str:
-    return "—" if value is None else number(value)
+def _or_nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def _dash(text: str) -> str:
+    return "—" if text == "nan" else text
 
 
 def _finite(value: float) -> float | None:
@@ -42,10 +46,11 @@ def diff_view(before: Model, after: Model, result: Diff) -> Group:
         table = Table(title=f"weights that differ: {len(result.weights)}", title_justify="left")
         for name, justify in (("weight", "left"), ("old", "right"), ("new", "right"), ("new − old", "right")):
             table.add_column(name, justify=justify, no_wrap=name == "weight")
-        for change in result.weights:
-            delta = None if change.old is None or change.new is None else change.new - change.old
-            table.add_row(Text(change.label), _number(change.old), _number(change.new),
-                          Text(_number(delta), style="" if delta is None else ("blue" if delta > 0 else "red")))
+        deltas = [None if c.old is None or c.new is None else c.new - c.old for c in result.weights]
+        cells = numbers([[_or_nan(c.old), _or_nan(c.new), _or_nan(d)] for c, d in zip(result.weights, deltas)])
+        for change, delta, (old, new, moved) in zip(result.weights, deltas, cells):  # one format for the table
+            table.add_row(Text(change.label), _dash(old), _dash(new),
+                          Text(_dash(moved), style="" if delta is None else ("blue" if delta > 0 else "red")))
         parts.append(table)
     judged = (("  judged by puzzle ", "dim"), result.puzzle) if result.puzzle else \
         (("  judged by the target ", "dim"), repr(result.target)) if result.target else ()
@@ -53,26 +58,47 @@ def diff_view(before: Model, after: Model, result: Diff) -> Group:
     if result.shown:
         title = f"contexts that changed: the {len(result.shown)} shortest of {result.changed:,}" \
             if len(result.shown) < result.changed else f"contexts that changed: all {result.changed:,}"
-        table = Table(title=title, title_justify="left",
-                      caption="margin: the predicted token's lead over the next best token, in logits",
-                      caption_justify="left")
-        table.add_column("context")
-        if result.target or result.puzzle:
-            table.add_column("expected")
-        for name in ("predicted (old → new)", "margin old", "margin new"):
-            table.add_column(name, justify="left" if name.startswith("predicted") else "right")
-        for change in result.shown:
-            row: list = [Text(change.context)]
-            if result.target or result.puzzle:
-                row.append(Text(" or ".join(change.expected)) if change.expected else Text("not judged", style="dim"))
-            row += [Text.assemble(_answer_text(change.old), " → ", _answer_text(change.new)),
-                    _number(_finite(change.old.margin)), _number(_finite(change.new.margin))]
-            table.add_row(*row)
-        parts.append(table)
+        parts.append(_contexts_table(result, title))
     if result.changed > len(result.shown):
         parts.append(Text(f"{result.changed - len(result.shown):,} more changed; --show N lists more", style="dim"))
     parts.append(Text(summary(result), style="bold"))
     return Group(*parts)
+
+
+def _contexts_table(result: Diff, title: str) -> Table:
+    """The changed contexts: the expected token, the prediction before and after, and the right token's lead (with a
+    rule) or the predicted token's margin (without one), before and after."""
+    judged = bool(result.target or result.puzzle)
+    caption = ("right's lead: the best right token's logit minus the best wrong token's, in logits (negative when "
+               "a wrong token is on top); in brackets where the context is not judged, the predicted token's lead "
+               "over the next best" if judged else
+               "margin: the predicted token's lead over the next best token, in logits")
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    table.add_column("context")
+    if judged:
+        table.add_column("expected")
+    table.add_column("predicted (old → new)")
+    for name in (("right's lead old", "right's lead new") if judged else ("margin old", "margin new")):
+        table.add_column(name, justify="right")
+    values = [[_shown_lead(answer, judged) for answer in (change.old, change.new)] for change in result.shown]
+    cells = numbers([[_or_nan(_finite(value)) for value in row] for row in values])  # one format for both columns
+    for change, row_values, row_cells in zip(result.shown, values, cells):
+        row: list = [Text(change.context)]
+        if judged:
+            row.append(Text(" or ".join(change.expected)) if change.expected else Text("not judged", style="dim"))
+        row.append(Text.assemble(_answer_text(change.old), " → ", _answer_text(change.new)))
+        for answer, value, cell in zip((change.old, change.new), row_values, row_cells):
+            if judged and answer.lead is None:  # not judged: the predicted token's margin, in brackets
+                row.append(Text(f"({_dash(cell)})", style="dim"))
+            else:
+                row.append(Text(_dash(cell), style="red" if judged and value <= 0 else ""))
+        table.add_row(*row)
+    return table
+
+
+def _shown_lead(answer: Answer, judged: bool) -> float:
+    """The right token's lead where the rule judges the context, else the predicted token's margin."""
+    return answer.lead if judged and answer.lead is not None else answer.margin
 
 
 def _answer_text(answer: Answer) -> Text:
@@ -83,7 +109,8 @@ def _answer_text(answer: Answer) -> Text:
 
 def diff_json(before: Model, after: Model, result: Diff) -> dict:
     def answer(a: Answer) -> dict:
-        return {"prediction": a.prediction, "tied": a.tied, "margin": _finite(a.margin), "right": a.right}
+        return {"prediction": a.prediction, "tied": a.tied, "margin": _finite(a.margin), "right": a.right,
+                "lead": None if a.lead is None else _finite(a.lead)}
 
     return {
         "old": before.source,

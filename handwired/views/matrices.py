@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from handwired.views.figures import Matrix, Prediction, Step
-from handwired.views.numbers import logit_gap, numbers, probability, value_range
+from handwired.views.numbers import column, numbers, probability, value_range
 from handwired.views.paging import column_pages, table_width, zero_lines
 from handwired.weightfile import fold_labels
 
@@ -234,7 +234,8 @@ def predictions_table(predictions: tuple[Prediction, ...]) -> Table:
     table.add_column("predicts", no_wrap=True, overflow="fold")
     table.add_column("probability", justify="right", no_wrap=True, overflow="fold")
     table.add_column("lead (logits)", justify="right", no_wrap=True, overflow="fold")
-    for p in predictions:
+    leads = column(np.array([p.lead for p in predictions]), signed=True)
+    for p, lead in zip(predictions, leads):
         table.add_row(p.position, Text(p.token + (" (tie)" if p.tied else ""), style="yellow" if p.tied else "green"),
-                      probability(p.probability), logit_gap(p.lead))
+                      probability(p.probability), lead)
     return table

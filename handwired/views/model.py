@@ -9,7 +9,7 @@ from rich.text import Text
 
 from handwired.engine.logits import gaps, top_token
 from handwired.engine.trace import Trace
-from handwired.views.numbers import logit_gap, number, probability
+from handwired.views.numbers import column, probability
 from handwired.weightfile import Model, bundled_dir
 from handwired.weightfile.axes import shown
 
@@ -73,11 +73,12 @@ def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best:
     table.add_column("gap", justify="right")
     table.add_column("probability", justify="right")
     table.add_column("", no_wrap=True)
-    gap = gaps(logits)  # the top token's lead over the runner-up; every other token's distance below the top
+    gap = column(gaps(logits), signed=True)  # the top token's lead over the runner-up; the others' distance below it
+    logit = column(logits)
     for i, token in enumerate(model.vocab):
         bar = "█" * int(round(probs[i] * 20))
         style = "bold green" if i == best else ""
-        table.add_row(Text(shown(token), style=style), number(logits[i]), logit_gap(gap[i]), probability(probs[i]),
+        table.add_row(Text(shown(token), style=style), logit[i], gap[i], probability(probs[i]),
                       Text(bar, style="green" if i == best else "blue"))
     return table
 
@@ -89,6 +90,8 @@ def _positions_table(model: Model, trace: Trace) -> Table:
                           ("p", "right"), ("lead", "right"),
                           ("next in input", "left")):
         table.add_column(name, justify=justify)
+    leads = column(np.array([gaps(trace.logits[i])[top_token(trace.logits[i])[0]] for i in range(len(trace.window))]),
+                   signed=True)
     for i, token in enumerate(trace.window):
         best, tied = top_token(trace.logits[i])
         predicted = model.vocab[best]
@@ -96,7 +99,7 @@ def _positions_table(model: Model, trace: Trace) -> Table:
         verdict = "" if not actual else (" ✓" if actual == predicted and not tied else " ✗")
         table.add_row(
             str(i), shown(token), shown(trace.window[: i + 1]), shown(predicted) + (" (tie)" if tied else ""),
-            probability(trace.probs[i, best]), logit_gap(gaps(trace.logits[i])[best]),
+            probability(trace.probs[i, best]), leads[i],
             Text((shown(actual) if actual else "") + verdict, style="green" if verdict == " ✓" else "red"),
         )
     return table

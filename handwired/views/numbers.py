@@ -1,9 +1,13 @@
 """Every number a view prints, formatted one way: cells, ranges, margins, scores, logit gaps, counts.
 
-An exact integer prints as an integer (``63``, ``-1024``, ``0``), whatever it
-sits beside; any other value with three decimals (``0.500``); a non-zero value
-too small for three decimals as ``≈0`` (or ``5.6e-8`` where its size is the
-lesson); a huge one in scientific notation. A range prints its ends exactly as
+One number alone: an exact integer prints as an integer (``63``, ``-1024``,
+``0``); any other value with three decimals (``0.500``); a non-zero value too
+small for three decimals as ``≈0`` (or ``5.6e-8`` where its size is the
+lesson); a huge one in scientific notation. A table or a column prints all its
+numbers in one of those formats (:func:`numbers`, :func:`column`): integers when
+every one is an exact integer, scientific notation when any would need it, else
+three decimals — so ``2`` never sits beside ``2.000``, nor ``-13800000000``
+beside ``-4.360e+10``. Zero is always ``0``, and ``≈0`` may sit beside integers. A range prints its ends exactly as
 its cells print them. Probabilities keep four decimals and are ``0`` or ``1``
 only when exact.
 """
@@ -42,8 +46,44 @@ def exact(value: float) -> str:
 
 
 def numbers(values: np.ndarray, show_tiny: bool = False) -> list[list[str]]:
-    """A matrix's cell texts, each as :func:`number` prints it."""
-    return [[number(value, show_tiny) for value in row] for row in np.asarray(values, dtype=float)]
+    """A matrix's cell texts, all in the one format the whole matrix needs (see :func:`table_format`)."""
+    values = np.asarray(values, dtype=float)
+    style = table_format(values)
+    return [[_in_format(value, style, show_tiny) for value in row] for row in values]
+
+
+def column(values: np.ndarray | list[float], signed: bool = False) -> list[str]:
+    """One column's texts in the one format the column needs; ``signed`` (logit gaps and leads): a ``+`` before
+    positive values, and ``—`` for +∞, where there is nothing to compare with."""
+    values = np.asarray(values, dtype=float)
+    style = table_format(values)
+    texts = []
+    for value in values:
+        text = _in_format(value, style)
+        if signed and math.isinf(value) and value > 0:
+            text = "—"
+        elif signed and value > 0:
+            text = "+" + text
+        texts.append(text)
+    return texts
+
+
+def table_format(values: np.ndarray) -> str:
+    """``whole``, ``scientific`` or ``decimal``: the one format for every finite non-zero number of a table.
+
+    A value too small for three decimals prints as ``≈0`` in any of them and does not choose the format."""
+    values = np.asarray(values, dtype=float)
+    finite = values[np.isfinite(values) & (np.abs(values) >= TINY)]
+    if np.all((finite == np.round(finite)) & (np.abs(finite) < WHOLE)):
+        return "whole"
+    return "scientific" if np.any(np.abs(finite) >= HUGE) else "decimal"
+
+
+def _in_format(value: float, style: str, show_tiny: bool = False) -> str:
+    value = float(value)
+    if value == 0 or not math.isfinite(value) or style == "whole" or abs(value) < TINY:
+        return number(value, show_tiny)
+    return f"{value:.3e}" if style == "scientific" else f"{value:.3f}"
 
 
 def scientific(value: float) -> str:
@@ -69,7 +109,8 @@ def value_range(values: np.ndarray, show_tiny: bool = False) -> str:
     finite = finite[np.isfinite(finite)]
     if finite.size == 0:
         return "no finite values"
-    return f"range {number(finite.min(), show_tiny)} … {number(finite.max(), show_tiny)}"
+    style = table_format(finite)
+    return f"range {_in_format(finite.min(), style, show_tiny)} … {_in_format(finite.max(), style, show_tiny)}"
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
@@ -84,7 +125,4 @@ def logits(value: float) -> str:
 
 def logit_gap(value: float) -> str:
     """A signed difference of logits: ``+1``, ``-1023``, ``0``; ``—`` when there is nothing to compare (+inf)."""
-    if math.isinf(value) and value > 0:
-        return "—"
-    text = number(value)
-    return "+" + text if value > 0 else text
+    return column([value], signed=True)[0]

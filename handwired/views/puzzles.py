@@ -14,7 +14,8 @@ from handwired.judge.puzzle import Answer, Caps, Puzzle, answer
 from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
 from handwired.judge.scores import Score, nonzero_parameters
 from handwired.judge.verdict import Submission
-from handwired.views.numbers import count, logits, number
+from handwired.views.numbers import column as number_column
+from handwired.views.numbers import count, logits
 from handwired.views.report import report_json
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
@@ -50,12 +51,12 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80)
         table.add_row(
             str(puzzle.level), Text(puzzle.name, style="bold"), *([puzzle.summary] if wide else []),
             str(caps.n_embd), str(caps.n_head), str(caps.n_layer), mlp_cap(caps),
-            _parameters(puzzle.par), _parameters(puzzle.record),
-            Text(f"✓ {best.parameters}" if solved and best else "·", style="green" if solved else "dim"),
+            _parameters(puzzle.par), _parameters(puzzle.record), _yours(puzzle, best, solved),
         )
     table.caption = ("n_embd, heads, blocks: at most · MLP: allowed, with at most that many hidden units · par, "
                      "record, yours: the non-zero parameters of the reference, of the leanest answer known, of your "
-                     "best" + ("" if wide else " · what each asks: handwired puzzles show NAME"))
+                     f"best · {RECORD_MARK}: your best ties or beats the record"
+                     + ("" if wide else " · what each asks: handwired puzzles show NAME"))
     table.caption_justify = "left"
     unsolved = [p.name for p in catalogue if not progress.solved(p.key)]
     solved = f"{len(catalogue) - len(unsolved)} of {len(catalogue)} solved."
@@ -67,12 +68,30 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80)
     return Group(table, Text(footer, style="dim"))
 
 
+RECORD_MARK = "★"
+
+
+def _yours(puzzle: Puzzle, best: Score | None, solved: bool) -> Text:
+    """The player's best in the list: ``✓ 8``, and ``★`` when it ties or beats the statement's record as it is now."""
+    if not solved or best is None:
+        return Text("·", style="dim")
+    mark = f" {RECORD_MARK}" if best.against(puzzle.record) in ("better", "tie") else ""
+    return Text(f"✓ {best.parameters}{mark}", style="bold green" if mark else "green")
+
+
 def catalogue_json(catalogue: list[Puzzle], progress: Progress) -> dict:
-    """Every puzzle with the player's progress, for programs: solved, best score, hints revealed of how many."""
+    """Every puzzle with the player's progress, for programs: solved, best score, hints revealed of how many, and
+    how the best compares with par and the record (``better``, ``tie``, ``worse``; null without one of them)."""
     return {"puzzles": [{"name": puzzle.name, "level": puzzle.level, "title": puzzle.title,
-                         "solved": progress.solved(puzzle.key), "best": _figures(progress.best(puzzle.key)),
+                         "solved": progress.solved(puzzle.key), "best": _figures(best := progress.best(puzzle.key)),
                          "hints": progress.hints(puzzle.key), "hints_available": len(puzzle.hints),
-                         "par": _figures(puzzle.par), "record": _figures(puzzle.record)} for puzzle in catalogue]}
+                         "par": _figures(puzzle.par), "record": _figures(puzzle.record),
+                         "best_against_par": _against(best, puzzle.par),
+                         "best_against_record": _against(best, puzzle.record)} for puzzle in catalogue]}
+
+
+def _against(score: Score | None, other: Score | None) -> str | None:
+    return None if score is None else score.against(other)
 
 
 def mlp_cap(caps: Caps) -> str:
@@ -139,27 +158,19 @@ def puzzle_line(puzzle: Puzzle) -> Text:
 def score_view(submission: Submission, best_before: Score | None, new_best: bool) -> Group:
     """A solved puzzle: the verdict against par, the score table, where to see the reference."""
     puzzle, score, par = submission.puzzle, submission.score, submission.par
-    table = Table(title="score (better: fewer non-zero parameters, then n_embd, blocks, heads; then a larger margin)",
-                  title_justify="left")
+    table = Table(title="score (better: fewer non-zero parameters, then n_embd, blocks, heads; the margin is shown, "
+                  "not ranked)", title_justify="left")
     table.add_column("")
     for column in ("non-zero parameters", "n_embd", "heads", "blocks", "margin"):
         table.add_column(column, justify="right")
     record = puzzle.record
-    for label, figures in (("yours", score), ("par", par), ("record", record), ("your best before", best_before)):
-        if figures is not None:
-            table.add_row(label, str(figures.parameters), str(figures.n_embd), str(figures.n_head),
-                          str(figures.n_layer), number(figures.margin))
-    verdict = f"\nSolved puzzle {puzzle.name!r}!"
-    if par is not None and score.key() < par.key():
-        verdict += " Better than par."
-    elif par is not None and score.key() == par.key():
-        verdict += " Level with par."
-    if record is not None and score.key() < record.key():
-        verdict += " Better than the record: the leanest answer known until now!"
-    elif record is not None and score.key() == record.key():
-        verdict += " Level with the record."
-    if new_best and best_before is not None:
-        verdict += " A new best."
+    rows = [(label, figures) for label, figures in (("yours", score), ("par", par), ("record", record),
+                                                    ("your best before", best_before)) if figures is not None]
+    margins = number_column([figures.margin for _, figures in rows])  # one format for the column
+    for (label, figures), margin in zip(rows, margins):
+        table.add_row(label, str(figures.parameters), str(figures.n_embd), str(figures.n_head),
+                      str(figures.n_layer), margin)
+    verdict = f"\nSolved puzzle {puzzle.name!r}!" + _standing(score, par, record, best_before, new_best)
     notes = [Text(verdict, style="bold green"), table]
     if puzzle.bundled:
         notes.append(Text(f"How the reference does it: handwired puzzles solution {puzzle.ref}", style="dim"))
@@ -167,6 +178,21 @@ def score_view(submission: Submission, best_before: Score | None, new_best: bool
         notes.append(Text(f"The margin is under {logits(NEAR_MISS)}: it counts, but a more robust wiring "
                           "would lead by more.", style="yellow"))
     return Group(*notes)
+
+
+def _standing(score: Score, par: Score | None, record: Score | None, best_before: Score | None,
+              new_best: bool) -> str:
+    """The verdict's words on par, the record and the player's best: better, or a tie (never "better" on a margin)."""
+    words = {"better": {"par": " Better than par.", "record": " Better than the record: the leanest answer known "
+                        "until now!"},
+             "tie": {"par": " Ties par.", "record": " Ties the record."}}
+    said = "".join(words.get(score.against(other), {}).get(label, "")
+                   for label, other in (("par", par), ("record", record)))
+    if new_best and best_before is not None:
+        said += " A new best."
+    elif score.ties(best_before):
+        said += " Ties your best."
+    return said
 
 
 def unsolved_line(submission: Submission) -> Text:
@@ -184,7 +210,9 @@ def submission_json(submission: Submission, best: Score | None, new_best: bool, 
     return {"puzzle": submission.puzzle.name, **report_json(submission.report, near_miss),
             "solved": submission.solved, "parameters": nonzero_parameters(submission.model),
             "score": _figures(submission.score), "par": _figures(submission.par),
-            "record": _figures(submission.puzzle.record), "best": _figures(best), "new_best": new_best}
+            "record": _figures(submission.puzzle.record), "best": _figures(best), "new_best": new_best,
+            "against_par": _against(submission.score, submission.par),
+            "against_record": _against(submission.score, submission.puzzle.record)}
 
 
 def _figures(score: Score | None) -> dict | None:

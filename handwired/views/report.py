@@ -9,7 +9,7 @@ from handwired.defaults import NEAR_MISS
 from handwired.judge.report import Margin, Report
 from handwired.views.failure import failure_parts
 from handwired.views.model import model_line
-from handwired.views.numbers import count, logit_gap, logits, probability
+from handwired.views.numbers import column, count, logits, probability
 from handwired.views.paging import COLUMN_CHROME, TABLE_EDGE, column_pages, table_width
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
@@ -80,10 +80,12 @@ def failures_table(model: Model, report: Report) -> Group:
     else:
         title = f"failures: all {listed}"
     head = [Text("context"), Text("expected"), Text("predicted"), Text("gap", justify="right")]
+    gaps = column([failure.gap for failure in report.failures], signed=True)
     rows = [[Text(failure.context), Text(" or ".join(failure.acceptable)),
              Text(failure.predicted + (" (tie)" if failure.tied else ""), style="red"),
-             Text(logit_gap(failure.gap), justify="right"),
-             *[Text(probability(p), justify="right") for p in failure.probs]] for failure in report.failures]
+             Text(gap, justify="right"),
+             *[Text(probability(p), justify="right") for p in failure.probs]]
+            for failure, gap in zip(report.failures, gaps)]
     probabilities = [Text(f"p({shown(token)})", justify="right") for token in model.vocab]
     table = _PagedColumns(head, probabilities, rows)
     note = Text("gap: the best wrong token's logit minus the best right one's (0: a tie, which fails too)",

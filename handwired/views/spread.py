@@ -7,7 +7,7 @@ from rich.text import Text
 from handwired.judge.separation import Separation
 from handwired.judge.spread import Spread
 from handwired.views.model import model_line
-from handwired.views.numbers import count, number
+from handwired.views.numbers import count, number, numbers
 from handwired.weightfile import Model
 
 LEVELS = "▁▂▃▄▅▆▇█"  # a bin's count relative to its group's fullest bin
@@ -66,8 +66,9 @@ def spread_view(model: Model, spread: Spread) -> Group:
     table.add_column("min", justify="right")
     table.add_column("max", justify="right")
     table.add_column(f"{number(low)} … {number(high)}", no_wrap=True)
-    for group in spread.groups:
-        table.add_row(group.key, f"{group.count:,}", number(group.low), number(group.high), bars(group.histogram))
+    ends = numbers([[group.low, group.high] for group in spread.groups])  # one format for the table's numbers
+    for group, (low_text, high_text) in zip(spread.groups, ends):
+        table.add_row(group.key, f"{group.count:,}", low_text, high_text, bars(group.histogram))
     lines.append(table)
     skipped = []
     if spread.not_judged:

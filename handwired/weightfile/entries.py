@@ -14,7 +14,7 @@ import numpy as np
 
 from handwired.weightfile.axes import Axis, as_index
 from handwired.weightfile.checker import Checker, describe, item, join
-from handwired.weightfile.expr import ExpressionError, evaluate
+from handwired.weightfile.expr import ExpressionError, UnknownConstant, evaluate
 
 LINEAR_KEYS = {"w": True, "b": False}
 NORM_KEYS = {"g": True, "b": False}
@@ -26,6 +26,7 @@ class EntryChecker(Checker):
     def __init__(self) -> None:
         super().__init__()
         self.constants: dict[str, float] = {}
+        self.failed: set[str] = set()  # constants that did not evaluate: reported once, on their own line
         self.values: dict[Any, float] = {}  # an entry as written -> its number
         self.written: dict[str, np.ndarray] = {}  # JSON path -> entries as written
 
@@ -38,8 +39,10 @@ class EntryChecker(Checker):
             try:
                 return evaluate(value, self.constants)
             except ExpressionError as error:
-                shown = value if len(value) <= 40 else value[:30] + "…"  # one readable line, however long
-                self.problem(path, f"{shown!r}: {error}")
+                # A use of a constant that failed to evaluate is no problem of its own: the constant's line says it.
+                if not (isinstance(error, UnknownConstant) and error.name in self.failed):
+                    shown = value if len(value) <= 40 else value[:30] + "…"  # one readable line, however long
+                    self.problem(path, f"{shown!r}: {error}")
                 return None
         try:
             number = float(value)

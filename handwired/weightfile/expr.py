@@ -57,6 +57,14 @@ class ExpressionError(ValueError):
     """The expression is malformed or names an unknown constant."""
 
 
+class UnknownConstant(ExpressionError):
+    """The expression names a constant that is not defined (or did not evaluate): ``name``."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
 MAX_DEPTH = 100  # brackets, functions and signs nested inside each other: far beyond anything written by hand
 MAX_LENGTH = 1000  # characters in one expression
 
@@ -171,5 +179,5 @@ class _Parser:
             raise ExpressionError(f"{text} is a function: write {text}(…)")
         if text not in self.constants:
             known = ", ".join(self.constants) if self.constants else "none defined"
-            raise ExpressionError(f"unknown constant {text!r} (constants: {known})")
+            raise UnknownConstant(f"unknown constant {text!r} (constants: {known})", text)
         return self.constants[text]

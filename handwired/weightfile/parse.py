@@ -99,6 +99,8 @@ def _constants(check: EntryChecker, value: Any) -> None:
         number = check.number(entry, path)
         if number is not None:
             check.constants[key] = number
+        else:
+            check.failed.add(key)
 
 
 def _puzzle(check: EntryChecker, value: Any) -> str | None:

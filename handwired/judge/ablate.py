@@ -1,0 +1,190 @@
+"""Ablation: the verdict with one part of the model removed, for every part, and which parts are not needed.
+
+The parts: each block's attention and each of its heads, each block's MLP and each of its hidden units, the final
+LayerNorm, and (when asked) every non-zero weight entry. Removing a part is an edit of the weights, so each
+variant is judged exactly as ``check`` judges a file:
+
+* a head: its rows of ``c_proj.w`` set to 0, so its output ``z`` adds nothing (``c_proj.b`` stays, it is no head's);
+* an attention or an MLP: its ``c_proj.w`` and ``c_proj.b`` set to 0, so the block adds nothing there;
+* an MLP unit: its row of the MLP's ``c_proj.w`` set to 0;
+* the final LayerNorm: taken out, so the residual stream reaches the unembedding as it is;
+* a weight entry: set to 0.
+
+With ``mean``, a head, unit, attention or MLP is replaced by its mean output instead, over every position of every
+judged context (each distinct prefix once): the rows are zeroed and their mean contribution added to ``c_proj.b``.
+The final LayerNorm and weight entries are removed as above (a mean of a weight is itself).
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from handwired.engine.trie import capture_trie
+from handwired.judge import workbench
+from handwired.judge.spread import Source
+from handwired.judge.workbench import Bench, Verdict
+from handwired.weightfile import Model
+from handwired.weightfile.checker import locate, path_steps
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str  # blocks[0].attn.head 1, blocks[0].mlp.h3, ln_f, or an entry's label path
+    kind: str  # head, attn, unit, mlp, ln_f, entry
+    cost: int  # the non-zero parameters it holds
+    variant: Model  # the model without it
+
+
+@dataclass(frozen=True)
+class Ablation:
+    part: Part
+    verdict: Verdict
+
+    @property
+    def needed(self) -> bool:
+        return self.verdict.broken > 0 or not self.verdict.finite
+
+
+@dataclass(frozen=True)
+class Ablations:
+    source: str  # the contexts, in words
+    judged: int
+    base: Verdict  # the model as it is
+    mean: bool
+    rows: tuple[Ablation, ...]  # most harmful first; the parts not needed last, the costliest of them first
+
+
+def _set(params: dict, path: str, value: np.ndarray) -> dict:
+    """A copy of ``params`` with the array at ``path`` replaced; the arrays it does not name are shared."""
+    steps = list(path_steps(path))
+    top = dict(params)
+    node = top
+    for step in steps[:-1]:
+        child = node[step]
+        child = list(child) if isinstance(child, list) else dict(child)
+        node[step] = child
+        node = child
+    node[steps[-1]] = value
+    return top
+
+
+def _edit(model: Model, edits: dict[str, np.ndarray]) -> Model:
+    params = model.params
+    for path, value in edits.items():
+        params = _set(params, path, value)
+    return replace(model, params=params)
+
+
+def _without_rows(model: Model, layer: str, rows, mean_out=None) -> Model:
+    """``layer`` (a c_proj's path) with ``rows`` of its w zeroed, and ``mean_out`` [n_embd] added to its b."""
+    w, b = locate(model.params, f"{layer}.w").copy(), locate(model.params, f"{layer}.b")
+    w[rows] = 0
+    return _edit(model, {f"{layer}.w": w, f"{layer}.b": b if mean_out is None else b + mean_out})
+
+
+def _nonzero(model: Model, *paths_and_index) -> int:
+    return sum(int(np.count_nonzero(locate(model.params, path)[index])) for path, index in paths_and_index)
+
+
+def _means(model: Model, source: Source, bench: Bench, hook: str) -> np.ndarray:
+    """``hook``'s mean over every node of the judged contexts' trie: [...] its shape at one position."""
+    _, kept = capture_trie(model, bench.trie, hook, None)
+    return np.concatenate([level.reshape(len(level), -1) for level in kept]).mean(axis=0)
+
+
+def _whole(model: Model, b: int, kind: str, out: np.ndarray | None) -> Part:
+    """Block ``b``'s attention or MLP (``kind``) removed: its c_proj zeroed, or with ``out`` (its mean output)
+    as the bias. It costs its layers and the LayerNorm that feeds only it."""
+    at, block = f"blocks[{b}]", model.params["blocks"][b]
+    layers, norm = (("c_attn", "c_proj"), "ln_1") if kind == "attn" else (("c_fc", "c_proj"), "ln_2")
+    keys = [f"{kind}.{layer}.{side}" for layer in layers for side in "wb"] + [f"{norm}.g", f"{norm}.b"]
+    cost = sum(_nonzero(model, (f"{at}.{key}", ...)) for key in keys if key.split(".")[0] in block)
+    proj = f"{at}.{kind}.c_proj"
+    return Part(f"{at}.{kind}", kind, cost, _edit(model, {
+        f"{proj}.w": np.zeros_like(locate(model.params, f"{proj}.w")),
+        f"{proj}.b": np.zeros(model.n_embd) if out is None else out}))
+
+
+def block_parts(model: Model, source: Source, bench: Bench | None, b: int) -> list[Part]:
+    """Block ``b``'s attention, its heads, its MLP and its units, each removed (or mean-ablated with ``bench``)."""
+    block, at = model.params["blocks"][b], f"blocks[{b}]"
+    proj, d_head, n_embd = f"{at}.attn.c_proj", model.d_head, model.n_embd
+    mean = (lambda hook: _means(model, source, bench, f"blocks.{b}.{hook}")) if bench is not None else None
+    z = mean("attn.hook_z") if mean else None
+    parts = [_whole(model, b, "attn", mean("hook_attn_out") if mean else None)]
+    for h in range(model.n_head):
+        rows = slice(h * d_head, (h + 1) * d_head)
+        columns = np.r_[rows, n_embd + h * d_head:n_embd + (h + 1) * d_head, 2 * n_embd + h * d_head:
+                        2 * n_embd + (h + 1) * d_head]
+        cost = _nonzero(model, (f"{at}.attn.c_attn.w", (slice(None), columns)), (f"{at}.attn.c_attn.b", columns),
+                        (f"{proj}.w", rows))
+        added = None if z is None else z[rows] @ block["attn"]["c_proj"]["w"][rows]
+        parts.append(Part(f"{at}.attn.head {h}", "head", cost, _without_rows(model, proj, rows, added)))
+    if "mlp" in block:
+        parts += _mlp_parts(model, b, mean)
+    return parts
+
+
+def _mlp_parts(model: Model, b: int, mean) -> list[Part]:
+    block, at = model.params["blocks"][b], f"blocks[{b}]"
+    proj = f"{at}.mlp.c_proj"
+    parts = [_whole(model, b, "mlp", mean("hook_mlp_out") if mean else None)]
+    post = mean("mlp.hook_post") if mean else None
+    labels = model.axes(f"{at}.mlp.c_fc.w")[1].labels
+    for unit, label in enumerate(labels):
+        cost = _nonzero(model, (f"{at}.mlp.c_fc.w", (slice(None), unit)), (f"{at}.mlp.c_fc.b", unit),
+                        (f"{proj}.w", unit))
+        added = None if post is None else post[unit] * block["mlp"]["c_proj"]["w"][unit]
+        parts.append(Part(f"{at}.mlp.{label}", "unit", cost, _without_rows(model, proj, [unit], added)))
+    return parts
+
+
+def entry_parts(model: Model) -> list[Part]:
+    """Every non-zero weight entry, named by its label path (as ``diff`` names it), set to 0."""
+    parts = []
+    for path, axes in model.written.axes.items():
+        values = locate(model.params, path)
+        for index in zip(*np.nonzero(values)):
+            label = ".".join([path, *(axis.labels[i] for axis, i in zip(axes, index))])
+            edited = values.copy()
+            edited[index] = 0
+            parts.append(Part(label, "entry", 1, _edit(model, {path: edited})))
+    return parts
+
+
+def parts(model: Model, source: Source, bench: Bench | None = None, entries: bool = False) -> list[Part]:
+    """Every part of the model, each removed; with ``bench`` (the unablated model's), mean-ablated."""
+    out = [part for b in range(model.n_layer) for part in block_parts(model, source, bench, b)]
+    if "ln_f" in model.params:
+        cost = sum(int(np.count_nonzero(value)) for value in model.params["ln_f"].values())
+        params = {key: value for key, value in model.params.items() if key != "ln_f"}
+        out.append(Part("ln_f", "ln_f", cost, replace(model, params=params)))
+    return out + (entry_parts(model) if entries else [])
+
+
+def refuse_long(model: Model, source: Source, entries: bool) -> None:
+    """Refuse an ablation estimated at more than a few minutes, before anything is removed."""
+    runs = 1 + sum(2 + model.n_head + hidden + (hidden > 0) for hidden in model.hidden) + ("ln_f" in model.params)
+    if entries:
+        runs += sum(int(np.count_nonzero(locate(model.params, path))) for path in model.written.axes)
+    workbench.refuse_long(model, source, runs, "ablation", "judge a smaller set of contexts, or leave out "
+                          "{entries}" if entries else "judge a smaller set of contexts", ("entries",) if entries
+                          else ())
+
+
+def ablate(model: Model, source: Source, entries: bool = False, mean: bool = False,
+           progress: Callable[[int, int], None] | None = None) -> Ablations:
+    """Every part removed in turn, judged; sorted by harm (contexts broken, then the smallest lead).
+    ``progress(done, total)`` is told after each part."""
+    plain = parts(model, source, entries=entries)
+    bench = Bench(model, source, [part.variant for part in plain])
+    chosen = parts(model, source, bench, entries) if mean else plain
+    rows = []
+    for part in chosen:
+        rows.append(Ablation(part, bench.verdict(part.variant)))
+        if progress is not None:
+            progress(len(rows), len(chosen))
+    rows.sort(key=lambda row: (not row.needed, -row.verdict.broken, (row.verdict.worst if row.verdict.finite
+                                                                     else -np.inf) if row.needed else -row.part.cost))
+    return Ablations(source.description, bench.total, bench.base, mean, tuple(rows))

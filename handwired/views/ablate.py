@@ -1,0 +1,73 @@
+"""Drawing an ablation: the parts the model needs, most harmful removal first, then the ones it does not."""
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from handwired.judge.ablate import Ablations
+from handwired.views.model import model_line
+from handwired.views.numbers import count, number
+from handwired.views.sweep import lead_texts
+
+REMOVED = {
+    False: "each part removed: a head's or unit's rows of c_proj.w, an attention's or MLP's c_proj (w and b) and a "
+           "weight entry set to 0, ln_f taken out",
+    True: "each head, unit, attention and MLP replaced by its mean output over every position of the judged "
+          "contexts (added to c_proj.b); ln_f taken out and weight entries set to 0",
+}
+
+
+def ablate_view(model, result: Ablations) -> Group:
+    base = result.base
+    parts: list = [
+        model_line(model),
+        Text(f"ablation over {result.source} ({count(result.judged, 'context')} judged), {REMOVED[result.mean]}; "
+             "judged in float64 as check judges", style="dim"),
+        Text.assemble(("as it is: ", "bold"), (f"{base.passed:,} passed, {base.failed:,} failed",
+                                               "green" if base.ok else "red"),
+                      f", smallest lead {number(base.worst)}" if base.finite else ""),
+    ]
+    needed = [row for row in result.rows if row.needed]
+    spare = [row for row in result.rows if not row.needed]
+    if needed:
+        table = Table(title="needed: removing it breaks contexts the model passes, most harmful first")
+        for name in ("part", "broken", "failed", "smallest lead", "at", "first broken", "cost"):
+            table.add_column(name, justify="right" if name in ("broken", "failed", "smallest lead", "cost")
+                             else "left", no_wrap=name == "part")
+        for row, lead in zip(needed, lead_texts([row.verdict for row in needed])):
+            v = row.verdict
+            table.add_row(row.part.name, Text(f"{v.broken:,}", style="red"), f"{v.failed:,}", lead,
+                          v.worst_context, v.first_broken or "", f"{row.part.cost:,}")
+        parts.append(table)
+    if spare:
+        table = Table(title="not needed: removing it alone breaks nothing")
+        for name in ("part", "failed", "smallest lead", "at", "cost"):
+            table.add_column(name, justify="left" if name in ("part", "at") else "right", no_wrap=name == "part")
+        for row, lead in zip(spare, lead_texts([row.verdict for row in spare])):
+            v = row.verdict
+            table.add_row(row.part.name, f"{v.failed:,}", lead, v.worst_context, f"{row.part.cost:,}")
+        parts.append(table)
+    parts.append(Text(f"{count(len(needed), 'part')} needed, {count(len(spare), 'part')} not needed "
+                      f"({sum(row.part.cost for row in spare):,} parameters in all; cost: the non-zero parameters a "
+                      "part holds). Each was removed on its own: "
+                      "removing several together may break what each alone does not.", style="bold"))
+    return Group(*parts)
+
+
+def ablate_json(model, result: Ablations) -> dict:
+    def verdict(v) -> dict:
+        return {"passed": v.passed, "failed": v.failed, "finite": v.finite,
+                "smallest_lead": v.worst if v.finite else None, "at": v.worst_context or None}
+
+    return {
+        "model": model.name,
+        "weights": model.source,
+        "contexts": result.source,
+        "judged": result.judged,
+        "arithmetic": "float64",
+        "mean": result.mean,
+        "as_it_is": verdict(result.base),
+        "parts": [{"part": row.part.name, "kind": row.part.kind, "parameters": row.part.cost,
+                   "needed": row.needed, "broken": row.verdict.broken, "first_broken": row.verdict.first_broken,
+                   **verdict(row.verdict)} for row in result.rows],
+    }

@@ -1,0 +1,323 @@
+"""sweep, ablate and the spread of derived quantities, each checked against a brute force: the file edited as a
+person would edit it, loaded, and checked the ordinary way, value by value and part by part."""
+
+import copy
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from reference import reference_forward
+from test_cli import invoke, user_error
+from test_tree import random_model
+
+from handwired.engine.resume import share, shared_stages, variant_logits
+from handwired.engine.trie import evaluate_trie, full_trie
+from handwired.judge.catalogue import load_puzzle
+from handwired.judge.plans import exhaustive_plan, pattern_rule
+from handwired.judge.report import run
+from handwired.judge.verdict import submit
+from handwired.weightfile import load, parse
+from handwired.weightfile.checker import locate
+
+ADD = str(Path(__file__).resolve().parent.parent / "puzzles" / "solutions" / "add.json")
+
+
+
+def bundled_document(name="aab"):
+    return copy.deepcopy(load(name).written.document)
+
+
+def loaded(document, path):
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return load(str(path))
+
+
+def check_ok(model) -> tuple[bool, int]:
+    """The ordinary check of every context by the file's target: passes, and how many contexts fail."""
+    report = run(model, exhaustive_plan(model, pattern_rule(model, model.target)))
+    return report.ok, report.failed
+
+
+# ---------------------------------------------------------------- sweep
+
+
+def test_sweep_finds_the_interval_a_brute_force_scan_of_the_check_finds(tmp_path):
+    result = invoke("sweep", "aab", "Lg=0..4", "--steps", "9", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    document = bundled_document()
+
+    def brute(value):
+        document["constants"]["Lg"] = value
+        return check_ok(loaded(document, tmp_path / "scan.json"))
+
+    for point in data["points"]:  # every grid value: the same verdict and count of failures as check
+        assert brute(point["values"]["Lg"]) == (point["passes"], point["failed"])
+    (interval,) = data["intervals"]
+    assert interval["high"] == 4 and interval["above"] is None
+    edge = interval["below"]
+    assert brute(edge["fails"])[0] is False and brute(edge["passes"])[0] is True
+    assert 0 < edge["passes"] - edge["fails"] <= 0.5 / 1024 * 1.0001  # 1/1024 of the grid step (0.5)
+    scan = np.linspace(0, 4, 161)  # a finer scan than the sweep's: it passes exactly above the edge
+    for value in scan:
+        if not edge["fails"] < value < edge["passes"]:
+            assert brute(float(value))[0] == (value >= edge["passes"]), value
+
+
+def test_sweep_prints_the_table_the_plot_and_the_interval():
+    result = invoke("sweep", "aab", "Lg=0..4", "--steps", "9")
+    assert result.exit_code == 0
+    out = result.stdout
+    assert "PASS" in out and "FAIL" in out and "float64" in out
+    assert "Passes for Lg in [2.75, 4]" in " ".join(out.split())
+    assert "● " not in out.splitlines()[0]
+    assert "└ Lg from 0 to 4" in out
+
+
+def test_a_sweep_where_nothing_passes_exits_1():
+    result = invoke("sweep", "aab", "Lg=0..1", "--steps", "3")
+    assert result.exit_code == 1
+    assert "Every context passes at 0 of the 3 values tried" in " ".join(result.stdout.split())
+
+
+def test_sweep_of_an_mlp_constant_of_add_agrees_with_puzzles_check():
+    add, puzzle = load(ADD), load_puzzle("add")
+    result = invoke("sweep", ADD, "K=1..3", "--puzzle", "add", "--steps", "3",
+                    "--precision", "0.25", "--json")
+    data = json.loads(result.stdout)
+    for point in data["points"]:
+        document = copy.deepcopy(add.written.document)
+        document["constants"]["K"] = point["values"]["K"]
+        model, problems = parse(document, add.source)
+        report = submit(puzzle, model).report
+        assert (report.ok, report.failed) == (point["passes"], point["failed"])
+        if report.ok:  # the lead the sweep computed from the shared attention is the check's margin, exactly
+            assert point["smallest_lead"] == report.margin.value
+
+
+@pytest.mark.parametrize("change", ["blocks[1].attn.c_attn.w", "blocks[1].mlp.c_fc.w", "blocks[0].mlp.c_proj.w",
+                                    "ln_f.g", "blocks[0].attn.c_proj.b", "blocks[1].attn.c_proj.w",
+                                    "blocks[0].ln_1.g", "wpe"])
+def test_a_variant_resumed_where_it_differs_gives_the_logits_of_a_whole_evaluation(change):
+    base = random_model(5, 3, 5, 2, 2, True, True, 8)
+    params = copy.deepcopy(base.params)
+    array = locate(params, change)
+    array += np.random.default_rng(1).normal(size=array.shape)
+    variant = replace(base, params=params)
+    trie, lengths = full_trie(3, 5), {1, 2, 3, 4, 5}
+    stage = shared_stages(base.params, variant.params)
+    assert stage == {"blocks[1].attn.c_attn.w": 4, "blocks[1].mlp.c_fc.w": 6, "blocks[0].mlp.c_proj.w": 3,
+                     "ln_f.g": 7, "blocks[0].attn.c_proj.b": 2, "blocks[1].attn.c_proj.w": 5, "blocks[0].ln_1.g": 1,
+                     "wpe": 0}[change]
+    shared = share(base, trie, stage, lengths)
+    resumed = variant_logits(shared, variant, trie, lengths, base)
+    whole = evaluate_trie(variant, trie, lengths)
+    for got, expected in zip(resumed, whole):
+        np.testing.assert_array_equal(got, expected)
+    for tokens in ([0], [2, 1, 0], [1, 1, 2, 0, 2]):  # and the independent forward pass agrees
+        expected = reference_forward(variant.params, tokens, variant.n_head)[0][-1]
+        level = resumed[len(tokens) - 1][trie.find(np.array([tokens]))[0]]
+        np.testing.assert_allclose(level, expected, rtol=1e-9, atol=1e-9)
+
+
+def two_constant_document():
+    document = bundled_document()
+    document["constants"]["B"] = 1024
+    document["blocks"][0]["attn"]["c_proj"]["b"] = {"a": "B"}
+    return document
+
+
+def test_two_constants_draw_a_heatmap_and_count_what_passes(tmp_path):
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(two_constant_document()), encoding="utf-8")
+    result = invoke("sweep", str(path), "Lg=1..4", "B=0..4", "--steps", "4", "--json")
+    data = json.loads(result.stdout)
+    assert len(data["points"]) == 16 and data["intervals"] == []
+    document = two_constant_document()
+    for point in data["points"]:
+        document["constants"].update(point["values"])
+        assert check_ok(loaded(document, tmp_path / "scan.json"))[0] == point["passes"]
+    shown = invoke("sweep", str(path), "Lg=1..4", "B=0..4", "--steps", "4")
+    passing = sum(point["passes"] for point in data["points"])
+    assert f"Every context passes at {passing} of the 16 values tried" in " ".join(shown.stdout.split())
+    assert shown.stdout.count("●") == passing + 1 and shown.stdout.count("×") == 16 - passing + 1  # + the legend
+
+
+def test_sweep_refuses_bad_ranges_in_one_line():
+    assert "expected NAME=LO..HI" in user_error("sweep", "aab", "Lg=1-4")
+    assert "no constant 'Q'" in user_error("sweep", "aab", "Q=1..4")
+    assert "LO < HI" in user_error("sweep", "aab", "Lg=4..1")
+    assert "--log" in user_error("sweep", "aab", "Lg=0..4", "--log")
+    assert "--steps 1" in user_error("sweep", "aab", "Lg=0..4", "--steps", "1")
+    assert "--steps 200" in user_error("sweep", "aab", "Lg=0..4", "Lg=1..2", "--steps", "200")
+    assert "swept twice" in user_error("sweep", "aab", "Lg=0..4", "Lg=1..2")
+    assert "3 ranges" in user_error("sweep", "aab", "Lg=0..4", "Lg=1..2", "Lg=1..3")
+
+
+# ---------------------------------------------------------------- ablate
+
+
+def test_ablate_entries_names_exactly_the_entries_that_can_go():
+    model = load("aab")
+    result = invoke("ablate", "aab", "--entries", "--json")
+    assert result.exit_code == 0
+    parts = {part["part"]: part for part in json.loads(result.stdout)["parts"] if part["kind"] == "entry"}
+    brute = {}
+    for path, axes in model.written.axes.items():  # remove each non-zero entry in turn and run the check
+        values = locate(model.params, path)
+        for index in zip(*np.nonzero(values)):
+            params = copy.deepcopy(model.params)
+            locate(params, path)[index] = 0
+            label = ".".join([path, *(axis.labels[i] for axis, i in zip(axes, index))])
+            brute[label] = check_ok(replace(model, params=params))[0]
+    assert set(parts) == set(brute) and len(brute) == 26
+    assert {name for name, ok in brute.items() if ok} == {name for name, part in parts.items() if not part["needed"]}
+    assert any(brute.values()) and not all(brute.values())
+
+
+def vestigial_document():
+    """aab with a second head that writes only into a dim the unembedding never reads."""
+    document = bundled_document()
+    document.update(n_embd=16, n_head=2, dims=document["dims"] + [f"s{i}" for i in range(8)])
+    attn = document["blocks"][0]["attn"]
+    attn["c_attn"]["w"]["a"].update({"q8": 1, "k8": 2, "v8": 3})
+    attn["c_proj"]["w"]["z8"] = {"s0": 5}
+    return document
+
+
+def test_ablate_says_a_vestigial_head_is_not_needed(tmp_path):
+    path = tmp_path / "vestigial.json"
+    path.write_text(json.dumps(vestigial_document()), encoding="utf-8")
+    result = invoke("ablate", str(path), "--json")
+    assert result.exit_code == 0, result.output
+    parts = {part["part"]: part for part in json.loads(result.stdout)["parts"]}
+    assert parts["blocks[0].attn.head 1"]["needed"] is False and parts["blocks[0].attn.head 1"]["parameters"] == 4
+    assert parts["blocks[0].attn.head 0"]["needed"] is True
+    text = " ".join(invoke("ablate", str(path)).stdout.split())
+    assert "not needed" in text and "blocks[0].attn.head 1" in text
+
+
+def test_ablate_sorts_by_harm_and_mean_ablation_runs():
+    result = invoke("ablate", ADD, "--puzzle", "add", "--json")
+    parts = json.loads(result.stdout)["parts"]
+    needed = [part for part in parts if part["needed"]]
+    assert [part["broken"] for part in needed] == sorted((part["broken"] for part in needed), reverse=True)
+    assert all(part["broken"] == 0 for part in parts if not part["needed"])
+    mean = json.loads(invoke("ablate", ADD, "--puzzle", "add", "--mean", "--json").stdout)
+    assert mean["mean"] is True and len(mean["parts"]) == len(parts)
+
+
+def test_ablate_exits_1_when_the_model_itself_fails(tmp_path):
+    document = bundled_document()
+    document["blocks"][0]["attn"]["c_proj"].pop("b")
+    path = tmp_path / "nobias.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert invoke("ablate", str(path)).exit_code == 1
+
+
+# ---------------------------------------------------------------- spread of derived quantities
+
+
+def test_spread_lead_on_add_has_the_checks_margin_as_its_minimum():
+    model, puzzle = load(ADD), load_puzzle("add")
+    margin = submit(puzzle, model).report.margin.value
+    data = json.loads(invoke("spread", "lead", "-w", ADD, "--puzzle", "add",
+                             "--json").stdout)
+    assert data["grouped"] == 30000 and len(data["groups"]) == 10
+    assert all(group["min"] >= margin for group in data["groups"])
+    assert min(group["min"] for group in data["groups"]) == margin
+
+
+def test_spread_of_a_logit_difference_is_the_difference_of_the_logits():
+    model = load("aab")
+    data = json.loads(invoke("spread", "logits:a-b", "--by", "length", "--json").stdout)
+    for group in data["groups"]:
+        length = int(group["group"])
+        values = [np.subtract(*reference_forward(model.params, [int(t) for t in f"{i:0{length}b}"], 1)[0][-1])
+                  for i in range(2**length)]
+        assert group["count"] == 2**length
+        assert group["min"] == pytest.approx(min(values)) and group["max"] == pytest.approx(max(values))
+    ratio = json.loads(invoke("spread", "blocks.0.hook_resid_post:tok/pos", "-w", "multihead", "--every",
+                              "--json").stdout)
+    assert ratio["value"] == "blocks.0.hook_resid_post:tok/pos"
+
+
+def test_spread_lead_needs_answers_and_the_last_position():
+    assert "lead needs the right answers" in user_error("spread", "lead", "--every")
+    assert "--position 2" in user_error("spread", "lead", "--position", "2")
+    assert "--head" in user_error("spread", "lead", "--head", "0")
+
+
+def test_mean_ablation_adds_the_mean_output_over_every_prefix(tmp_path):
+    from itertools import product
+
+    from handwired.engine.trace import trace
+
+    model = load("aab")
+    prefixes = ["".join(p) for n in range(1, 6) for p in product("ab", repeat=n)]  # every context's every prefix
+    mean = np.mean([trace(model, text).record["blocks.0.hook_attn_out"][-1] for text in prefixes], axis=0)
+    params = copy.deepcopy(model.params)
+    params["blocks"][0]["attn"]["c_proj"]["w"][:] = 0
+    params["blocks"][0]["attn"]["c_proj"]["b"] = mean
+    expected = check_ok(replace(model, params=params))
+    parts = {part["part"]: part for part in json.loads(invoke("ablate", "aab", "--mean", "--json").stdout)["parts"]}
+    got = parts["blocks[0].attn"]
+    assert (got["failed"] == 0, got["failed"]) == expected
+    zeroed = {part["part"]: part for part in json.loads(invoke("ablate", "aab", "--json").stdout)["parts"]}
+    assert zeroed["blocks[0].attn"]["smallest_lead"] != got["smallest_lead"]  # the mean is not zero here
+
+
+def test_ctrl_c_stops_a_sweep_between_two_values(monkeypatch):
+    from contextlib import contextmanager
+
+    import handwired.cli.sweep as sweep_cli
+    from handwired.judge.workbench import Bench
+
+    judged = []
+    verdict = Bench.verdict
+    monkeypatch.setattr(Bench, "verdict", lambda self, variant: judged.append(1) or verdict(self, variant))
+
+    @contextmanager
+    def interrupted(show):  # as if Ctrl-C came during the first value
+        yield (lambda done, total: None), (lambda: True)
+
+    monkeypatch.setattr(sweep_cli, "progress_and_stop", interrupted)
+    result = invoke("sweep", "aab", "Lg=0..4", "--steps", "9")
+    assert result.exit_code == 130
+    assert judged == [1]  # the other eight values were never evaluated
+
+
+def test_too_many_contexts_are_refused_before_any_work(tmp_path, monkeypatch):
+    from handwired.judge import workbench
+
+    document = bundled_document()
+    document.update(n_ctx=40, wpe={})
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    monkeypatch.setattr(workbench, "share", lambda *args: pytest.fail("evaluated"))
+    for command in (("sweep", str(path), "Lg=1..2"), ("ablate", str(path))):
+        line = user_error(*command)
+        assert "2,199,023,255,550 contexts" in line and "with --puzzle" in line
+
+
+def test_a_sweep_estimated_too_long_is_refused_with_the_estimate(monkeypatch):
+    from handwired.judge import workbench
+
+    monkeypatch.setattr(workbench, "share", lambda *args: pytest.fail("evaluated"))
+    line = user_error("sweep", ADD, "K=1..2", "G=1..2", "--steps", "100", "--puzzle", "add")
+    assert "--steps 100: 10,000 checks of 30,000 contexts" in line and "minutes" in line and "ask for fewer" in line
+
+
+def test_ablating_ln_f_takes_it_out(tmp_path):
+    document = bundled_document()
+    document["ln_f"] = {"g": [1, 1, 1, 1, 1, 1, 2, 1], "b": [0, 0, 0, 0, 0, 0.5, 0, 0]}
+    path = tmp_path / "lnf.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    parts = {part["part"]: part for part in json.loads(invoke("ablate", str(path), "--json").stdout)["parts"]}
+    without = dict(document)
+    del without["ln_f"]
+    ok, failed = check_ok(loaded(without, tmp_path / "without.json"))
+    assert parts["ln_f"]["parameters"] == 9 and parts["ln_f"]["failed"] == failed
+    assert parts["ln_f"]["needed"] is (not ok and check_ok(loaded(document, tmp_path / "with.json"))[0])
