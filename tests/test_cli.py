@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from handwired.cli import app
+from handwired.cli import COMMANDS, app
 
 runner = CliRunner()
 
@@ -346,7 +346,7 @@ def test_layernorm_and_mlp_models_show_their_steps_and_weights(tmp_path):
     path = tmp_path / "full.json"
     path.write_text(json.dumps(doc))
     out = invoke("explain", "xyzx", "-w", str(path)).stdout
-    for text in ("[ln1]", "[mlp]", "blocks.1.ln1.hook_normalized", "blocks.1.mlp.hook_post", "ln_final.hook_normalized",
+    for text in ("[ln1]", "[mlp]", "blocks.1.ln1.hook_out", "blocks.1.mlp.hook_post", "ln_final.hook_out",
                  "LN_f(x) · wteᵀ", "head 1 of 2"):
         assert text in out, text
     out = invoke("weights", "show", str(path)).stdout
@@ -431,3 +431,12 @@ def test_attend_refuses_deeply_nested_input_in_one_short_line():
     # line naming the option and what is wrong with it
     assert line.startswith("error: --x '[[[") and len(line) < 120
     assert "nested too deeply" in line or "not a valid JSON list" in line
+
+
+@pytest.mark.parametrize("command", [[], *[[name] for name in COMMANDS], ["weights", "show"], ["puzzles", "check"]])
+def test_no_command_offers_shell_completion(command):
+    """handwired offers no shell completion, so no command, the top one or any sub-command, offers to install it."""
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0 and "Usage" in result.stdout
+    assert "completion" not in result.stdout
+    assert invoke(*command, "--install-completion").exit_code == 2  # no such option

@@ -166,3 +166,25 @@ def test_tmux_is_what_watch_needs_here():
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed: the docs' watch commands are not run")
     assert WATCHES, "the docs show watch; its commands must be found"
+
+
+PYCON = {name: [body for info, body in BLOCK.findall((ROOT / name).read_text(encoding="utf-8"))
+                if info.strip() == "pycon"] for name in READ}
+
+
+@pytest.mark.parametrize("name", [name for name, blocks in PYCON.items() if blocks])
+def test_every_python_example_a_page_shows_prints_what_it_shows(name, tmp_path, monkeypatch):
+    """A ``pycon`` block is a Python session: its ``>>>`` lines run in order, one namespace per page, and each
+    must print what the page shows after it (doctest's rules, whitespace normalised)."""
+    import doctest
+
+    monkeypatch.chdir(tmp_path)
+    parser = doctest.DocTestParser()
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    namespace: dict = {}
+    for number, body in enumerate(PYCON[name]):
+        test = parser.get_doctest(body, namespace, f"{name} block {number + 1}", name, 0)
+        runner.run(test, clear_globs=False)
+        namespace = test.globs  # a DocTest runs on a copy: the next block goes on from this one's
+    failed, tried = runner.summarize(verbose=False)
+    assert tried > 0 and failed == 0, f"{name}: {failed} of {tried} examples print something else (above)"

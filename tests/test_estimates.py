@@ -311,3 +311,28 @@ def test_diff_of_two_huge_valid_models_compares_their_8_million_weights_as_array
         {"label": "wte.b.d3", "old": 0.0, "new": -1.0},
         {"label": "blocks[0].attn.c_proj.w.z0.d0", "old": 1.0, "new": 2.0},
     ]
+
+
+@pytest.mark.parametrize("layer_norm,mlp", [(True, True), (True, False), (False, True)])
+def test_a_recorded_pass_with_layernorm_and_mlps_is_estimated_above_what_it_allocates(layer_norm, mlp):
+    """A LayerNorm records two hooks (before and after its gain and bias): counted with the rest."""
+    import tracemalloc
+
+    import numpy as np
+    from reference import params_to_document, random_params
+
+    from handwired.engine.memory import trace_bytes
+    from handwired.engine.trace import trace
+    from handwired.weightfile import parse
+
+    params = random_params(np.random.default_rng(1), n_vocab=3, n_ctx=64, n_embd=256, n_layer=2, n_hidden=64,
+                           layer_norm=layer_norm, mlp=mlp)
+    model, _ = parse(params_to_document(params, 4, "abc", 64), source="random")
+    for length in (16, 64):
+        tracemalloc.start()
+        try:
+            trace(model, "ab" * (length // 2))
+            traced = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert traced <= trace_bytes(model, length) <= 1.5 * traced, (length, traced, trace_bytes(model, length))

@@ -8,7 +8,7 @@ import pytest
 from test_cli import invoke, runner, user_error
 
 from handwired.cli import app
-from handwired.cli.common import EXPORT_MAX_WIDTH, EXPORT_WIDTH
+from handwired.views.display import EXPORT_MAX_WIDTH, EXPORT_WIDTH
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "puzzles" / "solutions"
 

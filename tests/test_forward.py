@@ -70,6 +70,7 @@ def test_hooks_have_transformerlens_names_and_shapes():
         "hook_pos_embed": (2, 5, 8),
         "blocks.0.hook_resid_pre": (2, 5, 8),
         "blocks.0.ln1.hook_normalized": (2, 5, 8),
+        "blocks.0.ln1.hook_out": (2, 5, 8),
         "blocks.0.attn.hook_q": (2, 5, 4, 2),
         "blocks.0.attn.hook_k": (2, 5, 4, 2),
         "blocks.0.attn.hook_v": (2, 5, 4, 2),
@@ -79,11 +80,13 @@ def test_hooks_have_transformerlens_names_and_shapes():
         "blocks.0.hook_attn_out": (2, 5, 8),
         "blocks.0.hook_resid_mid": (2, 5, 8),
         "blocks.0.ln2.hook_normalized": (2, 5, 8),
+        "blocks.0.ln2.hook_out": (2, 5, 8),
         "blocks.0.mlp.hook_pre": (2, 5, 12),
         "blocks.0.mlp.hook_post": (2, 5, 12),
         "blocks.0.hook_mlp_out": (2, 5, 8),
         "blocks.1.hook_resid_post": (2, 5, 8),
         "ln_final.hook_normalized": (2, 5, 8),
+        "ln_final.hook_out": (2, 5, 8),
         "logits": (2, 5, 3),
         "probs": (2, 5, 3),
     }
@@ -135,3 +138,39 @@ def test_loaded_document_runs_like_the_raw_parameters():
     assert problems == []
     tokens = np.array([[0, 2, 1, 1]])
     np.testing.assert_array_equal(forward(model.params, tokens, 2), forward(params, tokens, 2))
+
+
+def test_a_layernorm_records_transformerlens_two_hooks():
+    """hook_normalized is (x − mean) / √(var + eps), before the gain and bias (TransformerLens's meaning);
+    hook_out is after them, what the next layer reads."""
+    rng = np.random.default_rng(5)
+    params = random_params(rng, n_layer=1, n_embd=8, layer_norm=True, mlp=True, n_hidden=6)
+    record = {}
+    forward(params, rng.integers(0, 3, (2, 4)), 2, record=record)
+    x = record["blocks.0.hook_resid_pre"]
+    by_hand = (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(record["blocks.0.ln1.hook_normalized"], by_hand, rtol=1e-12, atol=1e-12)
+    ln_1 = params["blocks"][0]["ln_1"]
+    np.testing.assert_allclose(record["blocks.0.ln1.hook_out"], by_hand * ln_1["g"] + ln_1["b"], rtol=1e-12,
+                               atol=1e-12)
+    assert not np.allclose(record["blocks.0.ln1.hook_out"], record["blocks.0.ln1.hook_normalized"])
+
+
+def test_a_hook_that_returns_a_value_replaces_it_downstream():
+    """A hook handing back an array changes what the rest of the pass computes; returning None changes nothing."""
+    rng = np.random.default_rng(6)
+    params = random_params(rng, n_layer=2, n_embd=8, layer_norm=True, mlp=True, n_hidden=6)
+    tokens = rng.integers(0, 3, (2, 5))
+    plain = forward(params, tokens, 2)
+    assert np.array_equal(forward(params, tokens, 2, hook=lambda name, value: None), plain)
+
+    def zero_mlp(name, value):
+        return np.zeros_like(value) if name == "blocks.1.hook_mlp_out" else None
+
+    record = {}
+    forward(params, tokens, 2, record=record)
+    resid = record["blocks.1.hook_resid_mid"]  # without the last MLP's output, the final LayerNorm and wte
+    ln_f = params["ln_f"]
+    centred = resid - resid.mean(axis=-1, keepdims=True)
+    expected = (ln_f["g"] * centred / np.sqrt(resid.var(axis=-1, keepdims=True) + 1e-5) + ln_f["b"]) @ params["wte"].T
+    np.testing.assert_allclose(forward(params, tokens, 2, hook=zero_mlp), expected, rtol=1e-12, atol=1e-12)

@@ -210,3 +210,18 @@ def test_function_rule_can_say_ambiguous_and_out_of_domain():
     judgement = FunctionRule(rule, ("a", "b")).judge(np.array([[0, 0], [0, 1], [1, 0]]))
     assert judgement.status.tolist() == [OUT_OF_DOMAIN, DECIDED, DECIDED]
     assert judgement.acceptable.tolist() == [[False, False], [True, True], [True, False]]
+
+
+@pytest.mark.parametrize("returned,message", [
+    (0, "returned 0, a number; expected the acceptable next tokens (e.g. 'a' or a list of tokens), AMBIGUOUS or "
+        "OUT_OF_DOMAIN (token id 0 is 'a')"),
+    (1, "returned 1, a number; expected"),  # not read as AMBIGUOUS, which is 1 in the arrays
+    (2, "returned 2, a number; expected"),  # nor as OUT_OF_DOMAIN
+    (None, "returned None; expected"),
+    ("c", "returned 'c': 'c' is not in the vocabulary a, b"),
+])
+def test_a_rule_function_returning_something_unusable_is_named(returned, message):
+    rule = FunctionRule(lambda context: returned, ("a", "b"), "my rule")
+    with pytest.raises(HandwiredError) as caught:
+        rule.judge(np.array([[0, 1]]))
+    assert str(caught.value).startswith("my rule: on 'ab' the rule function ") and message in str(caught.value)

@@ -46,6 +46,9 @@ COMMANDS = {  # name -> "module:app", in the order --help lists them; a module i
 }
 
 
+COMPLETION_OPTIONS = ("install_completion", "show_completion")  # what typer adds to a Typer made with the defaults
+
+
 class LazyGroup(TyperGroup):
     """A group whose sub-commands are imported on first use (click's documented pattern for lazy loading)."""
 
@@ -57,6 +60,8 @@ class LazyGroup(TyperGroup):
             module, attribute = COMMANDS[cmd_name].split(":")
             command = typer.main.get_command(getattr(importlib.import_module(module), attribute))
             command.name = cmd_name
+            # handwired offers no shell completion (the top command turns typer's off): no sub-command offers it
+            command.params = [param for param in command.params if param.name not in COMPLETION_OPTIONS]
             self.commands[cmd_name] = guard(one_line_paragraphs(command))
         return super().get_command(ctx, cmd_name)
 

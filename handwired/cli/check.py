@@ -21,10 +21,10 @@ from handwired.cli.common import (
     given_flags,
     weight_spec,
 )
-from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STREAM_MIN_LENGTH, stream_length
+from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STREAM_MIN_LENGTH
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.catalogue import load_puzzle
-from handwired.judge.plans import Plan, exhaustive_plan, pattern_rule, sample_plan, stream_plan
+from handwired.judge.plans import chosen_plan
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import run
 from handwired.views.report import failure_view, report_json
@@ -82,13 +82,13 @@ def check(
         puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model, asked=False)
         return
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
-    plan = _plan(model, target, length, exhaustive, sample, seed, min_length)
+    plan = chosen_plan(model, target, length, exhaustive, sample, seed, min_length)
     with progress_and_stop(not as_json) as (progress, should_stop):
         report = run(model, plan, show, progress, should_stop)
     if as_json:
         typer.echo(json.dumps(report_json(report, near_miss), indent=2, ensure_ascii=False))
     else:
-        reveal = explain_command(model, spec, report.shortest_failure.context) if report.failures else None
+        reveal = explain_command(model, spec, report.failures[0].context) if report.failures else None
         out.show(lambda everything: failure_view(model, report, near_miss, everything, reveal), show_all)
     if report.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
@@ -110,22 +110,3 @@ def _named_puzzle(model: Model, given: list[str]) -> Puzzle | None:
         return None
     return files_puzzle(model)
 
-
-def _plan(model: Model, target: str | None, length: int | None, exhaustive: bool, sample: int | None, seed: int,
-          min_length: int | None) -> Plan:
-    """The plan the options ask for: a stream of the target (the default), every context, or a sample."""
-    pattern = target if target is not None else model.target  # --target '' is a mistake, not "the file's"
-    if pattern is None:
-        raise HandwiredError(f"{model.source}: has no 'target'; give one with --target, "
-                             f"e.g. --target {model.vocab[0] * 2}")
-    if exhaustive and sample is not None:
-        raise HandwiredError("--exhaustive and --sample: choose one")
-    if (exhaustive or sample is not None) and length is not None:
-        raise HandwiredError("--length is for a stream check; --exhaustive and --sample choose their own contexts")
-    if exhaustive:
-        return exhaustive_plan(model, pattern_rule(model, pattern), MIN_LENGTH if min_length is None else min_length)
-    if sample is not None:
-        return sample_plan(model, pattern_rule(model, pattern), sample, seed,
-                           MIN_LENGTH if min_length is None else min_length)
-    return stream_plan(model, pattern, stream_length(pattern) if length is None else length,
-                       STREAM_MIN_LENGTH if min_length is None else min_length)

@@ -119,16 +119,17 @@ def puzzle_verdict(puzzle: Puzzle, weights: str, show: int, near_miss: float, as
         raise submission.misfit_error()
     if asked:
         warn_other_puzzle(puzzle, model)
-    report = submission.report
+    report = submission.fitted_report
     player = progressing.load(warn=warn)
     best_before = player.best(puzzle.key)
-    new_best = player.record(puzzle.key, submission.score) if submission.solved else False
+    new_best = player.record(puzzle.key, submission.score) if submission.score is not None else False
     if as_json:
         typer.echo(json.dumps(submission_json(submission, player.best(puzzle.key), new_best, near_miss), indent=2,
                               ensure_ascii=False))
     else:
         def view(everything: bool) -> list:
-            reveal = explain_command(model, weights, report.shortest_failure.context) if report.failures else None
+            failure = report.shortest_failure
+            reveal = explain_command(model, weights, failure.context) if failure is not None else None
             parts: list = [puzzle_line(puzzle), *failure_view(model, report, near_miss, everything, reveal)]
             if submission.solved:
                 parts.append(score_view(submission, best_before, new_best))

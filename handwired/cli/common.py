@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
+from handwired.views.display import EXPORT_WIDTH, recorded
 from handwired.weightfile.axes import printable
 from handwired.weightfile.writing import check_writable, write_new
 
@@ -31,10 +32,6 @@ EXIT_INTERRUPTED = 130
 EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE in sysexits.h: a bug, not the user's input
 DEBUG_VARIABLE = "HANDWIRED_DEBUG"
 STDOUT = "-"  # as an output file: write it to stdout
-# Columns of a saved --svg/--html page: EXPORT_WIDTH, or as wide as its widest table up to EXPORT_MAX_WIDTH.
-# Never the width of the terminal that made it, so the same command always saves the same picture.
-EXPORT_WIDTH = 120
-EXPORT_MAX_WIDTH = 400
 
 WeightsOption = Annotated[
     str | None,
@@ -182,19 +179,12 @@ def write_output(path: Path, text: str, force: bool = False) -> Console:
 def save_view(build: Callable[[bool], list], svg: Path | None, html: Path | None, force: bool) -> None:
     """Save a view as SVG and/or HTML with nothing folded: ``build(True)`` gives its parts, all rows and columns shown.
 
-    The page is EXPORT_WIDTH columns wide, or as wide as its widest part up to EXPORT_MAX_WIDTH, so it
-    pages only what no screen could show and does not depend on the terminal (or COLUMNS) of the run;
-    the paths were vetted by check_outputs before any work.
+    The page is as wide as views.display makes it, so it pages only what no screen could show and does not
+    depend on the terminal (or COLUMNS) of the run; the paths were vetted by check_outputs before any work.
     """
     if svg is None and html is None:
         return
-    parts = build(True)
-    measure = Console(width=EXPORT_MAX_WIDTH, file=io.StringIO())
-    width = max([EXPORT_WIDTH] + [min(EXPORT_MAX_WIDTH, measure.measure(part).maximum) for part in parts])
-    console = Console(width=width, file=io.StringIO(), record=True, highlight=False, force_terminal=True,
-                      color_system="truecolor")
-    for part in parts:
-        console.print(part)
+    console = recorded(build(True))
     for path, export in ((svg, console.export_svg), (html, console.export_html)):
         if path is not None:
             write_output(path, export(clear=False), force)

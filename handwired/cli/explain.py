@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.text import Text
 
 from handwired.cli.common import (
     BlockOption,
@@ -26,10 +25,8 @@ from handwired.engine.trace import trace
 from handwired.errors import HandwiredError
 from handwired.views import steps as explaining
 from handwired.views.cost import refuse_slow_drawing, refuse_slow_explain
-from handwired.views.matrices import step_panel
-from handwired.views.model import mask_note, model_line, window_note
+from handwired.views.matrices import explain_parts
 from handwired.weightfile import load
-from handwired.weightfile.axes import shown
 
 app = typer.Typer()
 
@@ -78,11 +75,4 @@ def explain(
     panels = explaining.steps(model, run, wanted, block, head, position, every_step=named)
     refuse_slow_drawing(panels, show_all)
 
-    def view(everything: bool) -> list:
-        notes = [note for note in (window_note(model, run), mask_note(run)) if note]
-        return [model_line(model),
-                Text.assemble(("context ", "dim"), (shown(run.window), "bold"), f"  ({len(run.window)} tokens)"),
-                *notes,
-                *[step_panel(panel, everything) for panel in panels]]
-
-    out.show(view, show_all)
+    out.show(lambda everything: explain_parts(model, run, panels, everything), show_all)

@@ -57,7 +57,7 @@ def predict(
             data["puzzle"] = {"name": judge.name, "answers": rule_answers(judge, model, run, every_position)}
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
-        parts = [prediction_view(model, run, every_position)]
+        parts: list = [prediction_view(model, run, every_position)]
         if judge is not None:
             from handwired.views.puzzles import rule_view
 

@@ -91,11 +91,10 @@ def _redraw_on_save(live: Live, console: Console, path: Path, load: Callable[[],
             live.update(watching.Cropped(watching.screen(state, header, show_all)), refresh=True)
         elif loading is not None and loading.done.is_set():
             finished, loading = loading, None
-            if finished.error is not None:
-                raise finished.error
+            snapshot = finished.snapshot()
             if now != seen:
                 continue  # saved again meanwhile: this result is stale, the newest save is loaded next
-            state = state.advance(finished.result)
+            state = state.advance(snapshot)
             header = f" handwired watch {path} · loaded in {finished.took * 1000:.0f} ms · Ctrl-C to quit "
             live.update(watching.Cropped(watching.screen(state, header, show_all)), refresh=True)
         elif console.size != size:
@@ -116,6 +115,14 @@ class Loading:
         self.error: BaseException | None = None
         self.took = 0.0
         threading.Thread(target=self._run, args=(load,), daemon=True, name="handwired-watch").start()
+
+    def snapshot(self) -> watching.Snapshot:
+        """What the finished load made; what it raised, raised here (on the main thread)."""
+        if self.error is not None:
+            raise self.error
+        if self.result is None:
+            raise RuntimeError("the load has not finished")
+        return self.result
 
     def _run(self, load: Callable[[], watching.Snapshot]) -> None:
         started = time.monotonic()

@@ -29,6 +29,7 @@ from handwired.views.numbers import count
 from handwired.views.weights import weights_view
 from handwired.weightfile import bundled_models, load, validate
 from handwired.weightfile.axes import printable, shown
+from handwired.weightfile.checker import known
 from handwired.weightfile.forms import FORMS, document, entry_counts
 from handwired.weightfile.starter import starter_document
 from handwired.weightfile.writing import dumps
@@ -94,7 +95,7 @@ def weights_validate(
             err.print(escape(printable(f"{path}: {problem}")), soft_wrap=True)
         err.print(count(len(problems), "problem"))
         raise typer.Exit(EXIT_USER_ERROR)
-    stdout().print(Text.assemble(("OK ", "bold green"), f"{path}: ", model_line(model)))
+    stdout().print(Text.assemble(("OK ", "bold green"), f"{path}: ", model_line(known(model))))
 
 
 def _puzzle_problems(model) -> list[str]:

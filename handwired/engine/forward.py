@@ -6,10 +6,14 @@ and ``check`` all run this same code.
 
 When ``record`` is a dict, each intermediate is stored in it under a
 TransformerLens hook name (``blocks.0.attn.hook_pattern`` …) with
-TransformerLens's shapes: ``[batch, pos, head, d_head]`` for q/k/v/z and
-``[batch, head, query_pos, key_pos]`` for scores and pattern. The one addition
-is ``blocks.{i}.attn.scores_before_mask``, the scaled scores before the causal
-mask, which the explain view shows as its own step.
+TransformerLens's shapes and meanings: ``[batch, pos, head, d_head]`` for
+q/k/v/z, ``[batch, head, query_pos, key_pos]`` for scores and pattern, and a
+LayerNorm's ``hook_normalized`` before its gain and bias, ``hook_out`` after
+them. The additions are ``blocks.{i}.attn.scores_before_mask``, the scaled
+scores before the causal mask, which the explain view shows as its own step,
+and ``logits`` and ``probs``. A ``hook(name, value)`` sees the same values and
+may return a replacement, which the rest of the pass then uses (ablation,
+patching); returning None keeps the value.
 """
 
 import math
@@ -40,6 +44,12 @@ def softmax(x, out=None):
     return e
 
 
+def hooked(hook, name, value):
+    # the value a hook hands back stands in for the one computed; None (a recording hook) keeps it
+    new = hook(name, value)
+    return value if new is None else new
+
+
 def layer_norm(x, g, b, eps=LN_EPS):  # [..., n_embd] -> [..., n_embd]
     mean = np.mean(x, axis=-1, keepdims=True)
     centred = x - mean
@@ -48,6 +58,20 @@ def layer_norm(x, g, b, eps=LN_EPS):  # [..., n_embd] -> [..., n_embd]
     centred /= np.sqrt(variance + eps)
     centred += b
     return centred
+
+
+def hooked_layer_norm(x, params, hook, name):  # [..., n_embd] -> [..., n_embd]
+    # LN(x) as layer_norm computes it, offering TransformerLens's two hooks: {name}.hook_normalized, the
+    # normalised x before the gain and bias, and {name}.hook_out, after them (what the next layer reads)
+    out = layer_norm(x, **params)
+    if hook is None:
+        return out
+    centred = x - np.mean(x, axis=-1, keepdims=True)
+    normalized = centred / np.sqrt(np.mean(centred * centred, axis=-1, keepdims=True) + LN_EPS)
+    new = hook(f"{name}.hook_normalized", normalized)
+    if new is not None:  # replaced: the gain and bias apply to the replacement
+        out = new * params["g"] + params["b"]
+    return hooked(hook, f"{name}.hook_out", out)
 
 
 def matmul(x, w):  # [..., n_in] @ [n_in, n_out] -> [..., n_out]
@@ -76,11 +100,9 @@ def attention(q, k, v, mask, hook=None):
     if hook is None:  # nothing keeps the intermediates: mask and softmax in place, the same arithmetic
         scores += mask
         return softmax(scores, out=scores) @ v
-    masked = scores + mask
-    pattern = softmax(masked)
-    hook("scores_before_mask", scores)
-    hook("hook_attn_scores", masked)
-    hook("hook_pattern", pattern)
+    scores = hooked(hook, "scores_before_mask", scores)
+    masked = hooked(hook, "hook_attn_scores", scores + mask)
+    pattern = hooked(hook, "hook_pattern", softmax(masked))
     return pattern @ v
 
 
@@ -107,22 +129,23 @@ def mha(x, c_attn, c_proj, n_head, n_query, hook=None, qkv=None, causal=True):
         q, kv = qkv[:, -n_query:, :n_embd], qkv[:, :, n_embd:]
     q = split_heads(q, n_head)  # [batch, head, n_query, d_head]
     k, v = (split_heads(part, n_head) for part in np.split(kv, 2, axis=-1))  # 2 x [batch, head, n_seq, d_head]
-    if hook is not None:
-        for name, value in (("hook_q", q), ("hook_k", k), ("hook_v", v)):
-            hook(name, value.transpose(0, 2, 1, 3))
+    if hook is not None:  # offered as [batch, pos, head, d_head], TransformerLens's layout, and taken back
+        q, k, v = (hooked(hook, name, value.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
+                   for name, value in (("hook_q", q), ("hook_k", k), ("hook_v", v)))
     mask = causal_mask(n_query, x.shape[1]) if causal else np.zeros((n_query, x.shape[1]))  # [n_query, n_seq]
     z = attention(q, k, v, mask, hook)  # [batch, head, n_query, d_head]
     if hook is not None:
-        hook("hook_z", z.transpose(0, 2, 1, 3))
+        z = hooked(hook, "hook_z", z.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
     return linear(merge_heads(z), **c_proj)  # [batch, n_query, n_embd]
 
 
 def mlp(x, c_fc, c_proj, hook=None):  # [batch, n_seq, n_embd] -> [batch, n_seq, n_embd]
     pre = linear(x, **c_fc)  # [batch, n_seq, n_hidden]
+    if hook is not None:
+        pre = hooked(hook, "mlp.hook_pre", pre)
     post = gelu(pre)
     if hook is not None:
-        hook("mlp.hook_pre", pre)
-        hook("mlp.hook_post", post)
+        post = hooked(hook, "mlp.hook_post", post)
     return linear(post, **c_proj)
 
 
@@ -130,24 +153,20 @@ def block(x, params, n_head, n_query, hook=None, qkv=None, causal=True):
     # [batch, n_seq, n_embd] -> [batch, n_query, n_embd]: the residual stream at the last n_query positions
     h = x
     if "ln_1" in params and qkv is None:
-        h = layer_norm(x, **params["ln_1"])
-        if hook is not None:
-            hook("ln1.hook_normalized", h)
+        h = hooked_layer_norm(x, params["ln_1"], hook, "ln1")
     attn_hook = None if hook is None else (lambda name, value: hook(f"attn.{name}", value))
     attn_out = mha(h, **params["attn"], n_head=n_head, n_query=n_query, hook=attn_hook, qkv=qkv, causal=causal)
-    x = x[:, -n_query:] + attn_out
     if hook is not None:
-        hook("hook_attn_out", attn_out)
+        attn_out = hooked(hook, "hook_attn_out", attn_out)
+    x = x[:, -n_query:] + attn_out
     if "mlp" in params:
         if hook is not None:
-            hook("hook_resid_mid", x)
-        h = layer_norm(x, **params["ln_2"]) if "ln_2" in params else x
-        if hook is not None and "ln_2" in params:
-            hook("ln2.hook_normalized", h)
+            x = hooked(hook, "hook_resid_mid", x)
+        h = hooked_layer_norm(x, params["ln_2"], hook, "ln2") if "ln_2" in params else x
         mlp_out = mlp(h, **params["mlp"], hook=hook)
-        x = x + mlp_out
         if hook is not None:
-            hook("hook_mlp_out", mlp_out)
+            mlp_out = hooked(hook, "hook_mlp_out", mlp_out)
+        x = x + mlp_out
     return x
 
 
@@ -165,7 +184,7 @@ def qkv_table(params):  # -> [n_vocab, n_ctx, 3*n_embd]
     return linear(x, **first["attn"]["c_attn"])
 
 
-def forward(params, tokens, n_head, last_only=False, record=None, table=None, causal=True):
+def forward(params, tokens, n_head, last_only=False, record=None, table=None, causal=True, hook=None):
     """[batch, n_seq] token ids -> logits [batch, n_seq, n_vocab], or [batch, n_vocab] if ``last_only``.
 
     ``last_only`` computes the final block's attention, MLP and unembedding for
@@ -174,35 +193,35 @@ def forward(params, tokens, n_head, last_only=False, record=None, table=None, ca
     position's keys and values depend on them. ``table``, from :func:`qkv_table`,
     saves block 0's projections on a large batch; the result is the same up to
     float rounding (exactly the same for whole-number weights). ``causal=False``
-    drops the mask: the same weights as bidirectional self-attention.
+    drops the mask: the same weights as bidirectional self-attention. ``record``
+    (a dict) keeps every intermediate; ``hook(name, value)`` sees each and may
+    return a replacement (see the module's docstring); give one or the other.
     """
     tokens = np.asarray(tokens)
     n_seq = tokens.shape[-1]
-    hook = None if record is None else record.__setitem__
+    hook = record.__setitem__ if hook is None and record is not None else hook
     token_embed = params["wte"][tokens]  # [batch, n_seq, n_embd]
     pos_embed = params["wpe"][np.arange(n_seq)]  # [n_seq, n_embd]
-    x = token_embed + pos_embed
     if hook is not None:
-        hook("hook_embed", token_embed)
-        hook("hook_pos_embed", np.broadcast_to(pos_embed, token_embed.shape))
+        token_embed = hooked(hook, "hook_embed", token_embed)
+        pos_embed = hooked(hook, "hook_pos_embed", np.broadcast_to(pos_embed, token_embed.shape))
+    x = token_embed + pos_embed
     n_layer = len(params["blocks"])
     for i, block_params in enumerate(params["blocks"]):
         n_query = 1 if last_only and i == n_layer - 1 else x.shape[1]
         block_hook = None if hook is None else (lambda name, value, i=i: hook(f"blocks.{i}.{name}", value))
         if block_hook is not None:
-            block_hook("hook_resid_pre", x)
+            x = hooked(block_hook, "hook_resid_pre", x)
         qkv = table[tokens, np.arange(n_seq)] if table is not None and i == 0 else None  # [batch, n_seq, 3*n_embd]
         x = block(x, block_params, n_head, n_query, block_hook, qkv, causal)
         if block_hook is not None:
-            block_hook("hook_resid_post", x)
+            x = hooked(block_hook, "hook_resid_post", x)
     if last_only:
         x = x[:, -1:]  # a model with no blocks reaches here with every position
     if "ln_f" in params:
-        x = layer_norm(x, **params["ln_f"])
-        if hook is not None:
-            hook("ln_final.hook_normalized", x)
+        x = hooked_layer_norm(x, params["ln_f"], hook, "ln_final")
     logits = matmul(x, params["wte"].T)  # [batch, n_seq, n_embd] -> [batch, n_seq, n_vocab], tied unembedding
     if hook is not None:
-        hook("logits", logits)
-        hook("probs", softmax(logits))
+        logits = hooked(hook, "logits", logits)
+        hook("probs", softmax(logits))  # what the logits say, recorded only: a replacement would contradict them
     return logits[:, -1] if last_only else logits

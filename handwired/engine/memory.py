@@ -16,6 +16,7 @@ from handwired.weightfile import Model
 FLOAT = 8  # bytes of a float64
 WIDE_RECORDED = 12  # [n_seq, n_embd] arrays a recorded block keeps: residuals, q, k, v, z, outputs, norms
 WIDE_RUNNING = 6  # [n_seq, n_embd] arrays alive at once in an unrecorded block: x, q, k, v and their copies
+NORM_RECORDED = 2  # more [n_seq, n_embd] arrays per LayerNorm: hook_normalized beside hook_out, and its making
 SQUARES_RECORDED = 3  # [head, n_seq, n_seq] arrays a recorded block keeps: scores, masked scores, pattern
 MASK = FLOAT + 1  # bytes per query × key cell of the causal mask: the float mask and the boolean it is made from
 
@@ -24,7 +25,8 @@ def trace_bytes(model: Model, length: int) -> int:
     """Peak bytes of one context of ``length`` tokens run with every intermediate recorded (predict, explain)."""
     n, blocks = length, model.params["blocks"]
     squares = len(blocks) * SQUARES_RECORDED * model.n_head * n * n  # [head, n, n] per block
-    wide = (2 + len(blocks) * WIDE_RECORDED) * n * model.n_embd  # embeddings, then each block's
+    norms = sum(("ln_1" in block) + ("ln_2" in block) for block in blocks) + ("ln_f" in model.params)
+    wide = (2 + len(blocks) * WIDE_RECORDED + norms * NORM_RECORDED) * n * model.n_embd  # embeddings, each block's
     hidden = 2 * n * sum(model.hidden)  # the MLP before and after GELU
     logits = 2 * n * model.n_vocab  # logits and probabilities
     return FLOAT * (squares + wide + hidden + logits) + MASK * n * n

@@ -155,6 +155,8 @@ def probe_values(model: Model, probe: Probe, shape: Shape, position: int = -1
             kept.setdefault(length, []).append((visit.prefixes, column))
         judged = shape.judged(visit.prefixes)
         if judged.any():
+            if visit.logits is None or column is None:  # a judged node is evaluated in full, its hook called
+                raise HandwiredError(f"{probe.hook}: not recorded at that position")
             contexts.append(visit.prefixes[judged])
             logits.append(np.argmax(visit.logits[judged], axis=1))
             own.append((column[0][judged], column[1][judged]) if at[length] == length else None)

@@ -108,7 +108,7 @@ def variant_logits(shared: Shared, variant: Model, trie: Trie, lengths: set[int]
         if wanted or store:
             def run(start: int, level=level, logits=logits, length=length) -> None:
                 rows = slice(start, start + chunk)
-                inputs = [kept[length - 1][rows] for kept in shared.inputs]
+                inputs = [_kept(kept, length)[rows] for kept in shared.inputs]
                 result = _resume(variant, level, rows, inputs, block, kind, store, logits is not None)
                 if logits is not None:
                     logits[rows] = result
@@ -124,6 +124,14 @@ def _mlp(x: np.ndarray, block: dict) -> np.ndarray:  # [n, n_embd] -> [n, n_embd
         return x
     h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x  # [n, n_embd]
     return x + mlp(h, **block["mlp"])
+
+
+def _kept(kept: tuple[np.ndarray | None, ...], length: int) -> np.ndarray:
+    """The base model's value at every prefix of ``length``: kept, as every level is that a variant resumes on."""
+    level = kept[length - 1]
+    if level is None:
+        raise ValueError(f"the prefixes of length {length} were not kept")
+    return level
 
 
 def _resume(model: Model, level, rows: slice, inputs: list, first: int, kind: int, store: dict,

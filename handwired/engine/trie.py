@@ -19,7 +19,7 @@ import numpy as np
 from handwired.engine.batch import pool
 from handwired.engine.forward import (
     attention,
-    layer_norm,
+    hooked_layer_norm,
     linear,
     matmul,
     merge_heads,
@@ -139,9 +139,10 @@ def _evaluate(model, trie, lengths, chunk, capture):
             rows = slice(start, start + chunk)
             hook = None
             if capture is not None and out is not None:
-                def hook(name, value, start=start):  # keep the one intermediate asked for, this chunk's rows
+                def keep(name, value, start=start):  # keep the one intermediate asked for, this chunk's rows
                     if name == capture:
                         pieces[start] = np.array(value)
+                hook = keep
             result = _new_position(model, table, level, rows, length, store, out is not None, hook)
             if out is not None:
                 out[rows] = result
@@ -194,11 +195,9 @@ def _new_position(model, table, level, rows, length, store, logits=True, hook=No
         if b == 0 and table is not None:
             qkv = table[tokens, length - 1]  # [n, 3*n_embd]
             if hook is not None and "ln_1" in block:
-                at("ln1.hook_normalized", layer_norm(x, **block["ln_1"]))
+                hooked_layer_norm(x, block["ln_1"], at, "ln1")
         else:
-            h = layer_norm(x, **block["ln_1"]) if "ln_1" in block else x
-            if "ln_1" in block:
-                at("ln1.hook_normalized", h)
+            h = hooked_layer_norm(x, block["ln_1"], None if hook is None else at, "ln1") if "ln_1" in block else x
             qkv = linear(h, **block["attn"]["c_attn"])  # [n, 3*n_embd]
         keys, values = store[b]
         keys[own], values[own] = qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:]
@@ -207,9 +206,7 @@ def _new_position(model, table, level, rows, length, store, logits=True, hook=No
         seen = np.concatenate([ancestors, own[:, None]], axis=1)  # [n, length]: its ancestors' keys, then its own
         x = _block_rest(x, block, qkv, np.take(keys, seen, axis=0), np.take(values, seen, axis=0), model.n_head, at)
     if "ln_f" in params:
-        x = layer_norm(x, **params["ln_f"])
-        if hook is not None:
-            hook("ln_final.hook_normalized", x)
+        x = hooked_layer_norm(x, params["ln_f"], hook, "ln_final")
     out = matmul(x, params["wte"].T)  # [n, n_vocab], tied unembedding
     if hook is not None:
         hook("logits", out)
@@ -228,8 +225,9 @@ def _block_rest(x, block, qkv, all_k, all_v, n_head, at=_ignore):
         for i, name in enumerate(("hook_q", "hook_k", "hook_v")):
             at(f"attn.{name}", qkv[:, i * n_embd:(i + 1) * n_embd].reshape(n, n_head, -1))  # [n, head, d_head]
 
-        def attend(name, value):  # [n, head, 1, L] -> [n, head, L]: the one query is the new position
+        def one_query(name, value):  # [n, head, 1, L] -> [n, head, L]: the one query is the new position
             at(f"attn.{name}", value[:, :, 0])
+        attend = one_query
     z = attention(split_heads(q[:, None], n_head), split_heads(all_k, n_head), split_heads(all_v, n_head), mask,
                   attend)  # [n, head, 1, d_head]
     attn_out = linear(merge_heads(z)[:, 0], **block["attn"]["c_proj"])  # [n, n_embd]
@@ -247,9 +245,7 @@ def _mlp(x, block, at):  # [n, n_embd] -> [n, n_embd]: after the block's MLP, if
     if at is _ignore and silent(block["mlp"]):  # nothing captured: a silent MLP adds its bias alone
         return x + block["mlp"]["c_proj"]["b"]
     at("hook_resid_mid", x)
-    h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x
-    if "ln_2" in block:
-        at("ln2.hook_normalized", h)
+    h = hooked_layer_norm(x, block["ln_2"], None if at is _ignore else at, "ln2") if "ln_2" in block else x
     mlp_out = mlp(h, **block["mlp"], hook=None if at is _ignore else at)
     at("hook_mlp_out", mlp_out)
     return x + mlp_out

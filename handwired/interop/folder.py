@@ -21,7 +21,7 @@ from handwired.errors import HandwiredError
 from handwired.interop import mapping
 from handwired.interop.readme import readme
 from handwired.weightfile import Model, parse, read_json
-from handwired.weightfile.checker import Checker
+from handwired.weightfile.checker import Checker, known
 from handwired.weightfile.forms import document
 from handwired.weightfile.jsonfile import MAX_FILE_BYTES, kind_of
 from handwired.weightfile.puzzlekey import moved
@@ -150,7 +150,7 @@ def read_folder(folder: Path, vocab: str | None = None, destination: Path | None
     model, problems = parse(doc, source=str(folder))
     if problems:
         raise HandwiredError(f"{folder}: would not make a valid weight file: {problems[0]}")
-    text = dumps(document(model, "sparse"))  # as a person would write it: non-zero entries by label
+    text = dumps(document(known(model), "sparse"))  # as a person would write it: non-zero entries by label
     if len(text.encode("utf-8")) > MAX_FILE_BYTES:
         raise HandwiredError(f"{folder}: the weight file would be larger than handwired reads "
                              f"({MAX_FILE_BYTES:,} bytes)")
@@ -235,7 +235,7 @@ def _labels(path: Path, d_model: int) -> dict[str, Any]:
             check.problem(f"heads.{block}", "expected a block number")
     if check.problems:
         raise HandwiredError(f"{path}: {check.problems[0]}")
-    return {key: labels.get(key) for key in LABEL_KEYS}  # the heads' labels are checked with the assembled file
+    return {key: known(labels).get(key) for key in LABEL_KEYS}  # the heads' labels are checked with the assembled file
 
 
 def _head_names(model: Model) -> dict[str, Any]:

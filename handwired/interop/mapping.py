@@ -355,7 +355,9 @@ def _mlp(state: dict[str, np.ndarray], prefix: str, hidden: list[str] | None = N
 
 def _numbers(array: np.ndarray) -> list:
     """Nested lists of JSON numbers: whole numbers as integers, others as the shortest exact decimal."""
-    return _whole(np.asarray(array, dtype=np.float64).tolist())
+    numbers = _whole(np.asarray(array, dtype=np.float64).tolist())
+    assert isinstance(numbers, list), "a vector or a matrix, never a lone number"
+    return numbers
 
 
 def _whole(value):

@@ -88,10 +88,9 @@ TransformerLens's weight processing (`fold_ln`, `center_unembed`, …) is applie
 
 ## What differs from handwired
 
-- `ln1.hook_normalized`, `ln2.hook_normalized` and `ln_final.hook_normalized` hold the
-  normalised vector before the gain and bias; handwired records it after them (what the next
-  layer reads). In 4.x, `ln1.hook_out` etc. hold it after gain and bias.
-- In 4.x, `attn.hook_attn_scores` holds the softmax pattern on this path; use `attn.hook_pattern`.
+- Every hook handwired records under a TransformerLens name holds the same numbers here, but one:
+  in 4.x, `attn.hook_attn_scores` holds the softmax pattern on this path (handwired and 3.x hold
+  the scaled, masked scores there); use `attn.hook_pattern` for the pattern.
 - The unembedding is tied in handwired: `unembed.W_U` is `embed.W_E` transposed and `unembed.b_U` is 0.
 {_mlp_note(model, config)}"""
 

@@ -17,6 +17,7 @@ The final LayerNorm and weight entries are removed as above (a mean of a weight 
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def _set(params: dict, path: str, value: np.ndarray) -> dict:
     """A copy of ``params`` with the array at ``path`` replaced; the arrays it does not name are shared."""
     steps = list(path_steps(path))
     top = dict(params)
-    node = top
+    node: Any = top  # a dict or a list on the way down, by the path's steps
     for step in steps[:-1]:
         child = node[step]
         child = list(child) if isinstance(child, list) else dict(child)
@@ -90,7 +91,7 @@ def _nonzero(model: Model, *paths_and_index) -> int:
 def _means(model: Model, source: Source, bench: Bench, hook: str) -> np.ndarray:
     """``hook``'s mean over every node of the judged contexts' trie: [...] its shape at one position."""
     _, kept = capture_trie(model, bench.trie, hook, None)
-    return np.concatenate([level.reshape(len(level), -1) for level in kept]).mean(axis=0)
+    return np.concatenate([level.reshape(len(level), -1) for level in kept if level is not None]).mean(axis=0)
 
 
 def _whole(model: Model, b: int, kind: str, out: np.ndarray | None) -> Part:

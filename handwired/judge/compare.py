@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -152,9 +153,9 @@ def _entry_changes(old: Model, new: Model, path: str) -> list[WeightChange]:
 # ---------------------------------------------------------------- contexts
 
 
-def _answers(model: Model, logits: np.ndarray, acceptable: np.ndarray | None) -> dict[str, np.ndarray]:
+def _answers(model: Model, logits: np.ndarray, acceptable: np.ndarray | None) -> dict[str, Any]:
     """[n, n_vocab] logits -> per context: prediction, tie, margin over the runner-up, right or wrong, and the right
-    token's lead over the best wrong one."""
+    token's lead over the best wrong one (right and lead: None without a rule)."""
     best = np.argmax(logits, axis=1)  # [n]; the first on a tie, as everywhere
     top = logits[np.arange(len(logits)), best]
     others = logits.copy()
@@ -165,7 +166,7 @@ def _answers(model: Model, logits: np.ndarray, acceptable: np.ndarray | None) ->
     return {"best": best, "tied": top == runner_up, "margin": top - runner_up, "right": right, "lead": lead}
 
 
-def _answer(model: Model, answers: dict[str, np.ndarray], row: int, judged: bool) -> Answer:
+def _answer(model: Model, answers: dict[str, Any], row: int, judged: bool) -> Answer:
     return Answer(
         model.vocab[int(answers["best"][row])], bool(answers["tied"][row]), float(answers["margin"][row]),
         bool(answers["right"][row]) if judged else None, float(answers["lead"][row]) if judged else None,
@@ -223,9 +224,11 @@ def compare(
         _, first = np.unique(contexts[rows], axis=0, return_index=True)
         for row in rows[first][:show]:
             context = old.decode(contexts[row])
-            expected = tuple(old.vocab[i] for i in np.flatnonzero(acceptable[row])) if judged[row] else ()
-            kept.setdefault(context, ContextChange(context, expected, _answer(old, before, row, judged[row]),
-                                                   _answer(new, after, row, judged[row])))
+            decided = bool(judged[row])  # judged only where there is a rule, and so acceptable tokens
+            right = acceptable[row] if decided and acceptable is not None else np.zeros(0, dtype=bool)
+            expected = tuple(old.vocab[i] for i in np.flatnonzero(right))
+            kept.setdefault(context, ContextChange(context, expected, _answer(old, before, row, decided),
+                                                   _answer(new, after, row, decided)))
     result.shown = sorted(kept.values(), key=lambda c: shortest_first(old.vocab, c.context))[:show]
     return result
 

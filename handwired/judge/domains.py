@@ -249,7 +249,7 @@ def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checke
         return None
     lengths = _lengths(spec["length"], join(path, "length"), n_ctx, check) if "length" in spec else range(0)
     template = _template(spec["template"], join(path, "template"), vocab, check) if "template" in spec else None
-    if None in (alphabet, distinct, lengths) or ("start" in spec and start is None) or (
+    if alphabet is None or distinct is None or lengths is None or ("start" in spec and start is None) or (
             "template" in spec and template is None):
         return None
     if len(set(alphabet)) != len(alphabet):
@@ -303,6 +303,6 @@ def _describe(kind: str, inputs: _Inputs, vocab: tuple[str, ...], separator: int
         text = f"every string {'of distinct tokens ' if inputs.distinct else ''}over {alphabet} of length {lengths}"
     if inputs.start is not None:
         text = f"{shown(vocab[inputs.start])} then {text}"
-    if kind == "answer_so_far":
+    if kind == "answer_so_far" and separator is not None:
         text += f", then {shown(vocab[separator])} and the answer so far"
     return text

@@ -51,9 +51,10 @@ def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker
     kind = check.kind(spec, path, KINDS)
     if kind is None:
         return None
-    tokens = {key: (check.token if key in SINGLE else check.tokens)(spec[key], join(path, key), vocab)
-              for key in KINDS[kind] if key != "width"}
-    if None in tokens.values():
+    read = {key: (check.token if key in SINGLE else check.tokens)(spec[key], join(path, key), vocab)
+            for key in KINDS[kind] if key != "width"}
+    tokens = {key: value for key, value in read.items() if value is not None}
+    if len(tokens) < len(read):  # each one missing is a problem already
         return None
     ids = {key: [vocab.index(token) for token in value] for key, value in tokens.items()}
     n_vocab = len(vocab)
@@ -68,9 +69,9 @@ def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker
     if kind == "sum":
         return _sum(check, spec, path, ids, vocab)
     if kind == "successor":
-        return _distinct(check, path, tokens, "order") and SuccessorRule(tuple(ids["order"]), vocab)
+        return SuccessorRule(tuple(ids["order"]), vocab) if _distinct(check, path, tokens, "order") else None
     if kind == "count_last":
-        return _distinct(check, path, tokens, "counts") and CountLastRule(tuple(ids["counts"]), vocab)
+        return CountLastRule(tuple(ids["counts"]), vocab) if _distinct(check, path, tokens, "counts") else None
     if kind == "max":
         return MaxRule(vocab)
     plain = {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule, "induction": InductionRule}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH
+from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
 from handwired.engine.step import float_walk
 from handwired.engine.tree import TreeBatch, evaluate_tree
 from handwired.engine.walk import EveryString, Shape
@@ -187,8 +187,29 @@ def every_string_plan(model: Model, rule: Rule) -> Plan:
 def _walk_plan(model: Model, shape: Shape, rule: Rule, description: str, total: int) -> Plan:
     def batches() -> Iterator[Batch]:
         for visit in float_walk(model, shape):  # a batch of one length, in vocab order
-            if visit.judged.any():
+            if visit.judged.any() and visit.logits is not None:  # a batch with a judged node has its logits
                 contexts = visit.prefixes[visit.judged]
                 yield Batch(contexts, rule.judge(contexts), visit.logits[visit.judged])
 
     return Plan(description=description, rule=rule.description, total=total, batches=batches)
+
+
+def chosen_plan(model: Model, target: str | None = None, length: int | None = None, exhaustive: bool = False,
+                sample: int | None = None, seed: int = SEED, min_length: int | None = None) -> Plan:
+    """The plan ``check`` asks for: a stream of the target (the default: the file's), every context, or a sample."""
+    pattern = target if target is not None else model.target  # target '' is a mistake, not "the file's"
+    if pattern is None:
+        raise HandwiredError(f"{model.source}: has no 'target'; give one as {{target}}, "
+                             f"e.g. {{target}} {model.vocab[0] * 2}", ("target",))
+    if exhaustive and sample is not None:
+        raise HandwiredError("{exhaustive} and {sample}: choose one", ("exhaustive", "sample"))
+    if (exhaustive or sample is not None) and length is not None:
+        raise HandwiredError("{length} is for a stream check; {exhaustive} and {sample} choose their own contexts",
+                             ("length", "exhaustive", "sample"))
+    if exhaustive:
+        return exhaustive_plan(model, pattern_rule(model, pattern), MIN_LENGTH if min_length is None else min_length)
+    if sample is not None:
+        return sample_plan(model, pattern_rule(model, pattern), sample, seed,
+                           MIN_LENGTH if min_length is None else min_length)
+    return stream_plan(model, pattern, stream_length(pattern) if length is None else length,
+                       STREAM_MIN_LENGTH if min_length is None else min_length)

@@ -7,6 +7,7 @@ place: deleting it while another process waits on it would let two in at once.
 """
 
 import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,11 +16,10 @@ from pathlib import Path
 WAIT_SECONDS = 10.0  # a save takes milliseconds: ten seconds means the holder is stuck
 RETRY_SECONDS = 0.01
 
-try:
-    import fcntl
-except ImportError:  # Windows
-    fcntl = None
+if sys.platform == "win32":  # spelled so that type checkers know which module each branch has
     import msvcrt
+else:
+    import fcntl
 
 
 class LockTimeout(OSError):
@@ -28,21 +28,21 @@ class LockTimeout(OSError):
 
 def _try_lock(handle: int) -> bool:
     try:
-        if fcntl is not None:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        else:
+        if sys.platform == "win32":
             msvcrt.locking(handle, msvcrt.LK_NBLCK, 1)
+        else:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except (BlockingIOError, PermissionError):  # held by another process (Windows says PermissionError)
         return False
     return True
 
 
 def _unlock(handle: int) -> None:
-    if fcntl is not None:
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    else:
+    if sys.platform == "win32":
         os.lseek(handle, 0, os.SEEK_SET)
         msvcrt.locking(handle, msvcrt.LK_UNLCK, 1)
+    else:
+        fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextmanager

@@ -19,7 +19,7 @@ from handwired.judge.domains import Domain, domain_from_spec
 from handwired.judge.kinds import rule_from_spec
 from handwired.judge.rules import DECIDED, OUT_OF_DOMAIN, Rule
 from handwired.judge.scores import Score, read_score
-from handwired.weightfile.checker import Checker, describe
+from handwired.weightfile.checker import Checker, describe, known
 from handwired.weightfile.jsonfile import parse_json, read_text
 from handwired.weightfile.parse import MAX_PARAMETERS, parameter_count
 from handwired.weightfile.starter import starter_document
@@ -102,7 +102,7 @@ def statement_from_text(text: str, path: Path, named_by_file: bool = False) -> P
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise HandwiredError(f"{path}: {problems[0]}{more}")
-    return puzzle
+    return known(puzzle)
 
 
 def parse_statement(doc: Any, path: Path, named_by_file: bool = True) -> tuple[Puzzle | None, list[str]]:
@@ -136,10 +136,10 @@ def parse_statement(doc: Any, path: Path, named_by_file: bool = True) -> tuple[P
     if check.problems:
         return None, check.problems
     puzzle = Puzzle(
-        name=name, level=level, title=texts["title"], summary=texts["summary"], story=texts["story"],
-        vocab=tuple(vocab), n_ctx=n_ctx, caps=caps, rule_spec=top["rule"], rule=rule,
-        examples=tuple(examples), hints=tuple(hints), source=path, domain=domain, par=scores.get("par"),
-        record=scores.get("record"),
+        name=known(name), level=known(level), title=known(texts["title"]), summary=known(texts["summary"]),
+        story=known(texts["story"]), vocab=tuple(known(vocab)), n_ctx=known(n_ctx), caps=known(caps),
+        rule_spec=top["rule"], rule=known(rule), examples=tuple(known(examples)), hints=tuple(known(hints)),
+        source=path, domain=domain, par=scores.get("par"), record=scores.get("record"),
     )
     return puzzle, []
 
@@ -153,18 +153,18 @@ def _examples(check: Checker, value: Any, vocab, n_ctx, domain: Domain | None) -
         for i, example in enumerate(examples):
             if example is not None and not domain.holds([vocab.index(t) for t in example]):
                 check.problem(f"examples[{i}]", f"{example!r} is not one of the domain's contexts")
-    return examples
+    read = [example for example in examples if example is not None]
+    return read if len(read) == len(examples) else None  # one that could not be read is a problem already
 
 
 def _caps(check: Checker, value: Any) -> Caps | None:
     spec = check.obj(value, "caps", CAPS_KEYS)
     if spec is None or any(key not in spec for key in CAPS_KEYS):
         return None
-    sizes = [check.whole(spec[key], f"caps.{key}") for key in ("n_embd", "n_head", "n_layer")]
+    n_embd, n_head, n_layer = (check.whole(spec[key], f"caps.{key}") for key in ("n_embd", "n_head", "n_layer"))
     mlp, hidden = _mlp_cap(check, spec["mlp"])
-    if None in sizes or mlp is None:
+    if n_embd is None or n_head is None or n_layer is None or mlp is None:
         return None
-    n_embd, n_head, n_layer = sizes
     if n_embd % n_head:
         check.problem("caps", f"n_embd {n_embd} is not divisible by n_head {n_head}, so no starter fits both caps")
         return None

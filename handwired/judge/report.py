@@ -75,6 +75,11 @@ class Report:
     def near_miss(self, threshold: float = NEAR_MISS) -> bool:
         return self.margin is not None and self.margin.value < threshold
 
+    def __repr__(self) -> str:  # one line: the failures hold logits
+        first = f", shortest failure {self.failures[0].context!r}" if self.failures else ""
+        return (f"<Report {'ok' if self.ok else 'not ok'}: {self.passed:,} passed, {self.failed:,} failed of "
+                f"{self.checked:,} checked ({self.description}){first}>")
+
 
 def run(
     model: Model,

@@ -21,13 +21,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Protocol
 
 import numpy as np
 
+from handwired.errors import HandwiredError
 from handwired.weightfile.axes import shown
 
-DECIDED, AMBIGUOUS, OUT_OF_DOMAIN = 0, 1, 2
+
+class Status(IntEnum):
+    """What a rule says of a context; stored in arrays as its number. A rule function returns AMBIGUOUS or
+    OUT_OF_DOMAIN themselves, so that a token id it returns by mistake (1, 2) is never read as one of them."""
+
+    DECIDED = 0
+    AMBIGUOUS = 1
+    OUT_OF_DOMAIN = 2
+
+
+DECIDED, AMBIGUOUS, OUT_OF_DOMAIN = Status.DECIDED, Status.AMBIGUOUS, Status.OUT_OF_DOMAIN
 
 
 @dataclass(frozen=True)
@@ -37,7 +49,10 @@ class Judgement:
 
 
 class Rule(Protocol):
-    description: str
+    @property
+    def description(self) -> str:
+        """The rule in words (read only: the rules are frozen)."""
+        ...
 
     def judge(self, contexts: np.ndarray) -> Judgement:
         """[n, n_seq] token ids (one length per batch) -> a judgement per context."""
@@ -174,10 +189,12 @@ class InductionRule:
 class FunctionRule:
     """A rule given as a function from a context string to its answer.
 
-    The function returns an iterable of acceptable next tokens (any of them
-    passes; an empty one means out of domain), or the constant
-    :data:`AMBIGUOUS` or :data:`OUT_OF_DOMAIN` to say so. One Python call per
-    context: slower than a vectorised rule, and as general as Python.
+    The function returns the acceptable next tokens, a string or an iterable
+    of tokens (any of them passes; an empty one means out of domain), or
+    :data:`AMBIGUOUS` or :data:`OUT_OF_DOMAIN` to say so. Anything else (a
+    token id, None, a token not in the vocabulary) is one error naming what it
+    returned and for which context. One Python call per context: slower than a
+    vectorised rule, and as general as Python.
     """
 
     function: Callable[[str], Iterable[str] | int]
@@ -189,14 +206,32 @@ class FunctionRule:
         acceptable = np.zeros((contexts.shape[0], len(self.vocab)), dtype=bool)
         status = np.full(contexts.shape[0], DECIDED, dtype=np.int8)
         for row, context in enumerate(contexts):
-            answer = self.function("".join(self.vocab[i] for i in context))
-            if isinstance(answer, int) and answer in (AMBIGUOUS, OUT_OF_DOMAIN):
+            text = "".join(self.vocab[i] for i in context)
+            answer = self.function(text)
+            if answer is AMBIGUOUS or answer is OUT_OF_DOMAIN:
                 status[row] = answer
                 continue
-            for token in answer:  # a string is an iterable of tokens too
+            for token in self._tokens(text, answer):
                 acceptable[row, index[token]] = True
         status[(status == DECIDED) & ~acceptable.any(axis=1)] = OUT_OF_DOMAIN
         return Judgement(status, acceptable)
+
+    def _tokens(self, context: str, answer: object) -> list[str]:
+        """The tokens an answer names; one line naming what the function returned when it is not that."""
+        returned = f"{self.description}: on {context!r} the rule function returned {answer!r}"
+        expected = (f"expected the acceptable next tokens (e.g. {self.vocab[0]!r} or a list of tokens), "
+                    "AMBIGUOUS or OUT_OF_DOMAIN")
+        if isinstance(answer, (int, np.integer)):  # a token id, most likely
+            named = f" (token id {answer} is {self.vocab[int(answer)]!r})" if 0 <= answer < len(self.vocab) else ""
+            raise HandwiredError(f"{returned}, a number; {expected}{named}")
+        if not isinstance(answer, Iterable):
+            raise HandwiredError(f"{returned}; {expected}")
+        tokens = list(answer)
+        unknown = [token for token in tokens if token not in self.vocab]
+        if unknown:
+            raise HandwiredError(f"{returned}: {unknown[0]!r} is not in the vocabulary "
+                                 f"{', '.join(map(shown, self.vocab))}")
+        return tokens
 
 
 @dataclass(frozen=True)

@@ -57,11 +57,11 @@ def read_score(check: Checker, value: Any, path: str) -> Score | None:
     if spec is None or any(key not in spec for key in SCORE_KEYS):
         return None
     parameters = check.whole(spec["parameters"], join(path, "parameters"), 0, MAX_PARAMETERS)
-    sizes = [check.whole(spec[key], join(path, key), 0) for key in ("n_embd", "n_head", "n_layer")]
+    n_embd, n_head, n_layer = (check.whole(spec[key], join(path, key), 0) for key in ("n_embd", "n_head", "n_layer"))
     margin = check.finite(spec["margin"], join(path, "margin"), "a finite number of logits")
-    if parameters is None or None in sizes or margin is None:
+    if parameters is None or n_embd is None or n_head is None or n_layer is None or margin is None:
         return None
-    return Score(parameters, *sizes, margin)
+    return Score(parameters, n_embd, n_head, n_layer, margin)
 
 
 def nonzero_parameters(model: Model) -> int:

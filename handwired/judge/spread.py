@@ -48,6 +48,7 @@ class Source:
         """Every context, enumerated, by length ([n, L] token ids each), for the workbench's variants."""
         if self.trie is not None:
             return tuple(level.prefixes for level in self.trie.levels)
+        assert isinstance(self.shape, Domain), "a source is every string or a puzzle's domain"
         return tuple(self.shape.contexts)
 
 
@@ -123,7 +124,7 @@ def _leads(model: Model, source: Source, position: int) -> tuple[list, list, lis
         raise bad_value("position", position, "lead is read at the last position, where the next token is judged")
     contexts, values, present, predicted, undecided = [], [], [], [], 0
     for visit in float_walk(model, source.shape):
-        if visit.judged.any():
+        if visit.judged.any() and visit.logits is not None:  # a batch with a judged node has its logits
             batch, logits = visit.prefixes[visit.judged], visit.logits[visit.judged]
             judgement = source.rule.judge(batch)
             decided = judgement.status == DECIDED  # [n]
@@ -179,6 +180,7 @@ def _groups(model: Model, contexts: list[np.ndarray], rule: Rule | None, by: str
     if by == "predicted":  # argmax takes the first on a tie, as every view does
         return keys, predicted, 0
     groups, not_judged = [], 0
+    assert rule is not None, "spread() refuses by answer without a rule, before any work"
     for batch in contexts:
         judgement = rule.judge(batch)
         decided = judgement.status == DECIDED  # [n]

@@ -44,6 +44,17 @@ class Submission:
     def par(self) -> Score | None:
         return self.puzzle.par
 
+    def __repr__(self) -> str:  # one line: the model and the report are long
+        what = "does not fit" if not self.fits else ("solved" if self.solved else "not solved")
+        return f"<Submission to {self.puzzle.name!r} of {self.model.source}: {what}>"
+
+    @property
+    def fitted_report(self) -> Report:
+        """The report of a file that fits (one that does not is not run: its misfit error, raised)."""
+        if self.report is None:
+            raise self.misfit_error()
+        return self.report
+
     def misfit_error(self) -> HandwiredError:
         """One line: what the puzzle expects and what the file has."""
         return _misfit_error(self.puzzle, self.model, self.misfit)

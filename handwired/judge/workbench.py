@@ -7,6 +7,7 @@ stage of the forward pass they do not change (:mod:`handwired.engine.resume`). A
 the right token's logit strictly above every other token's, in float64.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +46,7 @@ class Verdict:
 class Bench:
     """A base model, the contexts it is judged on, and what its variants share with it."""
 
-    def __init__(self, model: Model, source: Source, variants: list[Model] = ()) -> None:
+    def __init__(self, model: Model, source: Source, variants: Sequence[Model] = ()) -> None:
         if source.rule is None:
             raise HandwiredError(f"{model.source}: nothing to judge by: give a puzzle, or a file with a target")
         self.model, self.source = model, source

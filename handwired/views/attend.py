@@ -197,6 +197,7 @@ class _Drawn:
             formula, note = ("scores[i, j] = −Σ_d (Q[i, d] − K[j, d])² / 2",
                              "Near keys score close to 0, far keys very negative.")
         else:
+            assert a.dot is not None, "the dot-product scores keep q · kᵀ"
             matrices = (self.grid("Q·Kᵀ", a.dot, "dot"),)
             formula, note = "scores = Q · Kᵀ", "How well each query matches each key: the dot product."
             if a.score == "scaled-dot":

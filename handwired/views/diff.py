@@ -2,7 +2,7 @@
 
 import math
 
-from rich.console import Group
+from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -44,7 +44,9 @@ def diff_view(before: Model, after: Model, result: Diff) -> Group:
                    Text.assemble(("new ", "dim"), model_line(after))]
     if result.weights:
         table = Table(title=f"weights that differ: {len(result.weights)}", title_justify="left")
-        for name, justify in (("weight", "left"), ("old", "right"), ("new", "right"), ("new − old", "right")):
+        columns: tuple[tuple[str, JustifyMethod], ...] = (("weight", "left"), ("old", "right"), ("new", "right"),
+                                                          ("new − old", "right"))
+        for name, justify in columns:
             table.add_column(name, justify=justify, no_wrap=name == "weight")
         deltas = [None if c.old is None or c.new is None else c.new - c.old for c in result.weights]
         cells = numbers([[_or_nan(c.old), _or_nan(c.new), _or_nan(d)] for c, d in zip(result.weights, deltas)])

@@ -10,7 +10,7 @@ from handwired.engine.trace import trace
 from handwired.judge.report import Failure
 from handwired.views import steps as explaining
 from handwired.views.figures import Step
-from handwired.views.matrices import step_panel
+from handwired.views.matrices import SHOW_ALL, step_panel
 from handwired.views.numbers import logits, number
 from handwired.weightfile import Model
 
@@ -57,7 +57,7 @@ def failure_parts(model: Model, failure: Failure, everything: bool = False, reve
     ``reveal`` is the command that shows the whole explain view of it, named in the fold lines and at the end."""
     split, steps = failure_steps(model, failure.context)
     parts: list = [Text(""), *headline(model, failure, split)]
-    parts += [step_panel(step, everything, **({"reveal": reveal} if reveal else {})) for step in steps]
+    parts += [step_panel(step, everything, reveal or SHOW_ALL) for step in steps]
     if reveal:
         parts.append(Text.assemble(("Every step of this context, nothing folded: ", "dim"), reveal))
     return parts

@@ -6,6 +6,7 @@ growing with the magnitude relative to the largest in the same matrix (below
 """
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from rich.cells import cell_len
@@ -15,10 +16,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from handwired.engine.trace import Trace
+from handwired.views.display import html_fragment
 from handwired.views.figures import Matrix, Prediction, Step
+from handwired.views.model import mask_note, model_line, window_note
 from handwired.views.numbers import column, numbers, probability, value_range
 from handwired.views.paging import column_pages, table_width, zero_lines
-from handwired.weightfile import fold_labels
+from handwired.weightfile import Model, fold_labels
+from handwired.weightfile.axes import shown
 
 POSITIVE = ("#163d63", "#1d5689", "#2670b3", "#2f8ade")
 NEGATIVE = ("#5c1a1a", "#832222", "#ab2b2b", "#d33535")
@@ -77,6 +82,12 @@ class MatrixView:
         self.fold_note = self._fold_note(zero_rows, zero_cols, reveal)
         self.caption = self._caption(formatted)
 
+    def __repr__(self) -> str:
+        return f"<MatrixView {self.matrix.title!r} {list(self.matrix.values.shape)}, {self.matrix.hook}>"
+
+    def _repr_html_(self) -> str:  # in Jupyter: the table, as the terminal shows it
+        return html_fragment([self])
+
     def _future(self, text: str, future: bool) -> str:
         # a masked cell reads as masked without colour too (NO_COLOR, a pipe): its own text, or its value in brackets
         if not future:
@@ -96,7 +107,7 @@ class MatrixView:
                              f"{fold_labels(hidden)}")
         return Text("; ".join([*parts, f"{reveal} to show them"]), style="dim") if parts else None
 
-    def _caption(self, formatted: list[list[str]]) -> Text | None:
+    def _caption(self, formatted: Sequence[Sequence[str]]) -> Text | None:
         if self.everything_zero:
             return None
         m = self.matrix
@@ -225,6 +236,15 @@ def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL,
         title_align="left",
         expand=False,
     )
+
+
+def explain_parts(model: Model, run: Trace, panels: list[Step], everything: bool = False) -> list:
+    """The explain view: the model, the context, its notes, then each step's panel, folded unless ``everything``."""
+    notes = [note for note in (window_note(model, run), mask_note(run)) if note]
+    return [model_line(model),
+            Text.assemble(("context ", "dim"), (shown(run.window), "bold"), f"  ({len(run.window)} tokens)"),
+            *notes,
+            *[step_panel(panel, everything) for panel in panels]]
 
 
 def predictions_table(predictions: tuple[Prediction, ...]) -> Table:

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import numpy as np
-from rich.console import Group
+from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -86,9 +86,10 @@ def probability_table(model: Model, logits: np.ndarray, probs: np.ndarray, best:
 def _positions_table(model: Model, trace: Trace) -> Table:
     table = Table(title="prediction at every position", title_justify="left", caption_justify="left",
                   caption="lead: the predicted token's logit minus the best other token's")
-    for name, justify in (("pos", "right"), ("token", "left"), ("sees", "left"), ("predicts", "left"),
-                          ("p", "right"), ("lead", "right"),
-                          ("next in input", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (("pos", "right"), ("token", "left"), ("sees", "left"),
+                                                      ("predicts", "left"), ("p", "right"), ("lead", "right"),
+                                                      ("next in input", "left"))
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     leads = column(np.array([gaps(trace.logits[i])[top_token(trace.logits[i])[0]] for i in range(len(trace.window))]),
                    signed=True)

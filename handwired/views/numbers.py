@@ -15,6 +15,7 @@ only when exact.
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 TINY = 0.0005  # below this a non-zero value would print as 0.000; it prints as ≈0 instead
 HUGE = 1e6  # from here on, scientific notation
@@ -45,7 +46,7 @@ def exact(value: float) -> str:
     return str(int(value)) if value == round(value) and abs(value) < WHOLE else repr(value)
 
 
-def numbers(values: np.ndarray, show_tiny: bool = False) -> list[list[str]]:
+def numbers(values: ArrayLike, show_tiny: bool = False) -> list[list[str]]:
     """A matrix's cell texts, all in the one format the whole matrix needs (see :func:`table_format`)."""
     values = np.asarray(values, dtype=float)
     style = table_format(values)

@@ -1,7 +1,7 @@
 """The game's views: the list of puzzles, a statement, and the verdict on a submission with its score."""
 
 from rich import box
-from rich.console import Group
+from rich.console import Group, JustifyMethod
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -20,7 +20,7 @@ from handwired.views.report import report_json
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
-STATUS = {DECIDED: "decided", AMBIGUOUS: "ambiguous", OUT_OF_DOMAIN: "out of domain"}
+STATUS: dict[int, str] = {DECIDED: "decided", AMBIGUOUS: "ambiguous", OUT_OF_DOMAIN: "out of domain"}
 
 
 def score_text(score: Score) -> str:
@@ -38,9 +38,10 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80)
     table = Table(title="puzzles: each judged on every context", title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False)
     wide = width >= WIDE
-    columns = [("level", "right"), ("name", "left"), *([("to build", "left")] if wide else []), ("n_embd", "right"),
-               ("heads", "right"), ("blocks", "right"), ("MLP", "right"), ("par", "right"), ("record", "right"),
-               ("yours", "right")]
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("level", "right"), ("name", "left"), *([("to build", "left")] if wide else []), ("n_embd", "right"),
+        ("heads", "right"), ("blocks", "right"), ("MLP", "right"), ("par", "right"), ("record", "right"),
+        ("yours", "right")]
     for column, justify in columns:
         wraps = column == "to build"
         table.add_column(column, justify=justify, no_wrap=not wraps, ratio=1 if wraps else None)
@@ -158,6 +159,7 @@ def puzzle_line(puzzle: Puzzle) -> Text:
 def score_view(submission: Submission, best_before: Score | None, new_best: bool) -> Group:
     """A solved puzzle: the verdict against par, the score table, where to see the reference."""
     puzzle, score, par = submission.puzzle, submission.score, submission.par
+    assert score is not None, "the score view is a solved puzzle's"
     table = Table(title="score (better: fewer non-zero parameters, then n_embd, blocks, heads; the margin is shown, "
                   "not ranked)", title_justify="left")
     table.add_column("")
@@ -186,7 +188,7 @@ def _standing(score: Score, par: Score | None, record: Score | None, best_before
     words = {"better": {"par": " Better than par.", "record": " Better than the record: the leanest answer known "
                         "until now!"},
              "tie": {"par": " Ties par.", "record": " Ties the record."}}
-    said = "".join(words.get(score.against(other), {}).get(label, "")
+    said = "".join(words.get(score.against(other) or "", {}).get(label, "")
                    for label, other in (("par", par), ("record", record)))
     if new_best and best_before is not None:
         said += " A new best."
@@ -207,7 +209,7 @@ def unsolved_line(submission: Submission) -> Text:
 
 def submission_json(submission: Submission, best: Score | None, new_best: bool, near_miss: float = NEAR_MISS) -> dict:
     """The verdict for programs: the report, solved, the score, par, the player's best."""
-    return {"puzzle": submission.puzzle.name, **report_json(submission.report, near_miss),
+    return {"puzzle": submission.puzzle.name, **report_json(submission.fitted_report, near_miss),
             "solved": submission.solved, "parameters": nonzero_parameters(submission.model),
             "score": _figures(submission.score), "par": _figures(submission.par),
             "record": _figures(submission.puzzle.record), "best": _figures(best), "new_best": new_best,

@@ -37,7 +37,7 @@ def verdict(separation: Separation | None) -> str:
     if separation is None:
         return "One group only: nothing to separate."
     runs = separation.runs
-    if not separation.separated:
+    if separation.shared is not None:  # not separated
         low, high = separation.shared
         span = f"at {bound(low)}" if low == high else f"on [{bound(low)}, {bound(high)}]"
         return f"The groups overlap {span}: no threshold separates them."
@@ -102,7 +102,7 @@ def spread_json(model: Model, spread: Spread) -> dict:
         "bins": spread.edges.tolist(),
         "groups": [{"group": g.key, "count": g.count, "min": g.low, "max": g.high,
                     "histogram": g.histogram.tolist()} for g in spread.groups],
-        "overlap": None if separation is None or separation.separated else list(separation.shared),
+        "overlap": None if separation is None or separation.shared is None else list(separation.shared),
         "order": None if separation is None else list(separation.runs),
         "thresholds": None if separation is None or not separation.separated
         else [list(pair) for pair in separation.thresholds],

@@ -66,7 +66,7 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
     if "embed" in wanted:
         result.append(view.embed())
     for b in blocks:
-        if "ln1" in wanted and f"blocks.{b}.ln1.hook_normalized" in trace.record:
+        if "ln1" in wanted and f"blocks.{b}.ln1.hook_out" in trace.record:
             result.append(view.ln1(b))
         for h in heads:  # one head's whole story before the next head's
             result.extend(getattr(view, key)(b, h) for key in HEAD_STEPS if key in wanted)
@@ -132,7 +132,7 @@ class _View:
         )
 
     def ln1(self, block: int) -> Step:
-        hook = f"blocks.{block}.ln1.hook_normalized"
+        hook = f"blocks.{block}.ln1.hook_out"
         return Step(
             "ln1", f"LayerNorm before attention · block {block}", "LN(x) = g·(x − mean(x)) / √(var(x) + 1e-5) + b",
             f"{_shape(self.record[hook])} → {_shape(self.record[hook])}, each row separately",
@@ -217,7 +217,7 @@ class _View:
     def mlp(self, block: int) -> Step:
         pre = self.record[f"blocks.{block}.mlp.hook_pre"]
         hidden = self.model.axes(f"blocks[{block}].mlp.c_fc.w")[1].labels  # the file's own names for its hidden units
-        normed = "LN(x)" if f"blocks.{block}.ln2.hook_normalized" in self.record else "x"
+        normed = "LN(x)" if f"blocks.{block}.ln2.hook_out" in self.record else "x"
         return Step(
             "mlp", f"MLP · block {block}", "mlp_out = gelu(LN(x) · W_fc + b_fc) · W_proj + b_proj;  x ← x + mlp_out",
             f"[{self.n}, {self.model.n_embd}] → hidden [{self.n}, {pre.shape[1]}] → [{self.n}, {self.model.n_embd}]",
@@ -232,10 +232,10 @@ class _View:
         )
 
     def logits(self) -> Step:
-        final = "ln_final.hook_normalized" in self.record
+        final = "ln_final.hook_out" in self.record
         matrices = []
         if final:
-            matrices.append(self._residual("LN_f(x)", "ln_final.hook_normalized"))
+            matrices.append(self._residual("LN_f(x)", "ln_final.hook_out"))
         matrices.append(Matrix("logits", "logits", self.record["logits"], self.positions, self.model.vocab,
                                "position:token", "next token", "pos ╲ next"))
         return Step(

@@ -44,7 +44,7 @@ def interval_line(name: str, interval: Interval) -> str:
 def summary(sweep: Sweep) -> list[Text]:
     """The verdict in words: the intervals (one constant) or the count of passing points (two)."""
     passing = sum(point.verdict.ok for point in sweep.points)
-    if len(sweep.ranges) > 1 or not passing:
+    if sweep.ranges[1:] or not passing:  # more than one constant
         return [Text(f"Every context passes at {passing:,} of the {len(sweep.points):,} values tried.",
                      style="bold green" if passing else "bold red")]
     name = sweep.ranges[0].name

@@ -41,6 +41,7 @@ from handwired.views.model import model_line, window_note
 from handwired.views.numbers import number
 from handwired.views.report import margin_line
 from handwired.weightfile import Model, parse, read_json
+from handwired.weightfile.checker import known
 
 FAILURES_SHOWN = 5
 EDITS_SHOWN = 8
@@ -102,6 +103,13 @@ class Snapshot:
     def ok(self) -> bool:
         return not self.errors
 
+    def loaded(self) -> tuple[Model, Trace, Verdict]:
+        """The model, the drawn context's trace and the verdict of a snapshot that loaded (one that did not has
+        its errors instead)."""
+        if self.model is None or self.trace is None or self.verdict is None:
+            raise ValueError(f"{self.path}: did not load: {'; '.join(self.errors)}")
+        return self.model, self.trace, self.verdict
+
 
 def fingerprint(path: Path) -> tuple[int, ...] | None:
     """What tells one save from the next without reading the file; None while it is missing."""
@@ -133,9 +141,10 @@ def load_snapshot(
     except OSError:
         saved = time.time()
     try:
-        model, problems = parse(read_json(path), source=str(path))
+        parsed, problems = parse(read_json(path), source=str(path))
         if problems:
             return Snapshot(path, saved, errors=tuple(problems))
+        model = known(parsed)
         verdict = judge(model)
         context, drawn = _context(model, text, verdict)
         if context is None:
@@ -156,8 +165,9 @@ def _context(model: Model, text: str | None, verdict: Verdict) -> tuple[str | No
     if text is not None:
         return text, ""
     report = verdict.report
-    if verdict.follows_failure and report is not None and report.failures:
-        return report.shortest_failure.context, "the shortest failing context"
+    failure = report.shortest_failure if report is not None else None
+    if verdict.follows_failure and failure is not None:
+        return failure.context, "the shortest failing context"
     if verdict.follows_failure and report is not None and report.ok:
         return model.example, "the file's example: every context passes"
     return model.example, ""
@@ -166,10 +176,9 @@ def _context(model: Model, text: str | None, verdict: Verdict) -> tuple[str | No
 def _failure_headline(model: Model, verdict: Verdict, drawn: Trace) -> tuple[Text, ...]:
     """The shortest failure's headline, on the loading thread; its trace is the drawn one when that is the
     failing context (under a puzzle, unless another was asked for), so the pass is not run twice."""
-    report = verdict.report
-    if report is None or not report.failures:
+    failure = verdict.report.shortest_failure if verdict.report is not None else None
+    if failure is None:
         return ()
-    failure = report.shortest_failure
     run = drawn if drawn.text == failure.context else trace(model, failure.context)
     return tuple(headline(model, failure, attribution.attribute(model, run)))
 
@@ -201,7 +210,7 @@ def changed_cells(previous: Snapshot | None, current: Snapshot) -> dict[tuple[st
 def edited_weights(previous: Snapshot | None, current: Snapshot) -> list[WeightChange]:
     if previous is None or not previous.ok or not current.ok:
         return []
-    return weight_changes(previous.model, current.model)
+    return weight_changes(previous.loaded()[0], current.loaded()[0])
 
 
 @dataclass(frozen=True)
@@ -285,16 +294,16 @@ def screen(state: State, header: str = "", show_all: bool = False) -> Group:
     good = state.good
     if good is None:
         return Group(*parts)
-    parts.append(verdict_view(good.verdict, state.before.verdict if state.before is not None else None, good.headline))
+    model, run, verdict = good.loaded()
+    parts.append(verdict_view(verdict, state.before.loaded()[2] if state.before is not None else None, good.headline))
     edits = edited_weights(state.before, good)
     if edits:
         parts.append(edits_view(edits))
     marks = changed_cells(state.before, good)
-    parts.append(Text.assemble(model_line(good.model), ("  saved ", "dim"), _clock(good.saved)))
-    parts.append(Text.assemble(("context ", "dim"), (good.trace.window, "bold"),
-                               f"  ({len(good.trace.window)} tokens)",
+    parts.append(Text.assemble(model_line(model), ("  saved ", "dim"), _clock(good.saved)))
+    parts.append(Text.assemble(("context ", "dim"), (run.window, "bold"), f"  ({len(run.window)} tokens)",
                                (f"  {good.drawn}" if good.drawn else "", "dim")))
-    note = window_note(good.model, good.trace)
+    note = window_note(model, run)
     if note:
         parts.append(note)
     if state.before is not None:
@@ -307,8 +316,9 @@ def screen(state: State, header: str = "", show_all: bool = False) -> Group:
 
 def _changes_line(before: Snapshot, now: Snapshot, marks: dict) -> str:
     """How many values of the view changed since the previous version, or why none can be compared."""
-    if before.ok and before.trace.window != now.trace.window:  # e.g. the failure fixed, the example drawn now
-        return f"another context than the previous version's ({before.trace.window}): no value is compared"
+    window = before.loaded()[1].window if before.ok else None
+    if window is not None and window != now.loaded()[1].window:  # e.g. the failure fixed, the example drawn now
+        return f"another context than the previous version's ({window}): no value is compared"
     count = sum(int(mask.sum()) for mask in marks.values())
     if not count:
         return "no value in this view changed from the previous version"

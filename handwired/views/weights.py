@@ -35,18 +35,20 @@ def weight_matrices(model: Model) -> list[Matrix]:
         written = model.written.entries[path]
         values = locate(model.params, path)
         axes = model.axes(path)
-        if written.ndim == 1:  # a vector: one row
-            written, values, axes = written[None, :], values[None, :], (None, *axes)
-        rows = (row,) if axes[0] is None else axes[0].labels
-        cols = axes[1].labels[columns]
+        if written.ndim == 1:  # a vector: one row, labelled ``row``
+            written, values, row_side, col_side = written[None, :], values[None, :], None, axes[0]
+        else:
+            row_side, col_side = axes[0], axes[1]
+        rows = (row,) if row_side is None else row_side.labels
+        cols = col_side.labels[columns]
         texts = tuple(tuple(_as_written(entry) for entry in line[columns]) for line in written)
-        return Matrix(title or path, "", values[:, columns], rows, cols, _axis_name(axes[0]),
-                      col_axis or _axis_name(axes[1]), "╲", texts=texts)
+        return Matrix(title or path, "", values[:, columns], rows, cols, _axis_name(row_side),
+                      col_axis or _axis_name(col_side), "╲", texts=texts)
 
     def norm(path: str) -> Matrix:
         g, b = param(f"{path}.g", row="g"), param(f"{path}.b", row="b")
         return Matrix(path, "", np.vstack([g.values, b.values]), ("g", "b"), g.cols, "—", g.col_axis, "╲",
-                      texts=g.texts + b.texts)
+                      texts=(g.texts or ()) + (b.texts or ()))
 
     d = model.n_embd
     matrices = [param("wte"), param("wpe")]

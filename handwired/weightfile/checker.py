@@ -14,12 +14,22 @@ a path to the value it names.
 import difflib
 import math
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from handwired.weightfile.axes import as_index, shown
 from handwired.weightfile.jsonfile import HugeInteger
 
 MAX_SIZE = 4096  # the largest count handwired reads: far beyond anything wired by hand
+T = TypeVar("T")
+
+
+def known(value: T | None) -> T:
+    """A value a checker read, once its document has no problem: each reader returns None only after recording
+    one, so here it is never None (if it were, a reader broke that promise: a bug, said as one)."""
+    if value is None:
+        raise AssertionError("a checker returned None without recording a problem")
+    return value
 
 
 def describe(value: Any) -> str:
@@ -221,7 +231,7 @@ class Checker:
             return None
         return value
 
-    def kind(self, value: Any, path: str, kinds: dict[str, tuple[str, ...] | dict[str, bool]]) -> str | None:
+    def kind(self, value: Any, path: str, kinds: Mapping[str, tuple[str, ...] | dict[str, bool]]) -> str | None:
         """An object ``{"kind": K, …}`` whose K is one of ``kinds``, with K's parameters beside it and nothing else.
 
         ``kinds`` maps each kind to its parameters: a tuple (all required) or a dict (parameter -> required).

@@ -73,13 +73,14 @@ class EntryChecker(Checker):
                 return None
             if cols is None and isinstance(value[0], list):  # width unknown: the first row decides
                 cols = Axis("as the first row", tuple(str(i) for i in range(len(value[0]))))
-            keyed = [(i, i) for i in range(len(value))]
+            cells: list[tuple[int, int | str, Any]] = list(zip(range(len(value)), range(len(value)), value))
         elif isinstance(value, dict):
             if rows is None or cols is None:
                 return None  # the labels depend on something already reported as wrong
             keyed = self._keys(value, path, rows, "row")
             if keyed is None:
                 return None
+            cells = [(index, key, value[key]) for index, key in keyed]
         else:
             expected = f"{len(rows)} rows" if rows else "rows"
             self.problem(path, f"expected a list of {expected} ({rows.meaning if rows else 'rows'}) "
@@ -88,8 +89,8 @@ class EntryChecker(Checker):
         n_rows = len(rows) if rows is not None else len(value)
         written = np.zeros((n_rows, len(cols) if cols is not None else 0), dtype=object)
         ok = True
-        for index, key in keyed:
-            row = self._entries(value[key], item(path, key), cols, "column")
+        for index, key, entry in cells:  # (row index, the row's key in the file, the row as written)
+            row = self._entries(entry, item(path, key), cols, "column")
             if row is None:
                 ok = False
             elif cols is not None:

@@ -79,7 +79,7 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
         match = _TOKEN.match(text, pos)
         if match is None or match.end() == pos:
             raise ExpressionError(f"unexpected character {text[pos:].lstrip()[0]!r}")
-        kind = match.lastgroup
+        kind = match.lastgroup or ""  # every alternative of _TOKEN is a named group
         tokens.append((kind, match.group(kind)))
         pos = match.end()
     return tokens

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
+from handwired.weightfile.checker import known
 from handwired.weightfile.jsonfile import read_json
 from handwired.weightfile.model import Model
 from handwired.weightfile.parse import parse
@@ -60,4 +61,4 @@ def load(spec: str = DEFAULT_MODEL) -> Model:
     if problems:
         more = f" (and {len(problems) - 1} more: handwired weights validate {path})" if len(problems) > 1 else ""
         raise HandwiredError(f"{path}: {problems[0]}{more}")
-    return model
+    return known(model)

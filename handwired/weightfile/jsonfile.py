@@ -96,6 +96,8 @@ class HugeInteger(float):
     """An integer literal beyond float range: infinite as a number, so every check that wants a finite
     number or a whole count refuses it with its path; printed short, as its first digits and length."""
 
+    literal: str  # the digits as the file wrote them
+
     def __new__(cls, literal: str) -> "HugeInteger":
         number = super().__new__(cls, "-inf" if literal.startswith("-") else "inf")
         number.literal = literal

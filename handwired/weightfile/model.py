@@ -64,6 +64,11 @@ class Model:
     written: Written = field(default_factory=Written, repr=False)
     puzzle: str | None = None  # the puzzle it answers: a bundled name, or "statement.json#hash" (see judge.catalogue)
 
+    def __repr__(self) -> str:  # one line: the parameters and what the file wrote are too many to print
+        c = self.config
+        return (f"<Model {self.name or '(unnamed)'!r} from {self.source}: vocab {' '.join(map(shown, c.vocab))}, "
+                f"n_ctx {c.n_ctx}, n_embd {c.n_embd}, {c.n_layer} block(s) × {c.n_head} head(s)>")
+
     # The config's figures, read so often that they are the model's too.
     @property
     def vocab(self) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from handwired.weightfile.axes import Axis
-from handwired.weightfile.checker import describe
+from handwired.weightfile.checker import describe, known
 from handwired.weightfile.entries import EntryChecker
 from handwired.weightfile.expr import NAME_PATTERN
 from handwired.weightfile.heads import head_axes, numbered
@@ -64,7 +64,8 @@ def parse(doc: Any, source: str = "<weights>") -> tuple[Model | None, list[str]]
     params = _params(check, top, axes, n_head)
     if check.problems:
         return None, check.problems
-    config = Config(tuple(vocab), n_ctx, n_embd, n_head, len(params["blocks"]), tuple(dims))
+    config = Config(tuple(known(vocab)), known(n_ctx), known(n_embd), known(n_head), len(params["blocks"]),
+                    tuple(known(dims)))
     written = Written(doc, dict(check.constants), check.written, _param_axes(check.written, axes))
     return Model(config, params, source, name, description, example, target, written, puzzle), []
 

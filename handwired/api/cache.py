@@ -1,0 +1,124 @@
+"""The activations of a run, keyed by TransformerLens hook names with the batch axis kept, and the residual
+stream taken apart as ``explain --step why`` takes it."""
+
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+
+from handwired.api.names import key_name
+from handwired.engine.attribution import Attribution, attribute, centre_and_scale
+from handwired.engine.forward import LN_EPS
+from handwired.engine.trace import Trace
+from handwired.errors import HandwiredError, bad_value
+from handwired.views.display import escape
+from handwired.weightfile import Model
+
+
+class ActivationCache(Mapping[str, np.ndarray]):
+    """Hook name -> value [batch, …], in forward-pass order; ``cache["pattern", 0]`` and the other short forms of
+    TransformerLens's ``get_act_name`` work too."""
+
+    def __init__(self, model: Model, tokens: np.ndarray, record: dict[str, np.ndarray]) -> None:
+        self.model = model
+        self.tokens = tokens  # [batch, pos]
+        self._record = record
+
+    def __getitem__(self, key: object) -> np.ndarray:
+        name = key_name(key)
+        if name not in self._record:
+            raise KeyError(f"{key!r}: no hook {name!r} in this cache; it holds {', '.join(self._record)}")
+        return self._record[name]
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return key_name(key) in self._record
+        except KeyError:
+            return False
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._record)
+
+    def __len__(self) -> int:
+        return len(self._record)
+
+    def __repr__(self) -> str:
+        batch, pos = self.tokens.shape
+        return f"<ActivationCache: {len(self)} hooks, batch {batch}, {pos} positions; e.g. cache['pattern', 0]>"
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td><code>{escape(name)}</code></td><td>{list(value.shape)}</td></tr>"
+                       for name, value in self._record.items())
+        return f"<p>{escape(repr(self))}</p><table><tr><th>hook</th><th>shape</th></tr>{rows}</table>"
+
+    def stack_activation(self, name: str) -> np.ndarray:  # -> [layer, batch, …]
+        """One hook of every block, stacked: ``stack_activation("resid_post")``."""
+        return np.stack([self[name, layer] for layer in range(self.model.n_layer)])
+
+    def accumulated_resid(self, layer: int | None = None, incl_mid: bool = False, apply_ln: bool = False,
+                          return_labels: bool = False):
+        """The residual stream as it grows: each block's ``resid_pre`` (and ``resid_mid``), then the final
+        ``resid_post``; [component, batch, pos, n_embd]. ``layer``: the blocks before it only (no final)."""
+        n_layer = self.model.n_layer
+        last = n_layer if layer is None or layer in (-1, n_layer) else layer
+        if not 0 <= last <= n_layer:
+            raise bad_value("layer", layer, f"the model has blocks 0…{n_layer - 1}; {n_layer} or None is every one")
+        labels, parts = [], []
+        for i in range(last):
+            labels.append(f"{i}_pre")
+            parts.append(self["resid_pre", i])
+            if incl_mid and ("resid_mid", i) in self:
+                labels.append(f"{i}_mid")
+                parts.append(self["resid_mid", i])
+        if last == n_layer:
+            labels.append("final_post")
+            parts.append(self["resid_post", n_layer - 1] if n_layer else self["hook_embed"] + self["hook_pos_embed"])
+        return self._finish(np.stack(parts), labels, apply_ln, return_labels)
+
+    def decompose_resid(self, layer: int | None = None, mode: str = "all", incl_embeds: bool = True,
+                        apply_ln: bool = False, return_labels: bool = False):
+        """What each part wrote into the residual stream (they add up to it): ``embed``, ``pos_embed``, then each
+        block's ``attn_out`` and ``mlp_out`` (``mode`` "attn" or "mlp": one kind); [component, batch, pos, n_embd]."""
+        if mode not in ("all", "attn", "mlp"):
+            raise bad_value("mode", repr(mode), "expected 'all', 'attn' or 'mlp'")
+        last = self.model.n_layer if layer is None or layer == -1 else layer
+        labels, parts = [], []
+        if incl_embeds:
+            labels += ["embed", "pos_embed"]
+            parts += [self["hook_embed"], self["hook_pos_embed"]]
+        for i in range(last):
+            for kind in ("attn", "mlp"):
+                if mode in ("all", kind) and (f"{kind}_out", i) in self:
+                    labels.append(f"{i}_{kind}_out")
+                    parts.append(self[f"{kind}_out", i])
+        if not parts:
+            raise HandwiredError("decompose_resid: no part to show; include the embeddings or a block", ())
+        return self._finish(np.stack(parts), labels, apply_ln, return_labels)
+
+    def _finish(self, stack: np.ndarray, labels: list[str], apply_ln: bool, return_labels: bool):
+        if apply_ln:
+            stack = self.apply_ln_to_stack(stack)
+        return (stack, labels) if return_labels else stack
+
+    def apply_ln_to_stack(self, stack: np.ndarray) -> np.ndarray:  # [component, batch, pos, n_embd] -> the same
+        """The final LayerNorm applied to each component with its scale frozen at the whole stream's, as ``why``
+        does: centred, divided by σ = √(var(x) + eps) of the final residual, times the gain g (no bias). Then
+        ``stack @ wte.T`` gives each component's share of each logit, and the shares and ``ln_f.b @ wte.T`` add
+        up to the logits. A model without ``ln_f``: the stack as it is."""
+        if "ln_f" not in self.model.params:
+            return stack
+        n_layer = self.model.n_layer
+        final = self["resid_post", n_layer - 1] if n_layer else self["hook_embed"] + self["hook_pos_embed"]
+        scale = np.sqrt(np.var(final, axis=-1, keepdims=True) + LN_EPS)  # [batch, pos, 1]
+        return centre_and_scale(stack, self.model.params["ln_f"]["g"], scale)
+
+    def logit_attribution(self, position: int = -1, batch: int = 0) -> Attribution:
+        """Each logit at one position of one context split into every part's share — the numbers
+        ``explain --step why`` shows: ``.parts`` (labels), ``.contributions`` [part, vocab], ``.total``."""
+        n_batch, n_pos = self.tokens.shape
+        if not -n_batch <= batch < n_batch:
+            raise bad_value("batch", batch, f"the cache holds contexts 0…{n_batch - 1}")
+        if not -n_pos <= position < n_pos:
+            raise bad_value("position", position, f"the contexts have positions 0…{n_pos - 1}")
+        record = {name: value[batch] for name, value in self._record.items()}
+        text = self.model.decode(self.tokens[batch])
+        return attribute(self.model, Trace(text, text, self.tokens[batch], record), position % n_pos)

@@ -1,0 +1,153 @@
+"""Judging from Python: :func:`check` (a model on its target, as ``handwired check``) and :func:`puzzle`, whose
+``submit(model)`` is the game's verdict (as ``handwired puzzles check``, without touching the player's progress).
+Each result keeps the core's own report (``.report``) and shows itself as the command line would."""
+
+import os
+from pathlib import Path
+
+from handwired.api.loading import load
+from handwired.api.model import HookedModel
+from handwired.defaults import FAILURES_SHOWN, NEAR_MISS, SEED
+from handwired.judge.catalogue import load_puzzle, reference_solution
+from handwired.judge.plans import chosen_plan
+from handwired.judge.progress import Progress
+from handwired.judge.puzzle import Answer, Puzzle, answer
+from handwired.judge.report import Report, run
+from handwired.judge.scores import Score
+from handwired.judge.verdict import Submission, submit
+from handwired.views.display import View, html_fragment
+from handwired.views.puzzles import puzzle_line, score_text, score_view, statement_view, unsolved_line
+from handwired.views.report import failure_view
+
+
+def _model(model) -> HookedModel:
+    return load(model)
+
+
+class CheckReport:
+    """A check's result: ``ok``, the counts, the shortest failures and the margin (``.report``, the core's)."""
+
+    def __init__(self, model: HookedModel, report: Report, near_miss: float = NEAR_MISS) -> None:
+        self.model, self.report, self.near_miss = model, report, near_miss
+
+    @property
+    def ok(self) -> bool:
+        return self.report.ok
+
+    def view(self) -> View:
+        return View(f"check · model {self.model.name}",
+                    lambda everything: failure_view(self.model.model, self.report, self.near_miss, everything))
+
+    def __repr__(self) -> str:
+        r = self.report
+        verdict = "passed" if r.ok else ("interrupted" if r.interrupted else f"FAILED {r.failed:,}")
+        first = f"; shortest failure {r.shortest_failure.context!r}" if r.shortest_failure else ""
+        margin = f"; margin {r.margin.value:g} at {r.margin.context!r}" if r.margin else ""
+        return (f"<CheckReport {verdict}: {r.passed:,} of {r.decided:,} judged contexts pass ({r.description})"
+                f"{first}{margin}>")
+
+    def _repr_html_(self) -> str:
+        return self.view()._repr_html_()
+
+
+def check(model, target: str | None = None, *, exhaustive: bool = False, sample: int | None = None,
+          seed: int = SEED, min_length: int | None = None, length: int | None = None,
+          show: int = FAILURES_SHOWN, near_miss: float = NEAR_MISS) -> CheckReport:
+    """Judge ``model`` on a repeating pattern (``target``; default: the file's) as ``handwired check`` does: the
+    stream test, or ``exhaustive=True`` every context, or ``sample=N`` random ones."""
+    hooked = _model(model)
+    plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length)
+    return CheckReport(hooked, run(hooked.model, plan, show), near_miss)
+
+
+class Verdict:
+    """A model judged as a puzzle's answer: ``fits``, ``solved``, ``score`` and ``par``, ``report`` (the core's),
+    and ``misfit`` (what breaks the puzzle's vocab, n_ctx or caps; a misfit is not run)."""
+
+    def __init__(self, submission: Submission, near_miss: float = NEAR_MISS) -> None:
+        self.submission, self.near_miss = submission, near_miss
+
+    @property
+    def fits(self) -> bool:
+        return self.submission.fits
+
+    @property
+    def solved(self) -> bool:
+        return self.submission.solved
+
+    @property
+    def score(self) -> Score | None:
+        return self.submission.score
+
+    @property
+    def par(self) -> Score | None:
+        return self.submission.par
+
+    @property
+    def report(self) -> Report | None:
+        return self.submission.report
+
+    @property
+    def misfit(self) -> tuple[str, ...]:
+        return self.submission.misfit
+
+    def parts(self, everything: bool = True) -> list:
+        s, report = self.submission, self.submission.report
+        if report is None:  # a misfit is not run
+            return [puzzle_line(s.puzzle), str(s.misfit_error())]
+        parts: list = [puzzle_line(s.puzzle), *failure_view(s.model, report, self.near_miss, everything)]
+        parts.append(score_view(s, None, False) if s.solved else unsolved_line(s))
+        return parts
+
+    def __repr__(self) -> str:
+        s, report = self.submission, self.submission.report
+        if report is None:
+            return f"<Verdict on {s.puzzle.name!r}: does not fit: {'; '.join(s.misfit)}>"
+        if s.score is not None:
+            return f"<Verdict on {s.puzzle.name!r}: solved, {score_text(s.score)}>"
+        first = report.shortest_failure
+        return (f"<Verdict on {s.puzzle.name!r}: not solved, {report.failed:,} of {report.decided:,} judged "
+                f"contexts fail{f', the shortest {first.context!r}' if first else ''}>")
+
+    def _repr_html_(self) -> str:
+        return html_fragment(self.parts())
+
+
+class PuzzleHandle:
+    """A puzzle: its statement (``.puzzle``, the core's), ``answer(context)`` by its rule, ``reference()`` (the
+    bundled solution) and ``submit(model)``."""
+
+    def __init__(self, puzzle: Puzzle) -> None:
+        self.puzzle = puzzle
+
+    @property
+    def name(self) -> str:
+        return self.puzzle.name
+
+    def answer(self, context: str) -> Answer:
+        return answer(self.puzzle, context)
+
+    def reference(self) -> HookedModel:
+        """The puzzle's reference solution (a bundled puzzle's; a written one has none)."""
+        model = reference_solution(self.puzzle)
+        if model is None:
+            from handwired.errors import HandwiredError
+
+            raise HandwiredError(f"puzzle {self.puzzle.name!r}: has no bundled reference solution")
+        return HookedModel(model)
+
+    def submit(self, model, show: int = FAILURES_SHOWN) -> Verdict:
+        """The verdict on ``model`` (a HookedModel, name, path or dict) as an answer: fit, every context, score."""
+        return Verdict(submit(self.puzzle, _model(model).model, show))
+
+    def __repr__(self) -> str:
+        p = self.puzzle
+        return f"<puzzle {p.name!r} (level {p.level}): {p.title}; vocab {''.join(p.vocab)}, n_ctx {p.n_ctx}>"
+
+    def _repr_html_(self) -> str:
+        return html_fragment([statement_view(self.puzzle, Progress(Path(os.devnull), writable=False))])
+
+
+def puzzle(name: str | os.PathLike[str]) -> PuzzleHandle:
+    """A bundled puzzle by name, or a statement someone wrote by its path."""
+    return PuzzleHandle(load_puzzle(os.fspath(name)))

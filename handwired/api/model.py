@@ -1,0 +1,210 @@
+"""A loaded model for Python and notebooks: call it, run it with a cache or with hooks, as TransformerLens's
+``HookedTransformer`` is used, on handwired's own forward pass (:func:`handwired.engine.forward.forward`)."""
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from handwired.api.cache import ActivationCache
+from handwired.api.tokens import to_tokens
+from handwired.engine.forward import forward
+from handwired.engine.logits import raise_not_finite
+from handwired.engine.probe import parse_probe
+from handwired.engine.trace import trace
+from handwired.errors import HandwiredError
+from handwired.judge import spread as spreading
+from handwired.judge.catalogue import load_puzzle, named_puzzle
+from handwired.views import steps as explaining
+from handwired.views.cost import refuse_slow_drawing, refuse_slow_explain, refuse_slow_predict
+from handwired.views.display import View, escape, html_fragment
+from handwired.views.matrices import explain_parts
+from handwired.views.model import model_line, prediction_view
+from handwired.views.spread import spread_view
+from handwired.weightfile import Config, Model, bundled_dir
+from handwired.weightfile.axes import shown
+
+HookFunction = Callable[..., Any]  # fn(value, hook) -> a replacement, or None to keep the value (changed in place)
+NamesFilter = str | Iterable[str] | Callable[[str], bool] | None
+
+
+@dataclass(frozen=True)
+class HookPoint:
+    """What a hook function is told about where it runs, as TransformerLens's ``hook`` argument: ``hook.name``."""
+
+    name: str
+
+    def layer(self) -> int:
+        """The block the hook is in (``blocks.1.…`` → 1); one outside a block has none."""
+        parts = self.name.split(".")
+        if parts[0] != "blocks":
+            raise HandwiredError(f"{self.name}: is in no block")
+        return int(parts[1])
+
+
+class HookedModel:
+    """A weight file, loaded: ``model(input)`` gives logits [batch, pos, vocab]; ``input`` is text, a list of texts
+    of one length, or token ids [pos] or [batch, pos]."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model  # the weight file's Model: config, float64 params, what the file wrote
+
+    @property
+    def cfg(self) -> Config:
+        return self.model.config
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def vocab(self) -> tuple[str, ...]:
+        return self.model.vocab
+
+    @property
+    def params(self) -> dict:
+        """The parameters in GPT-2's layout: ``params["blocks"][0]["attn"]["c_proj"]["w"]``."""
+        return self.model.params
+
+    @property
+    def hook_names(self) -> list[str]:
+        """Every hook this model records, in forward-pass order."""
+        record: dict = {}
+        forward(self.model.params, np.zeros((1, 1), dtype=np.intp), self.model.n_head, record=record)
+        return list(record)
+
+    def to_tokens(self, input: object) -> np.ndarray:  # -> [batch, pos]
+        return to_tokens(self.model, input)
+
+    def to_string(self, tokens: object) -> str | list[str]:
+        """Token ids [pos] -> text; [batch, pos] -> a list of texts."""
+        ids = np.asarray(tokens)
+        return self.model.decode(ids) if ids.ndim == 1 else [self.model.decode(row) for row in ids]
+
+    def __call__(self, input: object) -> np.ndarray:  # -> [batch, pos, n_vocab]
+        return self._run(self.to_tokens(input))
+
+    def run_with_cache(self, input: object, names_filter: NamesFilter = None) -> tuple[np.ndarray, ActivationCache]:
+        """(logits [batch, pos, vocab], the cache of every hook, or of those ``names_filter`` keeps)."""
+        tokens = self.to_tokens(input)
+        record: dict[str, np.ndarray] = {}
+        logits = self._run(tokens, record.__setitem__)
+        keep = _names_filter(names_filter)
+        return logits, ActivationCache(self.model, tokens, {k: v for k, v in record.items() if keep(k)})
+
+    def run_with_hooks(self, input: object, fwd_hooks: Iterable[tuple[str | Callable[[str], bool], HookFunction]] = (),
+                       ) -> np.ndarray:
+        """Logits [batch, pos, vocab] of a run where each ``(name, fn)`` sees its hook's value: ``fn(value, hook)``
+        may return a replacement, or change ``value`` in place and return None (zero-ablation, mean-ablation,
+        patching in a value from another run's cache). ``name`` may be a filter ``name -> bool``."""
+        fwd_hooks = list(fwd_hooks)  # read twice below: a generator would be empty the second time
+        hooks = [(_names_filter(name), fn) for name, fn in fwd_hooks]
+        names = [name for name in self.hook_names if name != "probs"]  # probs follow the logits; hook those
+        unknown = [name for name, _ in fwd_hooks if isinstance(name, str) and name not in names]
+        if unknown:
+            raise HandwiredError(f"{{fwd_hooks}}: the model has no hook {unknown[0]!r}; it has {', '.join(names)}",
+                                 ("fwd_hooks",))
+
+        def hook(name: str, value: np.ndarray) -> np.ndarray | None:
+            chosen = [fn for keep, fn in hooks if keep(name)] if name != "probs" else []
+            if not chosen:
+                return None
+            value = value.copy()  # the function may change it in place: never the pass's own arrays
+            for fn in chosen:
+                new = fn(value, HookPoint(name))
+                if new is not None:
+                    value = _replacement(name, value, new)
+            return value
+
+        return self._run(self.to_tokens(input), hook)
+
+    def _run(self, tokens: np.ndarray, hook=None) -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, in one line
+            logits = forward(self.model.params, tokens, self.model.n_head, hook=hook)
+        if not np.isfinite(logits).all():
+            raise_not_finite(self.model, "on this input, the logits are not finite numbers")
+        return logits
+
+    def predict(self, text: str, every_position: bool = False) -> View:
+        """The next token after ``text``, as ``handwired predict`` shows it."""
+        refuse_slow_predict(self.model, min(len(self.model.encode(text, "text")), self.model.n_ctx), every_position)
+        run = trace(self.model, text)
+        return View(f"predict {text!r} · model {self.name}",
+                    lambda everything: [prediction_view(self.model, run, every_position)])
+
+    def explain(self, text: str | None = None, step: str | list[str] | None = None, block: int | None = None,
+                head: int | None = None) -> View:
+        """Every step of the forward pass on ``text`` (default: the file's example), or the ``step`` asked for
+        (``"pattern"``, ``"why"``, …), as ``handwired explain`` shows it."""
+        text = text if text is not None else self.model.example
+        if text is None:
+            raise HandwiredError(f"{self.model.source}: has no 'example'; give the context as {{text}}", ("text",))
+        wanted = explaining.expand([step] if isinstance(step, str) else step or [])
+        refuse_slow_explain(self.model, min(len(self.model.encode(text, "text")), self.model.n_ctx), wanted, block,
+                            head)  # before the trace, as the command does; then the drawing, which shows every number
+        run = trace(self.model, text)
+        panels = explaining.steps(self.model, run, wanted, block, head)
+        refuse_slow_drawing(panels, True)
+        return View(f"explain {text!r} · model {self.name}",
+                    lambda everything: explain_parts(self.model, run, panels, everything))
+
+    def spread(self, value: str, puzzle: str | None = None, by: str = "", position: int = -1,
+               head: int | None = None) -> View:
+        """One value (``HOOK:COLUMN``, e.g. ``"blocks.0.hook_resid_post:out"``) over every context a check judges,
+        grouped by the right answer, as ``handwired spread`` shows it; ``puzzle``: judged by that puzzle (default:
+        the one the file names, else the file's target, else every context)."""
+        probe = parse_probe(self.model, value, head)
+        source = _spread_source(self.model, puzzle)
+        by = by or ("answer" if source.rule is not None else "predicted")
+        result = spreading.spread(self.model, probe, source, by, position)
+        return View(f"spread {value} · model {self.name}", lambda everything: [spread_view(self.model, result)])
+
+    def __repr__(self) -> str:
+        m = self.model
+        where = "bundled" if Path(m.source).parent == bundled_dir() else m.source
+        mlp = f"MLP widths {'/'.join(map(str, m.hidden))}" if any(m.hidden) else "no MLP"
+        blocks, heads = ("block" if m.n_layer == 1 else "blocks"), ("head" if m.n_head == 1 else "heads")
+        return (f"<HookedModel {m.name or '(unnamed)'!r} ({where}): vocab {' '.join(map(shown, m.vocab))}, "
+                f"n_ctx {m.n_ctx}, n_embd {m.n_embd}, {m.n_layer} {blocks} × {m.n_head} {heads}, {mlp}>")
+
+    def _repr_html_(self) -> str:
+        about = f"<p>{escape(self.model.description)}</p>" if self.model.description else ""
+        return html_fragment([model_line(self.model)]) + about
+
+
+def _spread_source(model: Model, puzzle: str | None) -> spreading.Source:
+    """The contexts spread reads: the puzzle's, else the one the file names, else its target's, else every one."""
+    judge = load_puzzle(puzzle) if puzzle is not None else named_puzzle(model)[0]
+    if judge is not None:
+        return spreading.puzzle_source(judge, model)
+    if model.target is not None:
+        return spreading.target_source(model, model.target)
+    return spreading.every_source(model)
+
+
+def _names_filter(names: NamesFilter) -> Callable[[str], bool]:
+    if names is None:
+        return lambda name: True
+    if isinstance(names, str):
+        return lambda name: name == names
+    if callable(names):
+        return names
+    wanted = set(names)
+    return lambda name: name in wanted
+
+
+def _replacement(name: str, value: np.ndarray, new: object) -> np.ndarray:
+    """What a hook function returned, as an array of the hook's shape; one line naming the hook otherwise."""
+    try:
+        array = np.broadcast_to(np.asarray(new, dtype=np.float64), value.shape)
+    except (TypeError, ValueError):
+        raise HandwiredError(f"the hook function for {name} returned {_what(new)}; expected None or an array "
+                             f"of shape {list(value.shape)}") from None
+    return np.array(array)
+
+
+def _what(new: object) -> str:
+    shape = getattr(new, "shape", None)
+    return f"{type(new).__name__} of shape {list(shape)}" if shape is not None else repr(new)[:60]

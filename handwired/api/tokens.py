@@ -1,0 +1,54 @@
+"""What a model may be given from Python: a string, a list of strings of one length, or token ids (one context
+[pos] or a batch [batch, pos]), always returned as [batch, pos] ids."""
+
+import numpy as np
+
+from handwired.engine.memory import refuse_large, trace_bytes
+from handwired.errors import HandwiredError
+from handwired.weightfile import Model
+
+
+def to_tokens(model: Model, given: object) -> np.ndarray:  # -> [batch, pos]
+    """``given`` as token ids [batch, pos]; one line naming what is wrong otherwise, before any work."""
+    if isinstance(given, str):
+        tokens = model.encode(given, "input")[None, :]
+    elif isinstance(given, (list, tuple)) and given and all(isinstance(item, str) for item in given):
+        tokens = _same_length([model.encode(text, f"input[{i}]") for i, text in enumerate(given)])
+    else:
+        tokens = _ids(model, given)
+    if tokens.shape[1] > model.n_ctx:
+        raise HandwiredError(f"{{input}}: {tokens.shape[1]} positions, more than the model's n_ctx {model.n_ctx}; "
+                             f"give at most {model.n_ctx} tokens (the last {model.n_ctx}: text[-{model.n_ctx}:])",
+                             ("input",))
+    refuse_large(f"{{input}}: {len(tokens):,} contexts of {tokens.shape[1]} tokens",
+                 len(tokens) * trace_bytes(model, tokens.shape[1]), "; give fewer contexts at a time", ("input",))
+    return tokens
+
+
+def _same_length(rows: list[np.ndarray]) -> np.ndarray:
+    lengths = sorted({len(row) for row in rows})
+    if len(lengths) > 1:
+        raise HandwiredError(f"{{input}}: a batch is contexts of one length; these have lengths "
+                             f"{', '.join(map(str, lengths))}", ("input",))
+    return np.stack(rows)
+
+
+def _ids(model: Model, given: object) -> np.ndarray:
+    try:
+        ids = np.asarray(given)
+    except ValueError:  # ragged nested lists
+        raise HandwiredError("{input}: a batch is contexts of one length", ("input",)) from None
+    if ids.size == 0 or ids.ndim not in (1, 2):
+        raise HandwiredError(f"{{input}}: expected text, a list of texts, or token ids [pos] or [batch, pos]; "
+                             f"found {_described(given, ids)}", ("input",))
+    if ids.dtype == bool or not np.issubdtype(ids.dtype, np.integer):
+        raise HandwiredError(f"{{input}}: token ids are whole numbers; found {ids.dtype} values", ("input",))
+    wrong = (ids < 0) | (ids >= model.n_vocab)
+    if wrong.any():
+        raise HandwiredError(f"{{input}}: token id {int(ids[wrong][0])} is not in the vocabulary, whose ids are "
+                             f"0…{model.n_vocab - 1}", ("input",))
+    return (ids[None, :] if ids.ndim == 1 else ids).astype(np.intp)
+
+
+def _described(given: object, ids: np.ndarray) -> str:
+    return "nothing" if ids.size == 0 else f"{type(given).__name__} of shape {list(ids.shape)}"

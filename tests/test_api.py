@@ -1,0 +1,234 @@
+"""The Python API (handwired.api, and its names at the top level): the numbers against an independent forward
+pass, the hooks as TransformerLens uses them, the results as a notebook shows them."""
+
+import html
+import itertools
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from reference import params_to_document, random_params, reference_forward
+
+import handwired
+from handwired.errors import HandwiredError
+from handwired.weightfile import bundled_folder
+
+AAB = bundled_folder("puzzles") / "solutions" / "aab.json"
+
+
+def every_context(model, min_length=1):  # -> {length: [n, length] ids}: every string the model can see
+    n = model.cfg.n_vocab
+    return {length: np.array(list(itertools.product(range(n), repeat=length)))
+            for length in range(min_length, model.cfg.n_ctx + 1)}
+
+
+@pytest.fixture(scope="module")
+def layered():
+    """Random weights with LayerNorm, MLPs and two heads, loaded from a dict, and the params themselves."""
+    params = random_params(np.random.default_rng(25), n_vocab=3, n_ctx=5, n_embd=8, n_layer=2, n_hidden=6)
+    return handwired.load(params_to_document(params, 2, "xyz", 5)), params
+
+
+def test_the_top_level_names_load_only_when_used():
+    code = ("import sys, handwired; assert 'numpy' not in sys.modules and 'handwired.api' not in sys.modules; "
+            "assert 'load' in dir(handwired); handwired.load; assert 'handwired.api' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_model_runs_on_text_ids_and_batches_as_the_independent_pass_does(layered):
+    model, params = layered
+    texts = ["xyzzx", "zzyxy", "yyyyy"]
+    expected = np.array([reference_forward(params, list(model.to_tokens(text)[0]), 2)[0] for text in texts])
+    np.testing.assert_allclose(model(texts), expected, rtol=1e-10, atol=1e-10)  # [batch, pos, vocab]
+    ids = model.to_tokens(texts)
+    assert ids.shape == (3, 5)
+    np.testing.assert_allclose(model(ids), expected, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(model(list(ids[1])), expected[1:2], rtol=1e-10, atol=1e-10)
+    assert model.to_string(ids) == texts
+
+
+@pytest.mark.parametrize("given,message", [
+    (0, "expected text, a list of texts, or token ids"),
+    ([[0, 1], [1]], "one length"),
+    (["xy", "xyz"], "lengths 2, 3"),
+    ([0, 3], "token id 3 is not in the vocabulary, whose ids are 0…2"),
+    ([0.5, 1.0], "whole numbers"),
+    ("xyzxyz", "6 positions, more than the model's n_ctx 5"),
+    ("xq", "'q' (position 1) is not in the vocabulary"),
+    ([], "expected text"),
+])
+def test_bad_input_is_one_line_naming_what_was_given(layered, given, message):
+    with pytest.raises(HandwiredError) as caught:
+        layered[0](given)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_huge_batch_is_refused_before_any_array(layered, monkeypatch):
+    import handwired.api.model as api_model
+
+    monkeypatch.setattr(api_model, "forward", lambda *args, **kwargs: pytest.fail("ran"))
+    with pytest.raises(HandwiredError, match="give fewer contexts"):
+        layered[0](np.zeros((10_000_000, 5), dtype=int))
+
+
+def test_the_cache_keeps_the_batch_axis_and_knows_transformerlens_short_names(layered):
+    model, _ = layered
+    logits, cache = model.run_with_cache(["xyzzx", "zzyxy"])
+    assert cache["blocks.1.attn.hook_pattern"].shape == (2, 2, 5, 5)  # [batch, head, query, key]
+    for short, full in [(("pattern", 1), "blocks.1.attn.hook_pattern"), (("q", 0), "blocks.0.attn.hook_q"),
+                        (("resid_pre", 1), "blocks.1.hook_resid_pre"), (("post", 0), "blocks.0.mlp.hook_post"),
+                        (("normalized", 0, "ln1"), "blocks.0.ln1.hook_normalized"), ("embed", "hook_embed"),
+                        (("normalized",), "ln_final.hook_normalized"), (("attn", 0), "blocks.0.attn.hook_pattern")]:
+        assert handwired.act_name(*(short if isinstance(short, tuple) else (short,))) == full
+        assert cache[short] is cache[full]
+    np.testing.assert_array_equal(cache["logits"], logits)
+    assert cache.stack_activation("resid_post").shape == (2, 2, 5, 8)  # [layer, batch, pos, n_embd]
+    with pytest.raises(KeyError, match="no hook 'blocks.7.attn.hook_pattern'"):
+        cache["pattern", 7]
+    filtered = model.run_with_cache("xyz", names_filter=lambda name: name.endswith("hook_pattern"))[1]
+    assert list(filtered) == ["blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern"]
+
+
+def test_the_residual_stream_decomposes_and_the_shares_add_up_to_the_logits(layered):
+    model, params = layered
+    logits, cache = model.run_with_cache(["xyzzx", "yzx"[::-1] + "xx"])
+    parts, labels = cache.decompose_resid(return_labels=True)
+    assert labels == ["embed", "pos_embed", "0_attn_out", "0_mlp_out", "1_attn_out", "1_mlp_out"]
+    np.testing.assert_allclose(parts.sum(axis=0), cache["resid_post", 1], rtol=1e-12, atol=1e-12)
+    grown, names = cache.accumulated_resid(incl_mid=True, return_labels=True)
+    assert names == ["0_pre", "0_mid", "1_pre", "1_mid", "final_post"]
+    np.testing.assert_array_equal(grown[-1], cache["resid_post", 1])
+    # with the final LayerNorm frozen at each position's scale, each part's share of each logit adds up to the logit
+    shares = cache.decompose_resid(apply_ln=True) @ params["wte"].T  # [part, batch, pos, vocab]
+    bias = params["ln_f"]["b"] @ params["wte"].T
+    np.testing.assert_allclose(shares.sum(axis=0) + bias, logits, rtol=1e-9, atol=1e-9)
+
+
+def test_logit_attribution_is_what_why_shows_and_adds_up(layered):
+    model, params = layered
+    _, cache = model.run_with_cache(["xyzzx", "zzyxy"])
+    split = cache.logit_attribution(position=-1, batch=1)
+    assert split.parts[2:4] == ("block 0 head 0", "block 0 head 1")
+    expected = reference_forward(params, list(model.to_tokens("zzyxy")[0]), 2)[0][-1]
+    np.testing.assert_allclose(split.total, expected, rtol=1e-9, atol=1e-9)
+    with pytest.raises(HandwiredError, match="batch 2: the cache holds contexts 0…1"):
+        cache.logit_attribution(batch=2)
+
+
+def test_zero_ablating_the_aab_head_changes_predictions_exactly_as_zeroing_c_proj_in_the_file():
+    model = handwired.puzzle("aab").reference()
+    document = json.loads(AAB.read_text())
+    document["blocks"][0]["attn"]["c_proj"]["w"] = {}  # the head's whole write into the residual stream: zero
+    edited = handwired.load(document)
+
+    def zero(z, hook):
+        z[:] = 0  # in place, returning None, as TransformerLens users write it
+
+    moved = 0
+    for contexts in every_context(model).values():
+        ablated = model.run_with_hooks(contexts, fwd_hooks=[("blocks.0.attn.hook_z", zero)])
+        np.testing.assert_array_equal(ablated, edited(contexts))
+        moved += int((ablated[:, -1].argmax(-1) != model(contexts)[:, -1].argmax(-1)).sum())
+    assert moved > 0  # the head is what makes b: without it, 'aa' is followed by a
+
+
+def test_a_hook_may_return_a_replacement_mean_ablate_or_patch_from_another_run(layered):
+    model, params = layered
+    clean, clean_cache = model.run_with_cache("xyzzx")
+    corrupt = model.to_tokens("zzyxy")
+    # patching block 0's whole residual stream from the clean run gives the clean run
+    patched = model.run_with_hooks(corrupt, fwd_hooks=[("blocks.0.hook_resid_pre",
+                                                        lambda value, hook: clean_cache[hook.name])])
+    np.testing.assert_allclose(patched, clean, rtol=1e-12, atol=1e-12)
+    # mean-ablating an MLP's output: the independent pass with that MLP's c_proj set to write its mean
+    batch = model.to_tokens(["xyzzx", "zzyxy", "yxzyy"])
+    _, cache = model.run_with_cache(batch)
+    mean = cache["mlp_out", 1].mean(axis=(0, 1))  # [n_embd]
+    ablated = model.run_with_hooks(batch, fwd_hooks=[(lambda name: name == "blocks.1.hook_mlp_out",
+                                                      lambda value, hook: np.broadcast_to(mean, value.shape))])
+    flat = dict(params, blocks=[params["blocks"][0], {**params["blocks"][1], "mlp": {
+        "c_fc": params["blocks"][1]["mlp"]["c_fc"],
+        "c_proj": {"w": np.zeros_like(params["blocks"][1]["mlp"]["c_proj"]["w"]), "b": mean}}}])
+    expected = np.array([reference_forward(flat, list(row), 2)[0] for row in batch])
+    np.testing.assert_allclose(ablated, expected, rtol=1e-9, atol=1e-9)
+
+
+def test_a_hook_that_returns_something_unusable_is_named(layered):
+    model, _ = layered
+    with pytest.raises(HandwiredError, match=r"for blocks.0.attn.hook_z returned 'zero'; expected None or an array"):
+        model.run_with_hooks("xyz", fwd_hooks=[("blocks.0.attn.hook_z", lambda value, hook: "zero")])
+    with pytest.raises(HandwiredError, match=r"returned ndarray of shape \[7\]; expected None or an array of "
+                                             r"shape \[1, 3, 2, 4\]"):
+        model.run_with_hooks("xyz", fwd_hooks=[("blocks.0.attn.hook_z", lambda value, hook: np.zeros(7))])
+    with pytest.raises(HandwiredError, match="no hook 'blocks.0.hook_z'"):
+        model.run_with_hooks("xyz", fwd_hooks=[("blocks.0.hook_z", lambda value, hook: None)])
+
+
+def test_check_and_puzzle_give_the_cores_verdicts():
+    model = handwired.load("aab")
+    report = handwired.check(model, exhaustive=True)
+    assert report.ok and report.report.failed == 0 and report.report.passed == 13  # every context aab decides
+    broken = handwired.check(model, target="ab", exhaustive=True)
+    # by brute force: the contexts of the pattern ab (abab… or baba…) whose top token is not the next one
+    wrong = [text for length in range(1, 6) for text in (("ab" * 3)[:length], ("ba" * 3)[:length])
+             if model.vocab[int(model(text)[0, -1].argmax())] != {"a": "b", "b": "a"}[text[-1]]]
+    assert not broken.ok and broken.report.failed == len(wrong) == 4
+    assert broken.report.shortest_failure.context == min(wrong, key=len) == "ba"
+    with pytest.raises(HandwiredError, match="exhaustive and sample: choose one"):
+        handwired.check(model, exhaustive=True, sample=3)
+    aab = handwired.puzzle("aab")
+    verdict = aab.submit(aab.reference())
+    assert verdict.solved and verdict.score == aab.puzzle.par
+    misfit = handwired.puzzle("abc").submit(model)
+    assert not misfit.fits and "vocab a, b, c" in repr(misfit)
+
+
+def test_everything_has_a_one_or_two_line_repr_and_an_html_form(layered):
+    model = handwired.load("aab")
+    _, cache = model.run_with_cache("aabaa")
+    aab = handwired.puzzle("aab")
+    shown = {
+        "model": (model, "aab"),
+        "cache": (cache, "blocks.0.attn.hook_pattern"),
+        "report": (handwired.check(model, target="ab", exhaustive=True), "shortest failing context"),
+        "verdict": (aab.submit(aab.reference()), "Solved puzzle"),
+        "puzzle": (aab, "Two a"),
+        "explain": (model.explain("aabaa", step="pattern"), "hook_pattern"),
+        "predict": (model.predict("aab"), "aab → a"),
+        "spread": (model.spread("blocks.0.attn.hook_z:z7"), "grouped by the right answer"),
+    }
+    for name, (thing, text) in shown.items():
+        assert len(repr(thing)) <= 240 and repr(thing).count("\n") == 0, name
+        assert text in html.unescape(re.sub(r"<[^>]+>", "", thing._repr_html_())), name
+
+
+def test_the_cores_objects_print_in_a_line_and_a_matrix_shows_itself_as_html():
+    from handwired.engine.trace import trace
+    from handwired.views import steps as explaining
+    from handwired.views.matrices import MatrixView
+
+    model = handwired.load("aab")
+    verdict = handwired.puzzle("aab").submit(model)
+    for core in (model.model, verdict.submission, verdict.report):
+        assert len(repr(core)) <= 200 and "\n" not in repr(core), type(core).__name__
+    assert repr(verdict.report).startswith("<Report ok: 13 passed, 0 failed of 62 checked")
+    step = next(step for step in explaining.steps(model.model, trace(model.model, "aabaa"), ["pattern"])
+                if step.key == "pattern")
+    view = MatrixView(step.matrices[0])
+    assert "hook_pattern" in repr(view)
+    assert "pattern" in html.unescape(re.sub(r"<[^>]+>", "", view._repr_html_()))
+
+
+def test_a_view_too_slow_to_make_is_refused_before_the_trace(monkeypatch):
+    import handwired.api.model as api_model
+    import handwired.views.cost as cost
+
+    model = handwired.load("aab")
+    monkeypatch.setattr(api_model, "trace", lambda *args, **kwargs: pytest.fail("traced"))
+    monkeypatch.setattr(cost, "MAX_VIEW_SECONDS", 0.0)  # every estimate is over it
+    for make in (lambda: model.explain("aabaa"), lambda: model.predict("aabaa")):
+        with pytest.raises(HandwiredError, match="more than"):
+            make()
