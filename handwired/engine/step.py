@@ -34,7 +34,8 @@ def float_walk(model: Model, shape: Shape, chunk: int | None = None,
     root = [(np.zeros((1, model.n_ctx, model.n_embd)), np.zeros((1, model.n_ctx, model.n_embd))) if r else None
             for r in reads]  # the empty prefix: no keys yet, room for n_ctx
 
-    def step(past, family, length, logits, keep):
+    def step(past, rows, family, length, logits, keep):  # the parents' keys and values: views of their batch's
+        past = [None if kv is None else (kv[0][rows], kv[1][rows]) for kv in past]
         return float_step(model, table, past, family, length, logits, keep, hook, names)
 
     nodes = chunk or batch_nodes(model, model.n_ctx)

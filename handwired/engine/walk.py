@@ -18,8 +18,9 @@ walk keeps only the batches on the path from the root (each of at most
 The numeric work is the ``step`` function's (:func:`handwired.engine.step.float_step`,
 forward.py's functions in float64); the walk only grows the trie and keeps the path. Another
 evaluator plugs in by giving its own ``step`` and the ``past`` of the empty
-prefix: the walk hands each step its parents' past, their children, and
-whether logits or a past for grandchildren are wanted.
+prefix: the walk hands each step the past it returned for the parents' batch,
+which rows of it are this batch's parents, their children (:class:`Family`),
+and whether logits or a past for grandchildren are wanted.
 """
 
 from collections.abc import Callable, Iterator
@@ -108,8 +109,9 @@ class Visit:
     logits: np.ndarray | None  # [n, n_vocab] when any is judged (the others' rows are computed too)
 
 
-# step(past of the c parents, family, length of the children, logits wanted, past wanted) -> (logits, past)
-Step = Callable[[Any, Family, int, bool, bool], tuple[np.ndarray | None, Any]]
+# step(the parents' batch's past, the rows of its c parents, family, length of the children, logits wanted,
+#      past wanted) -> (logits, the children's past); the past is the step's own: the walk only hands it back
+Step = Callable[[Any, slice, Family, int, bool, bool], tuple[np.ndarray | None, Any]]
 
 
 @dataclass
@@ -134,8 +136,8 @@ def walk(shape: Shape, step: Step, root: Any, chunk: int) -> Iterator[Visit]:
         judged = shape.judged(prefixes)
         allowed = shape.children(prefixes)
         grows = bool(allowed.any())
-        past = _slice(parents.past, first, first + family.c)
-        logits, past = step(past, family, prefixes.shape[1], bool(judged.any()), grows)
+        logits, past = step(parents.past, slice(first, first + family.c), family, prefixes.shape[1],
+                            bool(judged.any()), grows)
         yield Visit(prefixes, judged, logits)
         if grows:
             below = _Parents(prefixes, past, *np.nonzero(allowed))
@@ -145,7 +147,7 @@ def walk(shape: Shape, step: Step, root: Any, chunk: int) -> Iterator[Visit]:
 
 def shape_walk(shape: Shape, chunk: int = CHUNK) -> Iterator[Visit]:
     """The nodes alone, without a model: which prefixes the shape holds and which are judged (logits None)."""
-    return walk(shape, lambda past, family, length, logits, keep: (None, past), [], chunk)
+    return walk(shape, lambda past, rows, family, length, logits, keep: (None, None), None, chunk)
 
 
 def _parents(shape: Shape, prefixes: np.ndarray, past: Any) -> _Parents:
@@ -162,10 +164,6 @@ def _family(parent: np.ndarray, tokens: np.ndarray) -> Family:
         return Family(tokens, parent, None, len(counts), width)
     slot = np.arange(len(parent)) - np.repeat(np.cumsum(counts) - counts, counts)  # [n]
     return Family(tokens, parent, slot, len(counts), width)
-
-
-def _slice(past: Any, start: int, stop: int) -> Any:
-    return [None if kv is None else (kv[0][start:stop], kv[1][start:stop]) for kv in past]
 
 
 def _node_bytes(model: Model, longest: int) -> tuple[int, int]:
