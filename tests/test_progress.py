@@ -60,12 +60,8 @@ def test_a_bad_par_entry_is_dropped_not_the_players_progress(handwired_home, par
 @pytest.mark.parametrize("content,reason", [
     ("{", "Expecting property name"),
     ('{"format": "handwired-progress/2", "puzzles": {}}', "format: expected 'handwired-progress/1'"),
-    ('{"format": "handwired-progress/1", "puzzles": {"aab": {"solved": "yes"}}}',
-     "puzzles.aab.solved: expected true or false; found the string 'yes'"),
-    ('{"format": "handwired-progress/1", "puzzles": {"aab": {"best": {"parameters": 1}}}}',
-     "puzzles.aab.best: missing 'n_embd'"),
-    ('{"format": "handwired-progress/1", "puzzles": {"aab": {"best": {"parameters": 1, "n_embd": 2, "n_head": 1, '
-     '"n_layer": 1, "margin": 1' + "0" * 400 + '}}}}', "puzzles.aab.best.margin: expected a finite number of logits"),
+    ('{"format": "handwired-progress/1", "puzzles": []}', "puzzles: expected an object of puzzle name: progress"),
+    ('["handwired-progress/1"]', "expected an object with format, puzzles"),
 ])
 def test_a_bad_file_is_set_aside_with_one_warning(handwired_home, content, reason):
     handwired_home.mkdir()
@@ -78,6 +74,41 @@ def test_a_bad_file_is_set_aside_with_one_warning(handwired_home, content, reaso
     assert progressing.load().puzzles == {}  # replaced by a good, empty file
     progress.record("aab", GOOD)
     assert progressing.load().solved("aab")
+
+
+@pytest.mark.parametrize("entry,reason", [
+    ({"solved": "yes"}, "puzzles.aab.solved: expected true or false; found the string 'yes'"),
+    ({"best": {"parameters": 1}}, "puzzles.aab.best: missing 'n_embd'"),
+    ({"best": {"parameters": 1, "n_embd": 2, "n_head": 1, "n_layer": 1, "margin": 1e400}},
+     "puzzles.aab.best.margin: expected a finite number of logits"),
+    ({"hints": 1001}, "puzzles.aab.hints: 1001 is more than handwired supports (at most 1,000)"),
+    ("solved", "puzzles.aab: expected an object with solved, best, hints"),
+])
+def test_one_bad_entry_is_left_out_and_every_other_puzzle_kept(handwired_home, entry, reason):
+    handwired_home.mkdir()
+    path = handwired_home / "progress.json"
+    content = json.dumps({"format": "handwired-progress/1", "puzzles": {
+        "ab": {"solved": True, "best": GOOD.to_json(), "hints": 1}, "aab": entry, "max": {"hints": 2}}})
+    path.write_text(content.replace("Infinity", "1e400"))
+    warnings = []
+    progress = progressing.load(warn=warnings.append)
+    assert len(warnings) == 1 and reason in warnings[0]
+    assert "left out, every other puzzle's progress kept" in warnings[0]
+    assert progress.solved("ab") and progress.best("ab") == GOOD and progress.hints("max") == 2
+    assert not progress.solved("aab")
+    copies = [p.read_text() for p in handwired_home.glob("progress.json.bad-*")]  # the file as it was: kept
+    assert copies == [content.replace("Infinity", "1e400")] and "copied to progress.json.bad-" in warnings[0]
+    again = progressing.load(warn=warnings.append)  # rewritten without the bad entry: read cleanly from then on
+    assert len(warnings) == 1 and again.solved("ab") and again.hints("max") == 2 and "aab" not in again.puzzles
+    again.reveal("max", 3)
+    assert progressing.load(warn=warnings.append).hints("max") == 3 and len(warnings) == 1
+
+
+def test_a_hint_count_is_never_written_larger_than_it_is_read(handwired_home):
+    progress = progressing.load()
+    progress.reveal("big", 5000)  # more hints than any statement may have
+    warnings = []
+    assert progressing.load(warn=warnings.append).hints("big") == progressing.MAX_HINTS and warnings == []
 
 
 def test_two_bad_files_in_the_same_second_both_survive(handwired_home):
@@ -150,14 +181,16 @@ def test_something_other_than_a_file_is_set_aside_without_being_opened(handwired
 
 
 @pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400", "1" + "0" * 400, "1" + "0" * 5000])
-def test_a_number_that_is_not_a_finite_float_sets_the_file_aside(handwired_home, number):
+def test_a_number_that_is_not_a_finite_float_leaves_its_entry_out(handwired_home, number):
     handwired_home.mkdir()
     content = ('{"format": "handwired-progress/1", "puzzles": {"aab": {"solved": true, "hints": 1, "best": '
-               '{"parameters": 26, "n_embd": 8, "n_head": 1, "n_layer": 1, "margin": ' + number + '}}}}')
+               '{"parameters": 26, "n_embd": 8, "n_head": 1, "n_layer": 1, "margin": ' + number + '}}, '
+               '"ab": {"solved": true, "hints": 2}}}')
     (handwired_home / "progress.json").write_text(content)
     warnings = []
-    assert progressing.load(warn=warnings.append).puzzles == {}
-    assert len(warnings) == 1 and "set aside as progress.json.bad-" in warnings[0]
+    progress = progressing.load(warn=warnings.append)
+    assert list(progress.puzzles) == ["ab"] and progress.solved("ab")
+    assert len(warnings) == 1 and "puzzles.aab.best.margin: expected a finite number" in warnings[0]
     assert "\n" not in warnings[0] and len(warnings[0]) < 300
     assert next(handwired_home.glob("progress.json.bad-*")).read_text() == content
 
@@ -231,7 +264,9 @@ def test_randomly_corrupted_progress_files_are_read_or_set_aside_never_an_except
         progress = progressing.load(warn=warnings.append)
         assert len(warnings) <= 1, trial
         if warnings:
-            assert "set aside as progress.json.bad-" in warnings[0] and "\n" not in warnings[0], trial
+            assert "\n" not in warnings[0], trial
+            assert ("set aside as progress.json.bad-" in warnings[0]
+                    or "left out, every other puzzle's progress kept" in warnings[0]), trial
         for entry in progress.puzzles.values():
             assert isinstance(entry.solved, bool) and 0 <= entry.hints <= progressing.MAX_HINTS
             assert entry.best is None or math.isfinite(entry.best.margin)

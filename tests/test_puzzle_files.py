@@ -100,7 +100,7 @@ def test_a_solved_file_that_names_its_puzzle_is_recorded(tmp_path):
     (" ", "puzzle: expected a puzzle's name, e.g. \"max\", or a statement's path; found ' '"),
     ("nope", "puzzle: no puzzle named 'nope' (puzzles: ab, abc, aaab, aab, first, successor, majority, max, "
              "previous, sort, xor, induction, copy, histogram, parity, reverse, add; a statement you wrote is named "
-             "by its path and hash, as handwired puzzles start writes it)"),
+             "by its file name and hash, beside the weight file, as handwired puzzles start writes it)"),
     ("gone.json#0123456789ab", "puzzle: the statement gone.json is not there any more (the file names "
                                "'gone.json#0123456789ab'); give the puzzle with --puzzle"),
 ])
@@ -123,47 +123,96 @@ def test_weights_validate_looks_for_the_puzzle_too(max_starter):
         "give the puzzle with --puzzle", "1 problem"]
 
 
-def test_a_written_statement_is_named_by_path_and_hash(tmp_path, monkeypatch):
+def test_a_written_statement_is_named_by_its_file_name_and_hash_beside_the_answer(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     invoke("puzzles", "new", "-o", "mine.json")
-    (tmp_path / "sub").mkdir()
-    assert invoke("puzzles", "start", "mine.json", "-o", "sub/ans.json").exit_code == 0
+    assert invoke("puzzles", "start", "mine.json", "-o", "ans.json").exit_code == 0
     key = load_puzzle("mine.json").key
     assert key.startswith("mine#")
-    assert json.loads((tmp_path / "sub" / "ans.json").read_text())["puzzle"] == "../mine.json#" + key[5:]
+    assert json.loads((tmp_path / "ans.json").read_text())["puzzle"] == "mine.json#" + key[5:]
+    (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "sub")  # found from the answer's folder, wherever the command runs
-    result = invoke("check", "ans.json")
+    result = invoke("check", "../ans.json")
     assert result.exit_code == 1 and words(result.stdout).startswith("puzzle mine — Mirror (level 1)")
     assert result.stderr == ""
-    assert invoke("puzzles", "check", "../mine.json", "ans.json").stderr == ""  # the statement it names, by path
+    assert invoke("puzzles", "check", "../mine.json", "../ans.json").stderr == ""  # the statement it names, by path
     statement = tmp_path / "mine.json"
     statement.write_text(statement.read_text() + "\n")
-    result = invoke("check", "ans.json")
+    result = invoke("check", "../ans.json")
     now = load_puzzle(str(statement)).key[5:]
     assert result.exit_code == 1 and words(result.stderr) == (
-        f"warning: ans.json was started on ../mine.json as it was (#{key[5:]}); it has changed since (#{now}): "
+        f"warning: ../ans.json was started on ../mine.json as it was (#{key[5:]}); it has changed since (#{now}): "
         "judged as it is now")
 
 
-def test_a_statement_path_is_rewritten_for_a_copy_in_another_folder(tmp_path, monkeypatch):
+def test_an_answer_in_another_folder_names_no_statement(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "new", "-o", "mine.json")
+    (tmp_path / "sub").mkdir()
+    result = invoke("puzzles", "start", "mine.json", "-o", "sub/ans.json")
+    assert result.exit_code == 0 and "the statement is not beside it, so it names no puzzle" in words(result.stdout)
+    assert "puzzle" not in json.loads((tmp_path / "sub" / "ans.json").read_text())
+    assert invoke("puzzles", "check", "mine.json", "sub/ans.json").exit_code == 1  # judged when asked
+
+
+@pytest.mark.parametrize("key", ["../mine.json#0123456789ab", "/etc/passwd#0123456789ab", "sub/../mine.json#01",
+                                 "..#0123456789ab", "x" * 300 + ".json#0123456789ab"])
+def test_a_puzzle_key_never_leads_out_of_the_files_folder(tmp_path, monkeypatch, key):
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "new", "-o", "mine.json")
+    (tmp_path / "sub").mkdir()
+    invoke("puzzles", "start", "mine.json", "-o", "sub/ans.json")
+    doc = json.loads((tmp_path / "sub" / "ans.json").read_text())
+    doc["puzzle"] = key
+    (tmp_path / "sub" / "ans.json").write_text(json.dumps(doc))
+    for command in (("check", "sub/ans.json"), ("predict", "ab", "-w", "sub/ans.json")):
+        line = user_error(*command)
+        assert line.startswith("error: sub/ans.json: puzzle: ") and "is not a statement beside the file" in line
+        assert line.endswith("in its own folder, as NAME.json#HASH (or give the puzzle with --puzzle)")
+
+
+def test_a_puzzle_key_naming_a_file_that_is_no_statement_never_quotes_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "start", "max", "-o", "m.json")
+    doc = json.loads((tmp_path / "m.json").read_text())
+    for secret in ('"ghp_SECRET_TOKEN_1234"', '{"ghp_SECRET_TOKEN_1234": 1}', '["ghp_SECRET_TOKEN_1234"]',
+                   '{"format": "ghp_SECRET_TOKEN_1234"}', '{"format": "handwired-puzzle/1", "ghp_SECRET": 1}'):
+        (tmp_path / "secret.json").write_text(secret)
+        doc["puzzle"] = "secret.json#0123456789ab"
+        (tmp_path / "m.json").write_text(json.dumps(doc))
+        line = user_error("check", "m.json")
+        assert "SECRET" not in line and line == (
+            "error: m.json: puzzle: secret.json is not a puzzle statement handwired can read (handwired puzzles show "
+            "secret.json says why); give the puzzle with --puzzle")
+    (tmp_path / "secret.json").write_text('"ghp_SECRET_TOKEN_1234"')
+    assert user_error("puzzles", "show", "secret.json") == (
+        "error: secret.json: expected a puzzle statement, an object with \"format\": 'handwired-puzzle/1'; "
+        "found a string")
+
+
+def test_a_statement_key_is_kept_by_a_copy_beside_the_statement_and_dropped_elsewhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "new", "-o", "mine.json")
+    (tmp_path / "out").mkdir()
+    invoke("puzzles", "start", "mine.json", "-o", "ans.json")
+    digest = load_puzzle("mine.json").key.rpartition("#")[2]
+    assert invoke("weights", "convert", "ans.json", "--to", "dense", "-o", "dense.json").exit_code == 0
+    assert json.loads((tmp_path / "dense.json").read_text())["puzzle"] == f"mine.json#{digest}"
+    result = invoke("check", "dense.json")
+    assert result.exit_code == 1 and words(result.stdout).startswith("puzzle mine — Mirror (level 1)")
+    assert invoke("weights", "convert", "ans.json", "--to", "dense", "-o", "out/dense.json").exit_code == 0
+    assert "puzzle" not in json.loads((tmp_path / "out" / "dense.json").read_text())
+
+
+def test_an_exported_folder_names_no_statement_outside_it(tmp_path, monkeypatch):
     pytest.importorskip("safetensors")
     monkeypatch.chdir(tmp_path)
     invoke("puzzles", "new", "-o", "mine.json")
-    for folder in ("sub", "out/deep"):
-        (tmp_path / folder).mkdir(parents=True)
-    invoke("puzzles", "start", "mine.json", "-o", "sub/ans.json")
-    digest = load_puzzle("mine.json").key.rpartition("#")[2]
-    steps = [(("weights", "convert", "sub/ans.json", "--to", "dense", "-o", "out/deep/dense.json"),
-              "out/deep/dense.json", "../../mine.json"),
-             (("export", "sub/ans.json", "-o", "out/tl"), "out/tl/handwired.json", "../../mine.json"),
-             (("import", "out/tl", "-o", "back.json"), "back.json", "mine.json")]
-    for args, written, path in steps:
-        assert invoke(*args).exit_code == 0
-        assert json.loads((tmp_path / written).read_text())["puzzle"] == f"{path}#{digest}"
-    for answer in ("out/deep/dense.json", "back.json"):  # each judged by the statement, found from its own folder
-        result = invoke("check", answer)
-        assert result.exit_code == 1 and words(result.stdout).startswith("puzzle mine — Mirror (level 1)")
-        assert result.stderr == ""
+    invoke("puzzles", "start", "mine.json", "-o", "ans.json")
+    assert invoke("export", "ans.json", "-o", "tl").exit_code == 0
+    assert json.loads((tmp_path / "tl" / "handwired.json").read_text())["puzzle"] is None
+    assert invoke("import", "tl", "-o", "back.json").exit_code == 0
+    assert "puzzle" not in json.loads((tmp_path / "back.json").read_text())
 
 
 # ---------------------------------------------------------------- diff

@@ -227,7 +227,6 @@ def test_interrupted_check_exits_130_and_records_nothing(solution, monkeypatch, 
 
 
 @pytest.mark.parametrize("content", ['{"format": "handwired-progress/1", "puzzles": ', "[1, 2]",
-                                     '{"format": "handwired-progress/1", "puzzles": {"aab": {"hints": -1}}}',
                                      b"\xff\xfe not text"])
 def test_a_corrupt_progress_file_is_set_aside_reported_and_replaced(handwired_home, solution, content):
     handwired_home.mkdir()

@@ -1,6 +1,5 @@
 """attend: one attention step on matrices given inline or in a JSON file."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +14,7 @@ from handwired.errors import HandwiredError
 from handwired.views import attend as attending
 from handwired.views.cost import refuse_slow_attend
 from handwired.views.matrices import step_panel
+from handwired.weightfile.writing import json_text
 
 app = typer.Typer()
 MATRIX_HELP = "',' between numbers in a row, ';' between rows; without ';' each number is a row of its own."
@@ -51,7 +51,7 @@ def attend(
     refuse_slow_attend(len(queries), len(keys), queries.shape[1], values.shape[1], score, drawn=not as_json)
     result = attention_step(queries, keys, values, score, causal)
     if as_json:
-        typer.echo(json.dumps(attending.to_json(result), indent=2, ensure_ascii=False))
+        typer.echo(json_text(attending.to_json(result), indent=2))
         return
     note = attending.saturation_note(result)
 

@@ -1,6 +1,5 @@
 """check: prove a model right on a stream, every context, or a sample; or judge it as a puzzle's answer."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -29,6 +28,7 @@ from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import run
 from handwired.views.report import failure_view, report_json
 from handwired.weightfile import Model, load
+from handwired.weightfile.writing import json_text
 
 app = typer.Typer()
 
@@ -86,7 +86,7 @@ def check(
     with progress_and_stop(not as_json) as (progress, should_stop):
         report = run(model, plan, show, progress, should_stop)
     if as_json:
-        typer.echo(json.dumps(report_json(report, near_miss), indent=2, ensure_ascii=False))
+        typer.echo(json_text(report_json(report, near_miss), indent=2))
     else:
         reveal = explain_command(model, spec, report.failures[0].context) if report.failures else None
         out.show(lambda everything: failure_view(model, report, near_miss, everything, reveal), show_all)

@@ -5,7 +5,6 @@
 (:func:`handwired.judge.verdict.submit`).
 """
 
-import json
 import shlex
 import signal
 import time
@@ -14,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, warn
@@ -26,7 +24,10 @@ from handwired.judge.puzzle import Puzzle
 from handwired.judge.verdict import require_fit, submit
 from handwired.views.puzzles import puzzle_line, score_view, submission_json, unsolved_line
 from handwired.views.report import failure_view
+from handwired.views.terminal import SafeConsole
 from handwired.weightfile import Model, bundled_models, load
+from handwired.weightfile.jsonfile import check_path
+from handwired.weightfile.writing import json_text
 
 BAR_AFTER = 1.0  # seconds: a check quicker than this never shows a progress bar
 
@@ -38,7 +39,7 @@ def progress_and_stop(show_progress: bool) -> Iterator[tuple[Callable[[int, int]
     stop = {"asked": False}
     started = time.monotonic()
     bar: dict = {}
-    console = Console(stderr=True)
+    console = SafeConsole(stderr=True)
 
     def on_interrupt(signum, frame):
         stop["asked"] = True
@@ -100,6 +101,7 @@ def warn_other_puzzle(puzzle: Puzzle, *models: Model) -> None:
 
 def load_answer(puzzle: Puzzle, weights: str) -> Model:
     """The player's weight file; a missing one points at the command that writes a starter."""
+    check_path(weights)
     if not Path(weights).exists() and weights not in bundled_models():
         raise HandwiredError(f"{weights}: no such file; write a starter with handwired puzzles start "
                              f"{shlex.quote(puzzle.ref)} -o {shlex.quote(weights)}")
@@ -124,8 +126,7 @@ def puzzle_verdict(puzzle: Puzzle, weights: str, show: int, near_miss: float, as
     best_before = player.best(puzzle.key)
     new_best = player.record(puzzle.key, submission.score) if submission.score is not None else False
     if as_json:
-        typer.echo(json.dumps(submission_json(submission, player.best(puzzle.key), new_best, near_miss), indent=2,
-                              ensure_ascii=False))
+        typer.echo(json_text(submission_json(submission, player.best(puzzle.key), new_best, near_miss), indent=2))
     else:
         def view(everything: bool) -> list:
             failure = report.shortest_failure

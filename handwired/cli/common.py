@@ -8,6 +8,7 @@ says so in one line and exits with code 70 (``EX_SOFTWARE``), the traceback
 kept for ``HANDWIRED_DEBUG=1``.
 """
 
+import errno
 import io
 import os
 import sys
@@ -23,7 +24,9 @@ from rich.markup import escape
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
 from handwired.views.display import EXPORT_WIDTH, recorded
+from handwired.views.terminal import SafeConsole
 from handwired.weightfile.axes import printable
+from handwired.weightfile.jsonfile import check_path
 from handwired.weightfile.writing import check_writable, write_new
 
 EXIT_CHECK_FAILED = 1
@@ -77,11 +80,11 @@ def weight_spec(positional: str | None, option: str | None, default: str | None 
 
 def stdout() -> Console:
     # no :name: codes in handwired's output; skips loading rich's emoji table
-    return Console(highlight=False, emoji=False)
+    return SafeConsole(highlight=False, emoji=False)
 
 
 def stderr() -> Console:
-    return Console(stderr=True, highlight=False, emoji=False)
+    return SafeConsole(stderr=True, highlight=False, emoji=False)
 
 
 def warn(message: str) -> None:
@@ -135,7 +138,12 @@ def guard(command):
 
     def guarded(ctx):
         try:
-            return invoke(ctx)
+            try:
+                return invoke(ctx)
+            except OSError as error:
+                if error.errno == errno.ENAMETOOLONG:  # a path no file system holds is the input's, never a bug
+                    check_path(error.filename or "")  # names the path and the limit, unless the path was fine
+                raise
         except HandwiredError as error:
             message = printable(error.render(spelling(ctx.command)))
             stderr().print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)

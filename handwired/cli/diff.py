@@ -1,6 +1,5 @@
 """diff: the weights two files disagree on, and the contexts whose answer that moves."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,11 +9,13 @@ from handwired.cli.checking import chosen_puzzle
 from handwired.cli.common import EXIT_INTERRUPTED, ForceOption, HtmlOption, JsonOption, Output, SvgOption, stderr
 from handwired.defaults import CHANGES_SHOWN, SEED
 from handwired.errors import HandwiredError
-from handwired.judge.compare import compare
+from handwired.judge.compare import compare, most_changes
 from handwired.judge.plans import Plan
 from handwired.judge.verdict import puzzle_plan
+from handwired.views.cost import refuse_slow_diff
 from handwired.views.diff import diff_json, diff_view
 from handwired.weightfile import Model, load
+from handwired.weightfile.writing import json_text
 
 app = typer.Typer()
 
@@ -45,13 +46,14 @@ def diff(
     before, after = load(old), load(new)
     out = Output(svg, html, force, reading=(Path(before.source), Path(after.source)), as_json=as_json)
     judging = _puzzle(before, after, puzzle, sample)
+    refuse_slow_diff(most_changes(before, after), as_json)  # before any is made: a bound, counted as arrays
     try:
         result = compare(before, after, sample, seed, show, puzzle=judging)
     except KeyboardInterrupt:
         stderr().print("interrupted: nothing compared is reported")
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if as_json:
-        typer.echo(json.dumps(diff_json(before, after, result), indent=2, ensure_ascii=False))
+        typer.echo(json_text(diff_json(before, after, result), indent=2))
         return
     out.show(lambda everything: [diff_view(before, after, result)])
 

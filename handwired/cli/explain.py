@@ -1,6 +1,5 @@
 """explain: every intermediate of the forward pass on one context, step by step."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -27,6 +26,7 @@ from handwired.views import steps as explaining
 from handwired.views.cost import refuse_slow_drawing, refuse_slow_explain
 from handwired.views.matrices import explain_parts
 from handwired.weightfile import load
+from handwired.weightfile.writing import json_text
 
 app = typer.Typer()
 
@@ -69,7 +69,7 @@ def explain(
     if as_json:
         from handwired.views.record import record_json  # only for --json
 
-        typer.echo(json.dumps(record_json(model, run), ensure_ascii=False))
+        typer.echo(json_text(record_json(model, run)))
         return
     named = any(name in explaining.BLOCK_STEPS for name in step or [])
     panels = explaining.steps(model, run, wanted, block, head, position, every_step=named)

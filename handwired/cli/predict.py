@@ -1,6 +1,5 @@
 """predict: the next token after a context, with its logit and probability."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +18,7 @@ from handwired.cli.common import (
 from handwired.engine.trace import trace
 from handwired.views.model import prediction_json, prediction_view
 from handwired.weightfile import Model, load
+from handwired.weightfile.writing import json_text
 
 app = typer.Typer()
 
@@ -55,7 +55,7 @@ def predict(
             from handwired.views.puzzles import rule_answers
 
             data["puzzle"] = {"name": judge.name, "answers": rule_answers(judge, model, run, every_position)}
-        typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        typer.echo(json_text(data, indent=2))
     else:
         parts: list = [prediction_view(model, run, every_position)]
         if judge is not None:

@@ -1,6 +1,5 @@
 """puzzles: the game. List, show, start, check, hint and the reference solution."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -30,8 +29,8 @@ from handwired.judge.catalogue import catalogue, load_puzzle, puzzle_reference, 
 from handwired.judge.puzzle import starter, template
 from handwired.views.puzzles import catalogue_json, catalogue_view, score_text, statement_view
 from handwired.weightfile import load
-from handwired.weightfile.axes import shown
-from handwired.weightfile.writing import dumps
+from handwired.weightfile.axes import escaped, shown
+from handwired.weightfile.writing import dumps, json_text
 
 app = typer.Typer(
     name="puzzles",
@@ -63,7 +62,7 @@ def puzzles_list(as_json: JsonOption = False) -> None:
     the record)."""
     puzzles = catalogue()
     if as_json:
-        typer.echo(json.dumps(catalogue_json(puzzles, _progress()), indent=2, ensure_ascii=False))
+        typer.echo(json_text(catalogue_json(puzzles, _progress()), indent=2))
         return
     if not puzzles:
         stdout().print("No puzzles are installed.")
@@ -90,11 +89,14 @@ def puzzles_start(
 ) -> None:
     """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""
     puzzle = load_puzzle(name)
-    output = output or Path(puzzle.answer_file)
-    say = write_output(output, dumps(starter(puzzle, puzzle_reference(puzzle, output.parent))), force)
+    output = output or Path(puzzle.answer_file)  # a plain file name (a statement's name is one): the current folder
+    key = puzzle_reference(puzzle, Path.cwd() if is_stdout(output) else output.parent)
+    say = write_output(output, dumps(starter(puzzle, key)), force)
+    names = (f"it names its puzzle, so check, watch, diff and predict judge it by {escape(puzzle.name)}" if key else
+             "the statement is not beside it, so it names no puzzle (a weight file names only a statement in its own "
+             "folder)")
     say.print(f"wrote {escape(str(output))}: vocab {escape(' '.join(map(shown, puzzle.vocab)))}, n_ctx {puzzle.n_ctx}, "
-              f"{puzzle.caps.text()}; all zeros; it names its puzzle, so check, watch, diff and predict "
-              f"judge it by {escape(puzzle.name)}. Next: wire it, then "
+              f"{puzzle.caps.text()}; all zeros; {names}. Next: wire it, then "
               f"handwired puzzles check {escape(puzzle.ref)} {escape(str(output))}")
 
 
@@ -140,8 +142,9 @@ def puzzles_hint(
     console = stdout()
     for number, hint in enumerate(puzzle.hints[:revealed], start=1):
         new = number > before
-        console.print(Text.assemble((f"hint {number} of {len(puzzle.hints)}: ", "bold" if new else "dim"),
-                                    (hint, "" if new else "dim")), soft_wrap=not console.is_terminal)  # pipe: 1 a line
+        line = Text.assemble((f"hint {number} of {len(puzzle.hints)}: ", "bold" if new else "dim"),
+                             (escaped(hint), "" if new else "dim"))
+        console.print(line, soft_wrap=not console.is_terminal)  # in a pipe: one a line
     if revealed == len(puzzle.hints) and before == revealed and puzzle.bundled:
         console.print(Text("That was the last hint. The reference solution: "
                            f"handwired puzzles solution {puzzle.ref} (once solved, or with --spoil)", style="dim"))

@@ -1,6 +1,5 @@
 """spread: one value a model computes, over every context a check judges, grouped, with the threshold that splits it."""
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +12,7 @@ from handwired.judge import spread as spreading
 from handwired.judge.catalogue import load_puzzle
 from handwired.views.spread import spread_json, spread_view
 from handwired.weightfile import Model, load
+from handwired.weightfile.writing import json_text
 
 app = typer.Typer()
 
@@ -50,7 +50,7 @@ def spread(
     result = spreading.spread(model, probe, source, by or ("answer" if source.rule is not None else "predicted"),
                               position)
     if as_json:
-        typer.echo(json.dumps(spread_json(model, result), indent=2, ensure_ascii=False))
+        typer.echo(json_text(spread_json(model, result), indent=2))
         return
     out.show(lambda everything: [spread_view(model, result)])
 

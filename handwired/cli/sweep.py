@@ -1,6 +1,5 @@
 """sweep: the verdict at each value of one or two of the file's constants, and the interval where it passes."""
 
-import json
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from handwired.judge.sweep import check_steps, parse_range, refuse_long
 from handwired.judge.sweep import sweep as sweeping
 from handwired.views.sweep import sweep_json, sweep_view
 from handwired.weightfile import Model, load
+from handwired.weightfile.writing import json_text
 
 app = typer.Typer()
 STEPS = {1: 50, 2: 15}  # values per constant by default, for one constant and for two
@@ -52,7 +52,7 @@ def working(as_json: bool) -> Iterator[Callable[[int, int], None]]:
 def show(out: Output, as_json: bool, data: Callable[[], dict], view: Callable[[], object]) -> None:
     """The result as JSON on stdout, or the view on the terminal (and saved with --svg/--html)."""
     if as_json:
-        typer.echo(json.dumps(finite(data()), indent=2, ensure_ascii=False))
+        typer.echo(json_text(finite(data()), indent=2))
     else:
         out.show(lambda everything: [view()])
 

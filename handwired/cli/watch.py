@@ -24,6 +24,8 @@ from handwired.errors import HandwiredError
 from handwired.judge.catalogue import load_puzzle
 from handwired.views import steps as explaining
 from handwired.views import watch as watching
+from handwired.views.terminal import SafeConsole
+from handwired.weightfile.jsonfile import check_path
 
 app = typer.Typer()
 
@@ -55,12 +57,13 @@ def watch(
     if weights is not None and text is None:  # watch -w PATH TEXT: the one positional is the text
         file, text = None, file
     path = Path(weight_spec(file, weights, default=None))
+    check_path(path)
     if not path.is_file():
         raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
     wanted = explaining.expand(step or [])
     named = any(name in explaining.BLOCK_STEPS for name in step or [])  # heads/concat asked for by name
     judge = watching.puzzle_verdict(load_puzzle(puzzle)) if puzzle is not None else watching.file_verdict
-    console = Console(highlight=False)
+    console = SafeConsole(highlight=False)
     if not console.is_terminal:
         raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "
                              f"use handwired explain -w {path} or handwired check -w {path}")

@@ -23,7 +23,7 @@ from handwired.interop.readme import readme
 from handwired.weightfile import Model, parse, read_json
 from handwired.weightfile.checker import Checker, known
 from handwired.weightfile.forms import document
-from handwired.weightfile.jsonfile import MAX_FILE_BYTES, kind_of
+from handwired.weightfile.jsonfile import MAX_FILE_BYTES, check_path, kind_of
 from handwired.weightfile.puzzlekey import moved
 from handwired.weightfile.writing import dumps, umask_mode
 
@@ -103,6 +103,7 @@ def write_folder(folder: Path, files: dict[str, bytes], force: bool = False) -> 
 
 def check_output_folder(folder: Path, force: bool) -> None:
     """Refuse an output folder before any work: it exists (without --force), is a file, or holds other things."""
+    check_path(folder)
     if folder.exists() or folder.is_symlink():
         if not folder.is_dir() or folder.is_symlink():
             raise HandwiredError(f"{folder}: already exists and is not a folder; choose another name")
@@ -130,6 +131,7 @@ def read_folder(folder: Path, vocab: str | None = None, destination: Path | None
     ``vocab`` gives the tokens when the folder has no vocab.json (a state dict saved by hand); ``destination``
     is the folder the text will be written in, from which a statement named by its path must still be found.
     """
+    check_path(folder)
     if not folder.exists():
         raise HandwiredError(f"{folder}: no such folder")
     if not folder.is_dir():

@@ -2,6 +2,7 @@
 
 from handwired.engine.forward import forward
 from handwired.weightfile import Model
+from handwired.weightfile.axes import escaped, printable
 
 TESTED = {"3": "3.9.0", "4": "4.3.0"}  # with torch 2.13.0 (CPU build)
 
@@ -51,9 +52,9 @@ def readme(model: Model, config: dict) -> str:
     example = (model.example or model.decode(range(model.n_vocab)))[-model.n_ctx:]
     logits = forward(model.params, model.encode(example)[None, :], model.n_head, last_only=True)[0]
     prediction = model.vocab[int(logits.argmax())]
-    title = model.name or "handwired model"
+    title = printable(model.name) or "handwired model"  # a README is read in a terminal too: shown, never obeyed
     use = USE.format(vocab=list(model.vocab), example=example, prediction=prediction)
-    description = f"{model.description.strip()}\n\n" if model.description and model.description.strip() else ""
+    description = f"{escaped(model.description.strip())}\n\n" if model.description and model.description.strip() else ""
     return f"""# {title}: a hand-wired transformer for TransformerLens
 
 {description}Exported by handwired from a `handwired/1` weight file, for TransformerLens. TransformerLens

@@ -2,14 +2,16 @@
 
 import hashlib
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
 from handwired.errors import HandwiredError
 from handwired.judge.puzzle import Puzzle, read_statement, statement_from_text
 from handwired.weightfile import Model, bundled_folder, json_files, load
-from handwired.weightfile.jsonfile import read_text
-from handwired.weightfile.puzzlekey import HASH_MARK, reference
+from handwired.weightfile.checker import describe
+from handwired.weightfile.jsonfile import check_path, read_text
+from handwired.weightfile.puzzlekey import HASH_MARK, beside, reference
 
 FOLDER_VARIABLE = "HANDWIRED_PUZZLES"
 
@@ -48,6 +50,7 @@ def load_puzzle(name: str) -> Puzzle:
     found = bundled_puzzles()
     if name in found:
         return _bundled(found[name])
+    check_path(name)
     path = Path(name)
     if name.endswith(".json") or path.exists():
         if not path.is_file():
@@ -71,9 +74,10 @@ def _bundled(path: Path) -> Puzzle:
     return replace(puzzle, ref=puzzle.name, key=puzzle.name)
 
 
-def puzzle_reference(puzzle: Puzzle, folder: Path) -> str:
+def puzzle_reference(puzzle: Puzzle, folder: Path) -> str | None:
     """What a weight file in ``folder`` writes as its ``puzzle``: a bundled puzzle's name, or the statement's
-    path from that folder, ``#`` and its content's hash (as progress keeps it), so an edited statement is noticed."""
+    file name, ``#`` and its content's hash (as progress keeps it), so an edited statement is noticed; None for a
+    statement that is not in ``folder`` (a weight file names only a statement beside it)."""
     return puzzle.name if puzzle.bundled else reference(Path(puzzle.ref), puzzle.key.rpartition(HASH_MARK)[2], folder)
 
 
@@ -86,14 +90,24 @@ def named_puzzle(model: Model) -> tuple[Puzzle | None, str | None]:
     if not mark:
         if model.puzzle not in bundled_puzzles():
             names = ", ".join(p.name for p in catalogue()) or "none are installed"
-            raise HandwiredError(f"{where}: no puzzle named {model.puzzle!r} (puzzles: {names}; a statement you "
-                                 "wrote is named by its path and hash, as handwired puzzles start writes it)")
+            raise HandwiredError(f"{where}: no puzzle named {describe(model.puzzle).removeprefix('the string ')} "
+                                 f"(puzzles: {names}; a statement you "
+                                 "wrote is named by its file name and hash, beside the weight file, as handwired "
+                                 "puzzles start writes it)")
         return load_puzzle(model.puzzle), None
-    statement = Path(os.path.normpath(Path(model.source).parent / path))
+    if not beside(path) or not re.fullmatch(r"[0-9a-f]{1,64}", digest):
+        raise HandwiredError(f"{where}: {describe(model.puzzle)} is not a statement beside the file; a weight file "
+                             "names only a statement in its own folder, as NAME.json#HASH (or give the puzzle with "
+                             "{puzzle})", ("puzzle",))
+    statement = Path(model.source).parent / path
     if not statement.is_file():
         raise HandwiredError(f"{where}: the statement {statement} is not there any more (the file names "
                              f"{model.puzzle!r}); give the puzzle with {{puzzle}}", ("puzzle",))
-    puzzle = load_puzzle(str(statement))
+    try:
+        puzzle = load_puzzle(str(statement))
+    except HandwiredError:  # never quote a file the weight file chose: it may be anything beside it
+        raise HandwiredError(f"{where}: {statement} is not a puzzle statement handwired can read (handwired puzzles "
+                             f"show {statement} says why); give the puzzle with {{puzzle}}", ("puzzle",)) from None
     now = puzzle.key.rpartition(HASH_MARK)[2]
     note = None if now == digest else (f"{model.source} was started on {statement} as it was ({HASH_MARK}{digest}); "
                                        f"it has changed since ({HASH_MARK}{now}): judged as it is now")
@@ -108,5 +122,6 @@ def other_puzzle(model: Model, puzzle: Puzzle) -> str | None:
     if not mark:
         same = puzzle.bundled and puzzle.name == model.puzzle
     else:
-        same = not puzzle.bundled and (Path(model.source).parent / path).resolve() == Path(puzzle.ref).resolve()
+        same = (not puzzle.bundled and beside(path)
+                and (Path(model.source).parent / path).resolve() == Path(puzzle.ref).resolve())
     return None if same else model.puzzle

@@ -16,12 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, SEED
+from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, MAX_MEMORY, SEED
 from handwired.engine.batch import next_logits_distinct
+from handwired.engine.memory import gigabytes
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
+    MAX_EXHAUSTIVE_SECONDS,
+    MAX_RUN_SECONDS,
     count_contexts,
+    duration,
     exhaustive_contexts,
+    forward_seconds,
     how_many,
     random_contexts,
     shortest_first,
@@ -37,6 +42,11 @@ from handwired.weightfile.heads import QKV_MEANING, Z_MEANING, numbered
 # Contexts compared one by one (two per-context forward passes each) before diff samples instead; check --exhaustive's
 # own limit is its estimated time (contexts.MAX_EXHAUSTIVE_SECONDS), with a larger count cap.
 MAX_EVERY = 20_000_000
+# What comparing the weights costs, known from the files' sizes before any entry is compared: an entry of a matrix
+# whose rows or columns differ between the files is compared by its label, one by one (measured on a busy 2-core
+# machine: 360,000 entries in 4.2 s); each change found is kept with its label.
+SECONDS_PER_LABELLED, SECONDS_PER_CHANGE = 12e-6, 10e-6  # an entry compared by label; a change made, with its label
+CHANGE_BYTES = 300
 
 
 @dataclass(frozen=True)
@@ -121,7 +131,8 @@ def weight_changes(old: Model, new: Model) -> list[WeightChange]:
     not 0: a zero there contributes nothing either way, as a left-out sparse entry. A matrix both files
     have with the same rows and columns is compared as one array (a model can have millions of entries).
     """
-    same = {path for path in old.written.axes if path in new.written.axes and _keys(old, path) == _keys(new, path)}
+    same = _same_axes(old, new)
+    refuse_slow_weights(old, new, same)
     changes: list[WeightChange] = []
     for path in old.written.axes:
         changes += _array_changes(old, new, path) if path in same else _entry_changes(old, new, path)
@@ -131,6 +142,41 @@ def weight_changes(old: Model, new: Model) -> list[WeightChange]:
             changes += [WeightChange(label, None, value) for key, label, value in _entries(new, [path])
                         if key not in before and value != 0]
     return changes
+
+
+def _same_axes(old: Model, new: Model) -> set[str]:
+    """The matrices (and vectors) both files have with the same rows and columns: compared as arrays."""
+    return {path for path in old.written.axes if path in new.written.axes and _keys(old, path) == _keys(new, path)}
+
+
+def most_changes(old: Model, new: Model, same: set[str] | None = None) -> int:
+    """At most how many weight changes :func:`weight_changes` lists, counted as arrays before any is made: the
+    entries that differ where the rows and columns are the same, and elsewhere every entry that is not 0 in one
+    file or the other (two zeros are no change)."""
+    same = _same_axes(old, new) if same is None else same
+    differing = sum(int(np.count_nonzero(np.atleast_1d(locate(old.params, path)) != locate(new.params, path)))
+                    for path in same)
+    return differing + sum(int(np.count_nonzero(locate(model.params, path)))
+                           for model in (old, new) for path in model.written.axes if path not in same)
+
+
+def refuse_slow_weights(old: Model, new: Model, same: set[str]) -> None:
+    """Refuse, before any entry is compared by label, weights whose comparison would take longer than an exhaustive
+    check may (MAX_EXHAUSTIVE_SECONDS) or whose changes would not fit MAX_MEMORY (see most_changes)."""
+    by_label = sum(int(np.size(written)) for model in (old, new) for path, written in model.written.entries.items()
+                   if path not in same)
+    changes = most_changes(old, new, same)
+    seconds = by_label * SECONDS_PER_LABELLED + changes * SECONDS_PER_CHANGE
+    if seconds > MAX_EXHAUSTIVE_SECONDS:
+        raise HandwiredError(f"{new.source}: {by_label:,} weights to compare one by one (their rows or columns differ "
+                             f"from {old.source}'s) and up to {changes:,} changes to list: about {duration(seconds)}, "
+                             f"more than the {duration(MAX_EXHAUSTIVE_SECONDS)} handwired spends on it; diff compares "
+                             "two versions of one model, a few edits apart")
+    if changes * CHANGE_BYTES > MAX_MEMORY:
+        raise HandwiredError(f"{new.source}: up to {changes:,} weights that differ from {old.source}'s: about "
+                             f"{gigabytes(changes * CHANGE_BYTES)} to list them, more than the "
+                             f"{gigabytes(MAX_MEMORY)} handwired will use; diff compares two versions of one model, "
+                             "a few edits apart")
 
 
 def _array_changes(old: Model, new: Model, path: str) -> list[WeightChange]:
@@ -198,13 +244,17 @@ def compare(
     """
     _comparable(old, new, show)
     if puzzle is not None:
+        _refuse_slow_contexts(old, new, puzzle[1].total, "puzzle")
         return _by_puzzle(old, new, show, *puzzle)
     total = count_contexts(old)
-    if sample is None and total <= limit:
+    every = sum(forward_seconds(model, model.n_vocab**length, length)
+                for model in (old, new) for length in range(1, old.n_ctx + 1))
+    if sample is None and total <= limit and every <= MAX_EXHAUSTIVE_SECONDS:
         batches: Iterator[np.ndarray] = exhaustive_contexts(old)
         checked = f"every context of length 1…{old.n_ctx} over {', '.join(map(shown, old.vocab))} ({total:,} contexts)"
     else:
         n = DIFF_SAMPLE if sample is None else sample
+        _refuse_slow_contexts(old, new, n, "sample")
         batches = random_contexts(old, n, seed)()
         checked = f"{n:,} random contexts of length 1…{old.n_ctx} (seed {seed}) of {how_many(total)}"
     target = new.target or old.target
@@ -231,6 +281,19 @@ def compare(
                                                    _answer(new, after, row, decided)))
     result.shown = sorted(kept.values(), key=lambda c: shortest_first(old.vocab, c.context))[:show]
     return result
+
+
+def _refuse_slow_contexts(old: Model, new: Model, contexts: int, how: str) -> None:
+    """Refuse, before any is run, ``contexts`` contexts (of up to n_ctx tokens) through both models when that would
+    take more than MAX_RUN_SECONDS; ``how``: "sample" or "puzzle", which says what narrows it."""
+    seconds = forward_seconds(old, contexts, old.n_ctx) + forward_seconds(new, contexts, new.n_ctx)
+    if seconds <= MAX_RUN_SECONDS:
+        return
+    narrow = ("give a smaller {sample}" if how == "sample" else
+              "compare random contexts instead, e.g. {sample} 10000 (which leaves the puzzle out)")
+    raise HandwiredError(f"{how_many(contexts)} contexts through both models: about {duration(seconds)} of "
+                         f"comparing, more than the {duration(MAX_RUN_SECONDS)} handwired will spend on it; {narrow}",
+                         ("sample",))
 
 
 def _tally(result: Diff, before: dict, after: dict, judged: np.ndarray) -> np.ndarray:

@@ -37,6 +37,10 @@ KINDS: dict[str, dict[str, bool]] = {  # kind -> parameter -> required
 }
 SLOT = "#"  # in a template: one token of the alphabet
 MAX_INPUTS = 1_000_000  # inputs a domain may have: far more than a puzzle needs, few enough to enumerate at once
+# Tokens in all the contexts a domain enumerates, bounded before any is made: about 2 s and 60 MB at most
+# (add's is counted as 350,000, and holds 210,000; the answers so far of 2^18 inputs of 18 letters, counted as 175
+# million, took 46 s and 1.3 GB to enumerate).
+MAX_TOKENS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,21 @@ class _Inputs:
         """Whether an input may end after ``k`` tokens."""
         return k == len(self.template) if self.template is not None else k in self.lengths
 
-    def tokens(self) -> set[int]:
+    def vocabulary(self) -> set[int]:
         """Every token an input may hold (the start token aside)."""
         return set(self.alphabet) | {t for t in self.template or () if t is not None}
+
+    def tokens(self, answers_to: int | None) -> int:
+        """How many tokens the domain's contexts hold at most: each input's; or, with ``answers_to`` (n_ctx), each
+        input followed by every answer so far, up to that length (teacher forcing)."""
+        a, total = len(self.alphabet), 0
+        fixed = (len(self.template) - self.template.count(None) if self.template is not None else 0) + (
+            self.start is not None)
+        for n in self.sizes:
+            count, length = (perm(a, n) if self.distinct else a**n), n + fixed
+            longest = max(answers_to or length, length)
+            total += count * (longest + length) * (longest - length + 1) // 2  # lengths length…longest, one each
+        return total
 
     def slots(self, k: int) -> int:
         """How many of an input's first ``k`` tokens are drawn from the alphabet."""
@@ -224,7 +240,7 @@ def domain_from_spec(spec: Any, vocab: tuple[str, ...], rule: Rule | None, n_ctx
         return None
     if rule is None or n_ctx is None:
         return None  # reported already
-    if kind == "answer_so_far" and separator in inputs.tokens():
+    if kind == "answer_so_far" and separator in inputs.vocabulary():
         check.problem(path, f"{shown(vocab[separator])!r} ends the input (the rule's separator), so an input "
                             "cannot hold it")
         return None
@@ -248,7 +264,7 @@ def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checke
                             "one of them")
         return None
     lengths = _lengths(spec["length"], join(path, "length"), n_ctx, check) if "length" in spec else range(0)
-    template = _template(spec["template"], join(path, "template"), vocab, check) if "template" in spec else None
+    template = _template(spec["template"], join(path, "template"), vocab, n_ctx, check) if "template" in spec else None
     if alphabet is None or distinct is None or lengths is None or ("start" in spec and start is None) or (
             "template" in spec and template is None):
         return None
@@ -261,6 +277,12 @@ def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checke
     if count > MAX_INPUTS:
         check.problem(path, f"{count:,} inputs, more than the {MAX_INPUTS:,} a domain may hold; give fewer or "
                             "shorter inputs (a smaller alphabet, length or template)")
+        return None
+    answers = spec.get("kind") == "answer_so_far"
+    tokens = inputs.tokens(n_ctx if answers else None)
+    if tokens > MAX_TOKENS:
+        check.problem(path, f"up to {tokens:,} tokens in its contexts{' with the answers so far' if answers else ''}, "
+                            f"more than the {MAX_TOKENS:,} a domain may hold; fewer or shorter inputs narrow it")
         return None
     return inputs
 
@@ -279,9 +301,13 @@ def _lengths(value: Any, path: str, n_ctx: int | None, check: Checker) -> range 
     return range(shortest, longest + 1)
 
 
-def _template(value: Any, path: str, vocab: tuple[str, ...], check: Checker) -> tuple[int | None, ...] | None:
+def _template(value: Any, path: str, vocab: tuple[str, ...], n_ctx: int | None,
+              check: Checker) -> tuple[int | None, ...] | None:
     if not isinstance(value, str) or SLOT not in value:
         check.problem(path, f"expected tokens and {SLOT!r} slots, such as \"##+##\"; found {describe(value)}")
+        return None
+    if len(value) > (n_ctx or MAX_SIZE):  # before it is read token by token, or made into contexts
+        check.problem(path, f"{len(value):,} tokens, longer than {f'n_ctx {n_ctx}' if n_ctx else 'a context may be'}")
         return None
     if SLOT in vocab:
         check.problem(path, f"{SLOT!r} is a token of the vocabulary, so it cannot mark a slot")

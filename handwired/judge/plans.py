@@ -112,14 +112,18 @@ def pattern_rule(model: Model, pattern: str) -> PatternRule:
     return PatternRule(model.encode(pattern, "target"), model.n_vocab, pattern)
 
 
+SAMPLE_INSTEAD = ("check a random sample instead, e.g. {sample} 1000000 {seed} 0", ("sample", "seed"))
+
+
 def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limit: int = MAX_EXHAUSTIVE,
-                    max_seconds: float = MAX_EXHAUSTIVE_SECONDS) -> Plan:
+                    max_seconds: float = MAX_EXHAUSTIVE_SECONDS,
+                    instead: tuple[str, tuple[str, ...]] = SAMPLE_INSTEAD) -> Plan:
     """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes.
 
-    Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``.
+    Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``,
+    the message ending with what to do ``instead`` (its text, and the parameters it names).
     """
-    total = refuse_every_context(model, "check a random sample instead, e.g. {sample} 1000000 {seed} 0",
-                                 ("sample", "seed"), min_length, limit, max_seconds)
+    total = refuse_every_context(model, instead[0], instead[1], min_length, limit, max_seconds)
 
     def judged(runs: list[TreeBatch]) -> Batch:
         runs = sorted(runs, key=lambda run: run.first)  # threads interleave their runs; a batch is in vocab order

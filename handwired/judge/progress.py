@@ -4,8 +4,11 @@ Kept in ``progress.json`` in handwired's application directory (typer's
 ``get_app_dir("handwired")``, or ``$HANDWIRED_HOME`` when set). Progress is a
 convenience, never a reason to stop: a file that cannot be read or makes no
 sense (or is no regular file at all) is reported in one line, renamed aside
-(never deleted) and replaced; a file that cannot be written is reported once
-and the command goes on.
+(never deleted) and replaced; one entry that makes no sense is left out with a
+warning line, the other puzzles' entries kept (the file is copied aside, then
+rewritten without it); a file that cannot be written is reported once and the command
+goes on. Progress holds only what it can read back: a hint count is capped at
+MAX_HINTS when it is written.
 
 Two commands may run at once (``watch --puzzle`` in one terminal, ``puzzles
 check`` in another): every save reads the file again under a lock
@@ -29,7 +32,7 @@ from handwired.errors import HandwiredError
 from handwired.judge.progress_lock import locked
 from handwired.judge.scores import Score, read_score
 from handwired.weightfile.checker import Checker
-from handwired.weightfile.jsonfile import read_json
+from handwired.weightfile.jsonfile import read_json, read_text
 from handwired.weightfile.writing import write_new
 
 FORMAT = "handwired-progress/1"
@@ -55,12 +58,13 @@ class Entry:
     hints: int = 0  # how many hints have been revealed
 
     def to_json(self) -> dict[str, Any]:
-        return {"solved": self.solved, "best": None if self.best is None else self.best.to_json(), "hints": self.hints}
+        return {"solved": self.solved, "best": None if self.best is None else self.best.to_json(),
+                "hints": min(self.hints, MAX_HINTS)}  # never more than a later read accepts
 
     def merged(self, other: "Entry") -> "Entry":
-        """What both entries know: solved if either is, the better best, the more hints."""
+        """What both entries know: solved if either is, the better best, the more hints (at most MAX_HINTS)."""
         best = other.best if other.best is not None and other.best.better_than(self.best) else self.best
-        return Entry(self.solved or other.solved, best, max(self.hints, other.hints))
+        return Entry(self.solved or other.solved, best, min(max(self.hints, other.hints), MAX_HINTS))
 
 
 def merge(ours: dict[str, Entry], theirs: dict[str, Entry]) -> dict[str, Entry]:
@@ -117,7 +121,7 @@ class Progress:
         self.puzzles = merge(self.puzzles, {name: entry})
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "puzzles": {name: entry.to_json() for name, entry in sorted(self.puzzles.items())}}
+        return document(self.puzzles)
 
     def update(self, change: Callable[[], None]) -> None:
         """Under the lock: read the file again and merge it in, ``change()`` the entries, replace the file atomically.
@@ -168,14 +172,36 @@ def load(path: Path | None = None, warn: Callable[[str], None] = lambda message:
     return progress
 
 
+def document(entries: dict[str, Entry]) -> dict[str, Any]:
+    """The progress file's content."""
+    return {"format": FORMAT, "puzzles": {name: entry.to_json() for name, entry in sorted(entries.items())}}
+
+
 def _read(path: Path, warn: Callable[[str], None], set_aside: bool = True) -> dict[str, Entry] | None:
-    """The entries in the file ({} if there is none or it was set aside); None if it is bad and must stay."""
+    """The entries in the file ({} if there is none or it was set aside); None if it is bad and must stay.
+
+    An entry that makes no sense is left out with a warning, the others kept; with ``set_aside`` (under the lock)
+    the file is copied aside as it was, then rewritten without it, so it is reported once and nothing is lost.
+    """
     if not os.path.lexists(path):
         return {}
+    dropped: list[str] = []
     try:
-        return parse(read_json(path))
+        entries = parse(read_json(path), dropped)
     except HandwiredError as error:
         reason = str(error).removeprefix(f"{path}: ")
+    else:
+        if dropped:
+            copy = _set_aside(path, copy=True) if set_aside else None
+            if copy is not None:
+                try:
+                    write_new(path, json.dumps(document(entries), indent=2) + "\n", force=True)
+                except HandwiredError:  # kept as it is: a save will report it
+                    pass
+            kept = f"; the file as it was is copied to {copy.name}" if copy else ""
+            more = f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""
+            warn(f"{path}: {dropped[0]}{more}: left out, every other puzzle's progress kept{kept}")
+        return entries
     aside = _set_aside(path) if set_aside else None
     if aside is None:
         warn(f"{path}: unreadable progress ({reason}); could not set it aside, so it is left as it is "
@@ -185,21 +211,31 @@ def _read(path: Path, warn: Callable[[str], None], set_aside: bool = True) -> di
     return {}
 
 
-def parse(doc: Any) -> dict[str, Entry]:
-    """A progress document -> its entries; one HandwiredError naming the first problem."""
+def parse(doc: Any, dropped: list[str] | None = None) -> dict[str, Entry]:
+    """A progress document -> its entries; one HandwiredError naming the first problem.
+
+    With ``dropped``, an entry that makes no sense is left out and its problem appended there instead: only a
+    document that is no progress file at all raises.
+    """
     check = Checker()
     top = check.obj(doc, "", FILE_KEYS)
-    entries: dict[str, Entry] = {}
+    puzzles = None
     if top is not None and "format" in top and top["format"] != FORMAT:
         check.problem("format", f"expected {FORMAT!r}")
     if top is not None and "puzzles" in top:
         puzzles = check.mapping(top["puzzles"], "puzzles", "puzzle name: progress")
-        for name, value in (puzzles or {}).items():
-            entry = _entry(check, value, f"puzzles.{name}")
-            if entry is not None:
-                entries[name] = entry
     if check.problems:
         raise HandwiredError(check.problems[0])
+    entries: dict[str, Entry] = {}
+    for name, value in (puzzles or {}).items():
+        one = Checker()
+        entry = _entry(one, value, f"puzzles.{name}")
+        if one.problems:
+            if dropped is None:
+                raise HandwiredError(one.problems[0])
+            dropped.append(one.problems[0])
+        elif entry is not None:
+            entries[name] = entry
     return entries
 
 
@@ -215,16 +251,20 @@ def _entry(check: Checker, value: Any, path: str) -> Entry | None:
     return Entry(solved, best, hints)
 
 
-def _set_aside(path: Path) -> Path | None:
-    """Rename a bad file to progress.json.bad-TIMESTAMP (never over another); None if that fails."""
+def _set_aside(path: Path, copy: bool = False) -> Path | None:
+    """Rename a bad file to progress.json.bad-TIMESTAMP (never over another), or ``copy`` it there; None if that
+    fails."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for attempt in range(100):
         aside = path.with_name(f"{path.name}.bad-{stamp}" + (f"-{attempt}" if attempt else ""))
         if aside.exists():
             continue
         try:
-            path.rename(aside)
-        except OSError:
+            if copy:
+                write_new(aside, read_text(path))
+            else:
+                path.rename(aside)
+        except (OSError, HandwiredError):
             return None
         return aside
     return None

@@ -19,7 +19,7 @@ from handwired.judge.domains import Domain, domain_from_spec
 from handwired.judge.kinds import rule_from_spec
 from handwired.judge.rules import DECIDED, OUT_OF_DOMAIN, Rule
 from handwired.judge.scores import Score, read_score
-from handwired.weightfile.checker import Checker, describe, known
+from handwired.weightfile.checker import Checker, describe, join, known
 from handwired.weightfile.jsonfile import parse_json, read_text
 from handwired.weightfile.parse import MAX_PARAMETERS, parameter_count
 from handwired.weightfile.starter import starter_document
@@ -34,6 +34,19 @@ COMMENT = "#"
 CAPS_KEYS = {"n_embd": True, "n_head": True, "n_layer": True, "mlp": True}
 MLP_WIDTH = 4  # the starter's MLP has 4 × n_embd hidden units, as GPT-2's
 MAX_CONTEXTS = 100_000_000  # judged contexts a statement may ask for: an exhaustive check's sanity bound
+# What a statement may hold, checked before anything is built from it: far beyond any puzzle's needs (the bundled
+# ones use at most 12 tokens, n_ctx 9, 7 examples, 4 hints of 500 characters), small enough that nothing a stranger
+# writes within them takes long to read, show, start or judge.
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a statement's name: a file name in any folder, never a path
+MAX_VOCAB = 128  # tokens
+MAX_N_CTX = 256  # positions
+MAX_CAPS = {"n_embd": 1024, "n_head": 64, "n_layer": 64}
+MAX_EXAMPLES = 64
+MAX_HINTS = 100
+MAX_TEXTS = {"title": 100, "summary": 300}  # characters, one line each
+MAX_TEXT = 10_000  # characters of any other string: the story, a hint, a rule's or a domain's parameter
+MAX_VALUES = 10_000  # values of every kind in the whole document
+MAX_KEY = 100  # characters of a key (a misspelt one is quoted in its error)
 
 
 @dataclass(frozen=True)
@@ -106,22 +119,31 @@ def statement_from_text(text: str, path: Path, named_by_file: bool = False) -> P
 
 
 def parse_statement(doc: Any, path: Path, named_by_file: bool = True) -> tuple[Puzzle | None, list[str]]:
-    """Validate a parsed statement; return the puzzle (None if invalid) and every problem found."""
+    """Validate a parsed statement; return the puzzle (None if invalid) and every problem found.
+
+    A document that is no statement at all (no ``format`` of a statement) is refused before any of its content
+    is looked at, so no message ever quotes a file that was not meant as one; a statement's sizes are bounded
+    before anything is built from it.
+    """
     check = Checker()
-    if isinstance(doc, dict):
-        doc = {key: value for key, value in doc.items() if not key.startswith(COMMENT)}
+    not_one = _not_a_statement(doc)
+    if not_one:
+        return None, [not_one]
+    doc = {key: value for key, value in doc.items() if not key.startswith(COMMENT)}
+    too_large = _too_large(doc)
+    if too_large:
+        return None, [too_large]
     top = check.obj(doc, "", STATEMENT_KEYS)
-    if top is None:
+    if top is None:  # never: it is an object
         return None, check.problems
-    if "format" in top and top["format"] != FORMAT:
-        check.problem("format", f"expected {FORMAT!r}; found {describe(top['format'])}")
-    name = check.text(top["name"], "name") if "name" in top else None
-    if named_by_file and name is not None and name != path.stem:
-        check.problem("name", f"expected {path.stem!r}, the file's name; found {describe(name)}")
+    name = _name(check, top["name"], path if named_by_file else None) if "name" in top else None
     level = check.whole(top["level"], "level") if "level" in top else None
-    texts = {key: check.text(top[key], key) for key in ("title", "summary", "story") if key in top}
+    texts = {key: _text(check, top[key], key) for key in ("title", "summary", "story") if key in top}
     vocab = check.vocab(top["vocab"]) if "vocab" in top else None
-    n_ctx = check.whole(top["n_ctx"], "n_ctx") if "n_ctx" in top else None
+    if vocab is not None and len(vocab) > MAX_VOCAB:
+        check.problem("vocab", f"{len(vocab):,} tokens, more than a puzzle may have (at most {MAX_VOCAB})")
+        vocab = None
+    n_ctx = check.whole(top["n_ctx"], "n_ctx", 1, MAX_N_CTX) if "n_ctx" in top else None
     caps = _caps(check, top["caps"]) if "caps" in top else None
     rule = rule_from_spec(top["rule"], vocab, check) if vocab is not None and "rule" in top else None
     domain = None
@@ -131,7 +153,7 @@ def parse_statement(doc: Any, path: Path, named_by_file: bool = True) -> tuple[P
         check.problem("n_ctx", f"{how_many(every_length(len(vocab), n_ctx))} contexts, more than the {MAX_CONTEXTS:,} "
                                "a check enumerates")
     examples = _examples(check, top.get("examples"), vocab, n_ctx, domain) if "examples" in top else None
-    hints = check.strings(top["hints"], "hints") if "hints" in top else None
+    hints = _hints(check, top["hints"]) if "hints" in top else None
     scores = {key: read_score(check, top[key], key) for key in ("par", "record") if key in top}
     if check.problems:
         return None, check.problems
@@ -144,8 +166,75 @@ def parse_statement(doc: Any, path: Path, named_by_file: bool = True) -> tuple[P
     return puzzle, []
 
 
+def _not_a_statement(doc: Any) -> str | None:
+    """Why ``doc`` is no statement at all, in words that quote nothing of it; None if it says it is one."""
+    if not isinstance(doc, dict):
+        found = "a list" if isinstance(doc, list) else "a string" if isinstance(doc, str) else "a JSON value"
+        return f"expected a puzzle statement, an object with \"format\": {FORMAT!r}; found {found}"
+    if "format" not in doc:
+        return f"(top level): missing 'format': expected a puzzle statement, with \"format\": {FORMAT!r}"
+    if doc["format"] != FORMAT:
+        named = isinstance(doc["format"], str) and re.fullmatch(r"handwired[\w-]*/\d+", doc["format"])
+        found = f"the string {doc['format']!r}" if named else "something else"
+        return f"format: expected {FORMAT!r}; found {found}: this is not a puzzle statement"
+    return None
+
+
+def _too_large(doc: dict) -> str | None:
+    """The first value past the sizes a statement may hold (MAX_VALUES in all, MAX_TEXT characters a string, MAX_KEY
+    a key), by its JSON path; None when the whole document is within them. Looked at before anything is built."""
+    pending: list[tuple[str, Any]] = [("", doc)]
+    seen = 0
+    while pending:
+        path, value = pending.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            return f"more than {MAX_VALUES:,} values: far more than a puzzle statement holds"
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            return f"{path}: {len(value):,} characters, more than a statement's text may have (at most {MAX_TEXT:,})"
+        if isinstance(value, dict):
+            long_key = next((key for key in value if len(key) > MAX_KEY), None)
+            if long_key is not None:
+                return f"{path or '(top level)'}: a key of {len(long_key):,} characters (at most {MAX_KEY})"
+            pending.extend((join(path, str(key)), item) for key, item in value.items())
+        elif isinstance(value, list):
+            pending.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+    return None
+
+
+def _name(check: Checker, value: Any, path: Path | None) -> str | None:
+    """A statement's name: a plain name (letters, digits, '-' and '_'), as a file name is made of it; a bundled
+    statement's is its file's (``path``)."""
+    name = check.text(value, "name")
+    if name is not None and not NAME.fullmatch(name):
+        check.problem("name", "expected a plain name of letters, digits, '-' and '_', at most 64 of them, such as "
+                              f"\"mirror\"; found {describe(name)}")
+        return None
+    if path is not None and name is not None and name != path.stem:
+        check.problem("name", f"expected {path.stem!r}, the file's name; found {describe(name)}")
+    return name
+
+
+def _text(check: Checker, value: Any, key: str) -> str | None:
+    text, most = check.text(value, key), MAX_TEXTS.get(key, MAX_TEXT)
+    if text is not None and len(text) > most:
+        check.problem(key, f"{len(text):,} characters, more than it may have (at most {most:,})")
+        return None
+    return text
+
+
+def _hints(check: Checker, value: Any) -> list[str] | None:
+    if isinstance(value, list) and len(value) > MAX_HINTS:
+        check.problem("hints", f"{len(value):,} hints, more than a puzzle may have (at most {MAX_HINTS})")
+        return None
+    return check.strings(value, "hints")
+
+
 def _examples(check: Checker, value: Any, vocab, n_ctx, domain: Domain | None) -> list[str] | None:
     """Contexts to show with the rule's answers: strings of vocabulary tokens, in the domain when there is one."""
+    if isinstance(value, list) and len(value) > MAX_EXAMPLES:
+        check.problem("examples", f"{len(value):,} examples, more than a puzzle may show (at most {MAX_EXAMPLES})")
+        return None
     if check.strings(value, "examples") is None:
         return None
     examples = [check.tokens(example, f"examples[{i}]", vocab, n_ctx) for i, example in enumerate(value)]
@@ -161,7 +250,8 @@ def _caps(check: Checker, value: Any) -> Caps | None:
     spec = check.obj(value, "caps", CAPS_KEYS)
     if spec is None or any(key not in spec for key in CAPS_KEYS):
         return None
-    n_embd, n_head, n_layer = (check.whole(spec[key], f"caps.{key}") for key in ("n_embd", "n_head", "n_layer"))
+    n_embd, n_head, n_layer = (check.whole(spec[key], f"caps.{key}", 1, MAX_CAPS[key])
+                               for key in ("n_embd", "n_head", "n_layer"))
     mlp, hidden = _mlp_cap(check, spec["mlp"])
     if n_embd is None or n_head is None or n_layer is None or mlp is None:
         return None
@@ -193,8 +283,8 @@ TEMPLATE = Path(__file__).resolve().parent / "template.json"
 
 def template(name: str) -> str:
     """A statement to start from (``puzzles new``): a small puzzle that plays, every part commented."""
-    if not re.fullmatch(r"[\w.-]+", name):
-        raise HandwiredError(f"{name!r}: a puzzle's name is letters, digits, '_', '-' and '.'; "
+    if not NAME.fullmatch(name):
+        raise HandwiredError(f"{name!r}: a puzzle's name is letters, digits, '_' and '-', at most 64 of them; "
                              "choose a file name made of those")
     return TEMPLATE.read_text(encoding="utf-8").replace('"name": "NAME"', f'"name": "{name}"')
 
@@ -202,12 +292,14 @@ def template(name: str) -> str:
 def starter(puzzle: Puzzle, reference: str | None = None) -> dict[str, Any]:
     """A weight document at the puzzle's caps, all zeros: it fits, and fails every judged context.
 
-    ``reference`` is how the file names its puzzle (see catalogue.puzzle_reference); default: the puzzle's name.
+    ``reference`` is how the file names its puzzle (see catalogue.puzzle_reference); default: a bundled puzzle's
+    name; a statement someone wrote is named only by a reference (none: the file names no puzzle).
     """
     caps = puzzle.caps
     doc = starter_document("".join(puzzle.vocab), puzzle.n_ctx, caps.n_embd, caps.n_head, caps.n_layer)
     doc.pop("name")
-    doc = {"format": doc.pop("format"), "name": puzzle.name, "puzzle": reference or puzzle.name, **doc}
+    named = reference or (puzzle.name if puzzle.bundled else None)
+    doc = {"format": doc.pop("format"), "name": puzzle.name, **({"puzzle": named} if named else {}), **doc}
     doc["description"] = f"A start on puzzle {puzzle.name!r}: {puzzle.summary} " + doc["description"]
     doc["example"] = max(puzzle.examples, key=len)
     if puzzle.rule_spec.get("kind") == "pattern":

@@ -101,9 +101,11 @@ def puzzle_plan(puzzle: Puzzle, model: Model) -> Plan:
     """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule.
     Every string is evaluated as the tree (handwired.engine.tree) over a small vocabulary, whose siblings attend
     together in one square product, and walked as a trie beyond it."""
-    if puzzle.domain is None:
+    if puzzle.domain is None:  # a puzzle is judged on every context: no sample, so only a smaller statement helps
         if model.n_vocab <= TREE_VOCAB:
-            return exhaustive_plan(model, puzzle.rule)
+            return exhaustive_plan(model, puzzle.rule, instead=(
+                "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or n_ctx "
+                "(or a domain) makes the check shorter", ()))
         return every_string_plan(model, puzzle.rule)
     return domain_plan(model, puzzle.domain, puzzle.rule)
 

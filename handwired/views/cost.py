@@ -10,8 +10,11 @@ estimated the same way. Each refusal names the estimate and what narrows it.
 
 import numpy as np
 
+from handwired.defaults import MAX_MEMORY
+from handwired.engine.memory import gigabytes
 from handwired.errors import HandwiredError
 from handwired.judge.contexts import SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_PASS, duration, forward_seconds
+from handwired.judge.puzzle import Puzzle
 from handwired.views.figures import Step
 from handwired.weightfile import Model, locate
 
@@ -146,3 +149,41 @@ def refuse_slow_attend(n_q: int, n_k: int, d_k: int, d_v: int, score: str, drawn
 
 
 MAX_GAUSSIAN_TERMS = 50_000_000  # the [n_q, n_k, d] array of (q − k)²: 381 MB of float64
+
+
+DIFF_COLUMNS = 4  # a changed weight's row: its label, old, new, new − old
+SECONDS_PER_JSON_CHANGE, BYTES_PER_JSON_CHANGE = 20e-6, 1000  # a changed weight in diff --json, at the peak
+
+
+def refuse_slow_diff(changes: int, as_json: bool) -> None:
+    """Refuse, before the weights are compared, a diff listing up to ``changes`` changed weights that would take
+    more than MAX_VIEW_SECONDS to draw or write, or more than MAX_MEMORY to hold as JSON."""
+    what = f"up to {changes:,} changed weights"
+    if as_json:
+        size = changes * BYTES_PER_JSON_CHANGE
+        if size > MAX_MEMORY:
+            raise HandwiredError(f"{what} as JSON: about {gigabytes(size)}, more than the {gigabytes(MAX_MEMORY)} "
+                                 "handwired will use; diff compares two versions of one model, a few edits apart")
+        seconds = changes * SECONDS_PER_JSON_CHANGE
+    else:
+        seconds = changes * DIFF_COLUMNS * SECONDS_PER_CELL
+    if seconds > MAX_VIEW_SECONDS:
+        instead = "" if as_json else "{as_json} writes them without drawing, or "
+        raise HandwiredError(f"{what} to {'write' if as_json else 'draw'}: about {duration(seconds)}, more than the "
+                             f"{duration(MAX_VIEW_SECONDS)} handwired spends on a view; {instead}compare two versions "
+                             "of one model, a few edits apart", ("as_json",))
+
+
+SECONDS_PER_DOMAIN_TOKEN = 2e-9  # one token of a domain's context compared with an example's (Domain.holds)
+
+
+def refuse_slow_examples(puzzle: Puzzle) -> None:
+    """Refuse, before any is answered, a statement's examples whose answers would take more than MAX_VIEW_SECONDS:
+    each is looked for among the domain's contexts, then judged by the rule."""
+    tokens = sum(batch.size for batch in puzzle.domain.contexts) if puzzle.domain is not None else 0
+    seconds = len(puzzle.examples) * (SECONDS_PER_PASS + tokens * SECONDS_PER_DOMAIN_TOKEN)
+    if seconds > MAX_VIEW_SECONDS:
+        raise HandwiredError(f"{puzzle.source}: {len(puzzle.examples):,} examples, each looked for among the "
+                             f"domain's {puzzle.n_contexts:,} contexts: about {duration(seconds)}, more than the "
+                             f"{duration(MAX_VIEW_SECONDS)} handwired spends on a view; a statement with fewer "
+                             "examples or a smaller domain narrows it")

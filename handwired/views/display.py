@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable
 
 from rich.console import Console, ConsoleOptions, RenderResult
 
+from handwired.views.terminal import SafeConsole
+
 EXPORT_WIDTH = 120
 EXPORT_MAX_WIDTH = 400
 # a fragment for a notebook cell, styles inline: no page around it, no stylesheet to clash with the notebook's
@@ -22,10 +24,10 @@ FRAGMENT = ('<pre style="white-space: pre; overflow-x: auto; line-height: 1.25; 
 def recorded(parts: Iterable) -> Console:
     """A console that has printed ``parts`` and recorded them, as wide as the widest (see the module)."""
     parts = list(parts)
-    measure = Console(width=EXPORT_MAX_WIDTH, file=io.StringIO(), force_jupyter=False)
+    measure = SafeConsole(width=EXPORT_MAX_WIDTH, file=io.StringIO(), force_jupyter=False)
     width = max([EXPORT_WIDTH] + [min(EXPORT_MAX_WIDTH, measure.measure(part).maximum) for part in parts])
-    console = Console(width=width, file=io.StringIO(), record=True, highlight=False, force_terminal=True,
-                      force_jupyter=False, color_system="truecolor")  # in Jupyter too: recorded, never displayed
+    console = SafeConsole(width=width, file=io.StringIO(), record=True, highlight=False, force_terminal=True,
+                          force_jupyter=False, color_system="truecolor")  # in Jupyter too: recorded, never displayed
     for part in parts:
         console.print(part)
     return console
@@ -38,8 +40,8 @@ def html_fragment(parts: Iterable) -> str:
 
 def plain_text(parts: Iterable, width: int = EXPORT_WIDTH) -> str:
     """``parts`` as plain text, no colour: what a test or a log reads."""
-    console = Console(width=width, file=io.StringIO(), record=True, highlight=False, color_system=None,
-                      force_jupyter=False)
+    console = SafeConsole(width=width, file=io.StringIO(), record=True, highlight=False, color_system=None,
+                          force_jupyter=False)
     for part in parts:
         console.print(part)
     return console.export_text()

@@ -11,14 +11,14 @@ from handwired.engine.logits import gaps, top_token
 from handwired.engine.trace import Trace
 from handwired.views.numbers import column, probability
 from handwired.weightfile import Model, bundled_dir
-from handwired.weightfile.axes import shown
+from handwired.weightfile.axes import printable, shown
 
 
 def model_line(model: Model) -> Text:
     plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")  # noqa: E731
     bundled = Path(model.source).parent == bundled_dir()
     return Text.assemble(
-        ("model ", "dim"), (model.name or "(unnamed)", "bold"),
+        ("model ", "dim"), (printable(model.name or "(unnamed)"), "bold"),
         (" (bundled)" if bundled else f" ({model.source})", "dim"),
         ("  vocab ", "dim"), " ".join(map(shown, model.vocab)), ("  n_ctx ", "dim"), str(model.n_ctx),
         ("  n_embd ", "dim"), str(model.n_embd), "  ", plural(model.n_head, "head"), ", ",

@@ -14,11 +14,12 @@ from handwired.judge.puzzle import Answer, Caps, Puzzle, answer
 from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
 from handwired.judge.scores import Score, nonzero_parameters
 from handwired.judge.verdict import Submission
+from handwired.views.cost import refuse_slow_examples
 from handwired.views.numbers import column as number_column
 from handwired.views.numbers import count, logits
 from handwired.views.report import report_json
 from handwired.weightfile import Model
-from handwired.weightfile.axes import shown
+from handwired.weightfile.axes import escaped, printable, shown
 
 STATUS: dict[int, str] = {DECIDED: "decided", AMBIGUOUS: "ambiguous", OUT_OF_DOMAIN: "out of domain"}
 
@@ -50,7 +51,7 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80)
         solved = progress.solved(puzzle.key)
         caps = puzzle.caps
         table.add_row(
-            str(puzzle.level), Text(puzzle.name, style="bold"), *([puzzle.summary] if wide else []),
+            str(puzzle.level), Text(puzzle.name, style="bold"), *([printable(puzzle.summary)] if wide else []),
             str(caps.n_embd), str(caps.n_head), str(caps.n_layer), mlp_cap(caps),
             _parameters(puzzle.par), _parameters(puzzle.record), _yours(puzzle, best, solved),
         )
@@ -106,6 +107,7 @@ def _parameters(score: Score | None) -> str:
 
 def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
     """The statement: story, rule, how it is judged, caps, examples with the rule's answers, par, hints."""
+    refuse_slow_examples(puzzle)
     examples = Table(title="examples (the answers are the rule's)", title_justify="left")
     examples.add_column("context")
     examples.add_column("next token")
@@ -114,7 +116,7 @@ def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
         examples.add_row(context, Text(said.text(), style="bold green" if said.status == DECIDED else "yellow"))
     best = progress.best(puzzle.key)
     parts = [
-        Text(puzzle.story),
+        Text(escaped(puzzle.story)),
         Text.assemble(("\nrule: ", "bold"), puzzle.rule.description),
         Text.assemble(("judged: ", "bold"), judged_text(puzzle)),
         Text.assemble(("caps: ", "bold"), f"vocab {' '.join(map(shown, puzzle.vocab))} (in this order), "
@@ -132,7 +134,7 @@ def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
                       f"(handwired puzzles hint {puzzle.ref})", style="dim"))
     parts.append(Text(f"Next: handwired puzzles start {puzzle.ref} -o {answer_path}, wire it, then "
                       f"handwired puzzles check {puzzle.ref} {answer_path}", style="dim"))
-    title = Text.assemble((f"{puzzle.name}", "bold magenta"), f" — {puzzle.title}  (level {puzzle.level})",
+    title = Text.assemble((f"{puzzle.name}", "bold magenta"), f" — {printable(puzzle.title)}  (level {puzzle.level})",
                           ("  solved ✓" if progress.solved(puzzle.key) else "", "green"))
     return Panel(Group(*parts), title=title, title_align="left", expand=False)
 
@@ -153,7 +155,8 @@ def judged_text(puzzle: Puzzle) -> str:
 
 
 def puzzle_line(puzzle: Puzzle) -> Text:
-    return Text.assemble(("puzzle ", "dim"), (puzzle.name, "bold magenta"), f" — {puzzle.title} (level {puzzle.level})")
+    return Text.assemble(("puzzle ", "dim"), (puzzle.name, "bold magenta"),
+                         f" — {printable(puzzle.title)} (level {puzzle.level})")
 
 
 def score_view(submission: Submission, best_before: Score | None, new_best: bool) -> Group:

@@ -207,10 +207,15 @@ def changed_cells(previous: Snapshot | None, current: Snapshot) -> dict[tuple[st
     return marks
 
 
-def edited_weights(previous: Snapshot | None, current: Snapshot) -> list[WeightChange]:
+def edited_weights(previous: Snapshot | None, current: Snapshot) -> list[WeightChange] | str:
+    """The weights changed since the previous good version; or, when comparing them would take too long on every
+    save (see compare.refuse_slow_weights), why they are not compared."""
     if previous is None or not previous.ok or not current.ok:
         return []
-    return weight_changes(previous.loaded()[0], current.loaded()[0])
+    try:
+        return weight_changes(previous.loaded()[0], current.loaded()[0])
+    except HandwiredError as error:  # said on the screen, never the end of watch
+        return str(error)
 
 
 @dataclass(frozen=True)
@@ -297,7 +302,9 @@ def screen(state: State, header: str = "", show_all: bool = False) -> Group:
     model, run, verdict = good.loaded()
     parts.append(verdict_view(verdict, state.before.loaded()[2] if state.before is not None else None, good.headline))
     edits = edited_weights(state.before, good)
-    if edits:
+    if isinstance(edits, str):
+        parts.append(Text(f"edited since the previous version: not compared ({edits})", style="dim"))
+    elif edits:
         parts.append(edits_view(edits))
     marks = changed_cells(state.before, good)
     parts.append(Text.assemble(model_line(model), ("  saved ", "dim"), _clock(good.saved)))

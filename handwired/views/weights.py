@@ -11,6 +11,7 @@ from handwired.views.matrices import matrix_table
 from handwired.views.model import model_line
 from handwired.views.numbers import exact
 from handwired.weightfile import Model
+from handwired.weightfile.axes import escaped
 from handwired.weightfile.checker import locate
 
 
@@ -18,7 +19,7 @@ def weights_view(model: Model, show_all: bool = False) -> Group:
     """Every parameter as a labelled table."""
     parts: list = [model_line(model)]
     if model.description:
-        parts.append(Text(model.description, style="italic"))
+        parts.append(Text(escaped(model.description), style="italic"))
     if model.written.constants:
         parts.append(Text.assemble(("constants: ", "dim"),
                                    ", ".join(f"{k} = {exact(v)}" for k, v in model.written.constants.items())))

@@ -93,6 +93,15 @@ def shown(text: str) -> str:
     return text if text.isprintable() else repr(text)
 
 
+CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # C0 but the newline, DEL and C1: what a terminal obeys
+
+
+def escaped(text: str) -> str:
+    """Text from a file as it may be shown on a terminal: each control character but the newline written as its
+    escape (``\\x1b``, ``\\x9b``), so the text is shown and never obeyed; paragraphs keep their line breaks."""
+    return CONTROL.sub(lambda match: repr(match[0])[1:-1], text) if CONTROL.search(text) else text
+
+
 def printable(text: str) -> str:
     """A message with every control character escaped (a newline in a token becomes ``\\n``), so it is one line."""
     if text.isprintable():

@@ -21,6 +21,7 @@ from handwired.weightfile.axes import as_index, shown
 from handwired.weightfile.jsonfile import HugeInteger
 
 MAX_SIZE = 4096  # the largest count handwired reads: far beyond anything wired by hand
+MAX_LABEL = 100  # characters of a label: every table that has its row or column prints it
 T = TypeVar("T")
 
 
@@ -176,6 +177,10 @@ class Checker:
         for i, label in enumerate(value):
             if not isinstance(label, str) or not label.strip():
                 self.problem(f"{path}[{i}]", f"expected a non-empty label; found {describe(label)}")
+                return None
+            if len(label) > MAX_LABEL:
+                self.problem(f"{path}[{i}]", f"a label of {len(label):,} characters, more than a table shows "
+                                             f"(at most {MAX_LABEL})")
                 return None
             if label in seen:
                 self.problem(f"{path}[{i}]", f"{label!r} appears twice")

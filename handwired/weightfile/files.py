@@ -5,7 +5,7 @@ from pathlib import Path
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
 from handwired.weightfile.checker import known
-from handwired.weightfile.jsonfile import read_json
+from handwired.weightfile.jsonfile import check_path, read_json
 from handwired.weightfile.model import Model
 from handwired.weightfile.parse import parse
 
@@ -36,6 +36,7 @@ def bundled_models() -> dict[str, Path]:
 
 def resolve(spec: str) -> Path:
     """A weight file named by path or by a bundled model's name -> the file."""
+    check_path(spec)
     path = Path(spec)
     if path.is_file():
         return path

@@ -29,6 +29,8 @@ def document(model: Model, form: str, folder: Path | None = None) -> dict[str, A
     doc = copy.deepcopy(model.written.document)
     if folder is not None and model.puzzle is not None:
         doc["puzzle"] = moved(model.puzzle, Path(model.source).parent, folder)
+        if doc["puzzle"] is None:  # the statement is not beside the copy: it names none
+            del doc["puzzle"]
     for path, written in model.written.entries.items():
         parent, key = _locate(doc, path)
         if form == "sparse":

@@ -13,6 +13,8 @@ from typing import Any
 from handwired.errors import HandwiredError
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_NAME_BYTES = 255  # a file or folder name, on every common file system
+MAX_PATH_BYTES = 4096  # a whole path (Linux's PATH_MAX)
 
 
 def read_json(path: Path) -> Any:
@@ -35,9 +37,31 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
+def check_path(path: Path | str) -> None:
+    """Refuse, before the file system is asked, a path no file system holds: a name in it of more than
+    MAX_NAME_BYTES bytes, or more than MAX_PATH_BYTES in all (the operating system would say only "File name too
+    long")."""
+    text = str(path)
+    size = len(text.encode("utf-8", "surrogateescape"))
+    if size > MAX_PATH_BYTES:
+        raise HandwiredError(f"{_short(text)}: a path of {size:,} bytes, more than a file system allows "
+                             f"(at most {MAX_PATH_BYTES:,})")
+    for part in Path(text).parts:
+        size = len(part.encode("utf-8", "surrogateescape"))
+        if size > MAX_NAME_BYTES:
+            raise HandwiredError(f"{_short(text)}: a name in this path is {size:,} bytes, more than a file system "
+                                 f"allows (at most {MAX_NAME_BYTES})")
+
+
+def _short(text: str) -> str:
+    """A path for a message: a long one cut to its start and end."""
+    return text if len(text) <= 80 else f"{text[:40]}…{text[-30:]} ({len(text):,} characters)"
+
+
 def read_text(path: Path) -> str:
     """A regular file's UTF-8 text, at most MAX_FILE_BYTES; a FIFO or device is never opened (it could block)."""
     limit = MAX_FILE_BYTES
+    check_path(path)
     try:
         status = path.stat()
         if not stat.S_ISREG(status.st_mode):

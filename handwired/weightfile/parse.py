@@ -31,6 +31,7 @@ TOP_KEYS = {
 BLOCK_KEYS = {"attn": True, "ln_1": False, "ln_2": False, "mlp": False}
 ATTN_KEYS = {"heads": False, "c_attn": True, "c_proj": True}
 MLP_KEYS = {"hidden": False, "c_fc": True, "c_proj": True}
+MAX_TEXT = {"name": 200, "description": 10_000}  # characters: every view prints them, so a view stays quick
 
 
 def parse(doc: Any, source: str = "<weights>") -> tuple[Model | None, list[str]]:
@@ -45,8 +46,7 @@ def parse(doc: Any, source: str = "<weights>") -> tuple[Model | None, list[str]]
         return None, check.problems
     if "format" in top and top["format"] != FORMAT:
         check.problem("format", f"expected {FORMAT!r}; found {describe(top['format'])}")
-    name = check.text(top.get("name", ""), "name") or ""
-    description = check.text(top.get("description", ""), "description") or ""
+    name, description = (_text(check, top.get(key, ""), key) or "" for key in ("name", "description"))
     vocab = check.vocab(top.get("vocab")) if "vocab" in top else None
     n_ctx = check.whole(top["n_ctx"], "n_ctx") if "n_ctx" in top else None
     n_embd = check.whole(top["n_embd"], "n_embd") if "n_embd" in top else None
@@ -102,6 +102,14 @@ def _constants(check: EntryChecker, value: Any) -> None:
             check.constants[key] = number
         else:
             check.failed.add(key)
+
+
+def _text(check: EntryChecker, value: Any, key: str) -> str | None:
+    text = check.text(value, key)
+    if text is not None and len(text) > MAX_TEXT[key]:
+        check.problem(key, f"{len(text):,} characters, more than handwired shows (at most {MAX_TEXT[key]:,})")
+        return None
+    return text
 
 
 def _puzzle(check: EntryChecker, value: Any) -> str | None:

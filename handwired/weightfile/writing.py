@@ -2,12 +2,22 @@
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
 
 from handwired.errors import HandwiredError
-from handwired.weightfile.jsonfile import kind_of
+from handwired.weightfile.jsonfile import check_path, kind_of
+
+JSON_RAW = re.compile("[\x7f-\x9f]")  # json.dumps(ensure_ascii=False) escapes C0 but writes DEL and C1 as they are
+
+
+def json_text(data: Any, indent: int | None = None) -> str:
+    """``data`` as JSON, unicode as it is but every control character (C0, DEL, C1) as a ``\\u`` escape, so a
+    string from a file printed as JSON can never drive a terminal."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return JSON_RAW.sub(lambda match: f"\\u{ord(match[0]):04x}", text)  # only in strings: JSON's syntax is ASCII
 
 
 def dumps(doc: Any) -> str:
@@ -20,16 +30,16 @@ def dumps(doc: Any) -> str:
         pad = "  " * (indent + 1)
         if isinstance(value, dict):
             if all(inline(item) for item in value.values()):  # a sparse row, or {} for all zeros
-                return "{" + ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(item, ensure_ascii=False)}"
+                return "{" + ", ".join(f"{json_text(key)}: {json_text(item)}"
                                        for key, item in value.items()) + "}"
-            items = [f"{pad}{json.dumps(key, ensure_ascii=False)}: {render(item, indent + 1)}"
+            items = [f"{pad}{json_text(key)}: {render(item, indent + 1)}"
                      for key, item in value.items()]
             return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
         if isinstance(value, list):
             if all(inline(item) for item in value):
-                return "[" + ", ".join(json.dumps(item, ensure_ascii=False) for item in value) + "]"
+                return "[" + ", ".join(json_text(item) for item in value) + "]"
             return "[\n" + ",\n".join(pad + render(item, indent + 1) for item in value) + "\n" + "  " * indent + "]"
-        return json.dumps(value, ensure_ascii=False)
+        return json_text(value)
 
     return render(doc, 0) + "\n"
 
@@ -41,7 +51,8 @@ def target(path: Path) -> Path:
 
 def check_writable(path: Path, force: bool = False) -> None:
     """Refuse an output path before any work: an existing file (without ``force``), anything but a regular file
-    (a folder, a device, a FIFO: even with ``force``), no such folder."""
+    (a folder, a device, a FIFO: even with ``force``), no such folder, a path no file system holds."""
+    check_path(path)
     where = target(path)
     through = f" (a link to {where})" if where != path else ""
     try:
