@@ -232,14 +232,15 @@ def refuse_large_domain(model: Model, domain: Domain, verb: str = "check") -> No
     widths) is over MAX_EXHAUSTIVE_SECONDS or MAX_MEMORY: one line with the figures and what narrows it."""
     contexts, nodes = domain.bound()
     refuse_large_walk(model, f"every context of the domain: {how_many(contexts)} contexts ({how_many(nodes)} "
-                      "prefixes)", contexts, nodes, domain.longest, verb, "a smaller domain (fewer or shorter inputs)")
+                      "prefixes)", contexts, nodes, domain.longest, verb,
+                      "give the statement a smaller domain (fewer or shorter inputs)")
 
 
 def refuse_large_walk(model: Model, what: str, contexts: int, nodes: int, longest: int, verb: str,
-                      smaller: str) -> None:
+                      instead: str) -> None:
     """Refuse a walk of ``nodes`` prefixes, ``contexts`` of them judged, whose time or memory would be over the
-    limits; ``smaller`` is what the statement would need to narrow it."""
-    narrow = f"; give the statement {smaller}"
+    limits; the line ends with what narrows it, ``instead``."""
+    narrow = f"; {instead}"
     seconds = walk_seconds(model, nodes, contexts)
     if seconds > MAX_EXHAUSTIVE_SECONDS:
         raise HandwiredError(f"{what}: about {duration(seconds)} to {verb} for this model, more than the "

@@ -182,7 +182,9 @@ def every_string_plan(model: Model, rule: Rule) -> Plan:
     take too long or too much memory."""
     total = every_length(model.n_vocab, model.n_ctx)
     what = f"every context: {model.n_vocab}^1 + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} contexts"
-    refuse_large_walk(model, what, total, total, model.n_ctx, "check", "a smaller vocab or n_ctx")
+    refuse_large_walk(model, what, total, total, model.n_ctx, "check",
+                      "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or "
+                      "n_ctx (or a domain) makes the check shorter")
     return _walk_plan(model, EveryString(model.n_vocab, model.n_ctx), rule,
                       f"every context of length 1…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
                       f"({total:,} contexts)", total)
