@@ -7,7 +7,7 @@ answer, and a random model at add's caps (two blocks, n_embd 32, two heads, an M
 `handwired puzzles check STATEMENT MODEL --json` on each as a whole command and reads its peak resident memory
 (the child's ru_maxrss) and CPU time, against the same check of add itself (30,000 contexts) measured in the
 same run. Targets: the 400,000-context check within 300 MB, the 4,000,000-context one within 500 MB (or refused
-by its estimate in one line before anything is allocated). With --quick only `##+###` (40,000 contexts) runs.
+in one line before anything is allocated: its statement is over the 20,000,000 tokens a domain may hold). With --quick only `##+###` (40,000 contexts) runs.
 It checks its own answers: the report judges every context of the domain.
 """
 
