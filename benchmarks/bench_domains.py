@@ -7,7 +7,8 @@ answer, and a random model at add's caps (two blocks, n_embd 32, two heads, an M
 `handwired puzzles check STATEMENT MODEL --json` on each as a whole command and reads its peak resident memory
 (the child's ru_maxrss) and CPU time, against the same check of add itself (30,000 contexts) measured in the
 same run. Targets: the 400,000-context check within 300 MB, the 4,000,000-context one within 500 MB (or refused
-in one line before anything is allocated: its statement is over the 20,000,000 tokens a domain may hold). With --quick only `##+###` (40,000 contexts) runs.
+in one line before anything is allocated: its statement is over the 20,000,000 tokens a domain may hold). With
+--quick only `##+##` (40,000 contexts) runs.
 It checks its own answers: the report judges every context of the domain.
 """
 
@@ -65,7 +66,7 @@ def check(args: list[str], env: dict[str, str]) -> tuple[float, float, int, str]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a small domain only")
-    templates = ["##+###"] if parser.parse_args().quick else list(TARGETS)
+    templates = ["##+##"] if parser.parse_args().quick else list(TARGETS)
     command = [sys.executable, "-m", "handwired", "puzzles", "check"]
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as name:
