@@ -14,8 +14,9 @@ from reference import params_to_document, random_params
 
 from handwired.engine import certify, interval
 from handwired.engine.forward import forward, gelu
+from handwired.engine.step import float_walk
 from handwired.engine.tree import evaluate_tree
-from handwired.engine.trie import build_trie, evaluate_trie
+from handwired.engine.walk import Listed
 from handwired.judge.catalogue import load_puzzle
 from handwired.judge.verdict import submit
 from handwired.weightfile import Model, load
@@ -77,9 +78,17 @@ def _strings(model: Model) -> int:
     return int(np.clip(500_000 // (weights + 20 * model.n_embd * model.n_vocab + 400) // model.n_ctx, 3, 300))
 
 
+def walk_logits(visits) -> dict[tuple[int, ...], np.ndarray]:
+    """A walk's logits, by judged context."""
+    return {tuple(int(t) for t in row): logits for visit in visits
+            if visit.logits is not None
+            for row, logits in zip(visit.prefixes[visit.judged], visit.logits[visit.judged])}
+
+
 def test_the_bounds_hold_in_50_digit_arithmetic():
     """On >= 10,000 contexts across every reference, every record and random models at each puzzle's caps, the real
-    logits lie within every bound: the whole-context pass's and the trie walk's."""
+    logits lie within every bound: the whole-context pass's and the domain walk's (engine.walk, in batches of a few
+    nodes to a few dozen)."""
     rng = np.random.default_rng(23)
     checked = 0
     for label, model, puzzle, strings in exact_models(rng):
@@ -88,12 +97,12 @@ def test_the_bounds_hold_in_50_digit_arithmetic():
         by_length: dict[int, list] = {}
         for context in contexts:
             by_length.setdefault(len(context), []).append(context)
-        trie = build_trie([np.array(group) for group in by_length.values()])
-        walked = evaluate_trie(model, trie, evaluator=certify.TRIE)
-        for length, group in by_length.items():
+        walked = walk_logits(certify.certified_walk(model, Listed([np.array(g) for g in by_length.values()],
+                                                                   model.n_vocab), chunk=int(rng.integers(1, 64))))
+        for group in by_length.values():
             tokens = np.array(group)
             whole = certify.certified_logits(model, tokens)
-            packed = walked[length - 1][trie.find(tokens)]
+            packed = np.array([walked[tuple(context)] for context in group])
             for mid, rad in (whole, (packed[:, :model.n_vocab], packed[:, model.n_vocab:])):
                 lo, hi = certify.logit_bounds(mid, rad)
                 for row, context in enumerate(group):
@@ -140,7 +149,8 @@ def test_every_reference_and_record_is_proved_on_its_whole_domain(path):
 
 
 def test_the_certified_mids_are_the_float_passes_bits():
-    """The certified walks and the whole-context pass compute float64's logits exactly, beside their radii."""
+    """The certified tree and the whole-context pass compute float64's logits exactly, beside their radii; the
+    certified domain walk's are within their radii of the float walk's."""
     rng = np.random.default_rng(1)
     params = random_params(rng, n_vocab=3, n_ctx=4, n_embd=6, n_layer=2, n_hidden=8)
     model = model_of(params, ["a", "b", "c"], 4, 2)
@@ -151,11 +161,13 @@ def test_the_certified_mids_are_the_float_passes_bits():
     mid, rad = certify.certified_logits(model, tokens)
     assert np.array_equal(mid, forward(model.params, tokens, model.n_head, last_only=True))
     assert (rad > 0).all() and (rad < 1e-6).all()  # worst-case growth through each |w|, yet far below a logit
-    trie = build_trie([tokens])
-    float_levels = evaluate_trie(model, trie)
-    certified_levels = evaluate_trie(model, trie, evaluator=certify.TRIE)
-    for a, b in zip(float_levels, certified_levels):
-        assert np.array_equal(a, b[:, :3])
+    shape = Listed([tokens, tokens[:, :2]], 3)  # the domain walk: siblings attend together in the float one,
+    for chunk in (1, 5, None):  # so its mids may differ from the float walk's in the last bits, never beyond rad
+        plain_walk, certified = (walk_logits(walk(model, shape, chunk=chunk))
+                                 for walk in (float_walk, certify.certified_walk))
+        assert plain_walk.keys() == certified.keys() == shape.contexts
+        for context, logits in plain_walk.items():
+            assert (np.abs(logits - certified[context][:3]) <= certified[context][3:]).all()
 
 
 def test_numpy_exp_is_within_the_stated_ulps():

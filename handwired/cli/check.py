@@ -39,15 +39,10 @@ def check(
     file: WeightsArgument = None,
     weights: WeightsOption = None,
     target: Annotated[str | None, typer.Option(help="The repeating pattern; default: the file's target.")] = None,
-    length: Annotated[
-        int | None,
-        typer.Option(help="Stream length in tokens; default: ten repeats of the target less one, "
-                          "as the published test."),
-    ] = None,
-    exhaustive: Annotated[
-        bool,
-        typer.Option("--exhaustive", help="Check every context of length --min-length…n_ctx."),
-    ] = False,
+    length: Annotated[int | None, typer.Option(help="Stream length in tokens; default: ten repeats of the target less "
+                                                    "one, as the published test.")] = None,
+    exhaustive: Annotated[bool, typer.Option("--exhaustive", help="Check every context of length --min-length…n_ctx.")
+                          ] = False,
     sample: Annotated[int | None, typer.Option(help="Check this many random contexts instead.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed for --sample.")] = SEED,
     min_length: Annotated[
@@ -73,13 +68,17 @@ def check(
     if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
         raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
     given = given_flags(target=target, length=length, exhaustive=exhaustive, sample=sample, min_length=min_length)
-    if puzzle is not None and given:
-        raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
-    model = None if puzzle is not None else load(spec)  # --puzzle: the verdict loads the file, or says how to start
-    named = load_puzzle(puzzle) if puzzle is not None else _named_puzzle(model, given)  # asked for, else the file's
+    if puzzle is not None:
+        if given:
+            raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
+        puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, svg, html, force, show_all,
+                       proof=not no_proof)
+        return
+    model = load(spec)
+    named = _named_puzzle(model, given)
     if named is not None:
-        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model,
-                       asked=puzzle is not None, proof=not no_proof)
+        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model, asked=False,
+                       proof=not no_proof)
         return
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     plan = chosen_plan(model, target, length, exhaustive, sample, seed, min_length, _named_after(model),

@@ -6,19 +6,26 @@ token's: then the real-arithmetic model predicts it too, whatever float64 rounde
 
 The passes here are the float ones with intervals: :func:`certified_logits` for a batch of whole contexts (as
 :mod:`handwired.engine.batch`), :func:`tree_position` for the walk of every string (:mod:`handwired.engine.tree`)
-and :func:`trie_position` for a puzzle's domain (:mod:`handwired.engine.trie`); each walk calls them in place of
-its float function. A walk keeps each key and value as an *operand* (:func:`~handwired.engine.interval.operand`):
-its float numbers, then two bounds per head, all a product with it needs; logits come packed, ``[..., mid | rad]``.
-The mids are the float pass's numbers, bit for bit.
+and :func:`certified_step` for a puzzle's domain, and every string beyond the tree (:mod:`handwired.engine.walk`);
+each walk calls them in place of its float function. A walk keeps each key and value as an *operand*
+(:func:`~handwired.engine.interval.operand`): its float numbers, then two bounds per head, all a product with it
+needs; logits come packed, ``[..., mid | rad]``. The mids of the tree and the whole-context pass are the float
+pass's numbers, bit for bit; the domain walk's are computed in its own order (within their radii of the float
+walk's).
 """
+
+from collections.abc import Iterator
 
 import numpy as np
 
 from handwired.engine import interval as iv
+from handwired.engine import walk as walking
 from handwired.engine.forward import causal_mask, merge_heads, split_heads
 from handwired.engine.tree import Pass, sibling_mask
+from handwired.engine.walk import CHUNK, Family, Shape, Visit, batch_nodes
 from handwired.weightfile import Model
 
+PROOF_MEMORY = 3  # an operand holds up to 3× a float key's numbers (n_embd + 2·n_head): a walk's batch a third
 CHUNK_POSITIONS = 8192  # positions per certified pass over whole contexts
 _LAST_PREPARED: dict = {}  # the last model certified_logits prepared, and its prepared weights
 
@@ -146,36 +153,56 @@ def tree_position(params, n_head, tokens, position, kv, setup):
     return _logits(prepared, x)
 
 
-def trie_position(model, setup, level, rows, length, store, logits=True, hook=None):
-    # As trie._new_position, in intervals: the nodes `rows` of level `length` -> packed logits [n, 2*n_vocab]
-    # (None without ``logits``: only their keys and values); ``store`` per block, every node's key and value operands
-    params, (prepared, table) = model.params, setup
-    tokens = level.prefixes[rows, -1]  # [n]
-    own = np.arange(level.first, level.first + len(tokens)) + rows.start  # [n] these nodes' numbers
-    seen = np.concatenate([level.ancestors[rows], own[:, None]], axis=1)  # [n, length]: the keys each one sees
-    x = iv.embed(params["wte"][tokens] + params["wpe"][length - 1])  # [n, n_embd]
-    for b, block in enumerate(prepared["blocks"]):
-        if store[b] is None:  # silent attention: only its bias reaches the residual stream
-            x = iv.add(x, iv.exact(np.broadcast_to(block["attn"]["c_proj"]["b"], x[0].shape)))
-            if not logits and all(kv is None for kv in store[b:]):
-                return None
-            x = _mlp(x, block)
+def certified_walk(model: Model, shape: Shape, chunk: int | None = None) -> Iterator[Visit]:
+    """:func:`handwired.engine.walk.walk` with :func:`certified_step`: each visit's logits packed mid | rad
+    [n, 2*n_vocab]. A batch holds a third of the float walk's nodes at most: its keys are operands, its
+    numbers intervals."""
+    setup = certified_table(model)
+    width = model.n_embd + 2 * model.n_head  # an operand's numbers per key or value
+    root = [None if block["attn"]["c_proj"]["w"].zero else (np.zeros((1, 0, width)), np.zeros((1, 0, width)))
+            for block in setup[0]["blocks"]]  # the empty prefix: no keys; None for a silent attention
+
+    def step(past, rows, family, length, logits, keep):  # the parents' keys and values: views of their batch's
+        past = [None if kv is None else (kv[0][rows], kv[1][rows]) for kv in past]
+        return certified_step(model, setup, past, family, length, logits)
+
+    nodes = chunk or max(1, batch_nodes(model, model.n_ctx, PROOF_MEMORY * CHUNK) // PROOF_MEMORY)
+    return walking.walk(shape, step, root, nodes)
+
+
+def certified_step(model: Model, setup, past: list, family: Family, length: int,
+                   logits: bool) -> tuple[np.ndarray | None, list]:
+    """As :func:`handwired.engine.step.float_step`, in intervals: the children's packed logits [n, 2*n_vocab]
+    (when ``logits``) and their past: per block, the key and value operands of every position they see
+    [n, length, n_embd + 2*n_head] each (None: a silent attention)."""
+    prepared, table = setup
+    tokens = family.tokens  # [n]
+    x = iv.embed(model.params["wte"][tokens] + model.params["wpe"][length - 1])  # [n, n_embd]
+    kept: list = []
+    last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
+    for b, (block, kv) in enumerate(zip(prepared["blocks"], past)):
+        if kv is None:  # silent attention: only its bias reaches the residual stream
+            kept.append(None)
+            x = iv.add(x, iv.exact(np.broadcast_to(block["attn"]["c_proj"]["b"], x[0].shape)))  # [n, n_embd]
+        else:
+            q, k, v = (_unpack_qkv(table[tokens, length - 1], model.n_embd) if b == 0
+                       else _split_qkv(_qkv(x, block), model.n_head, prepared["span"]))  # [n, ...] each
+            seen = tuple(np.concatenate([p[family.parent], own[:, None]], axis=1)
+                         for p, own in zip(kv, (k, v)))  # [n, length, n_embd + 2*n_head] x2: the parent's, then its own
+            kept.append(seen)
+            if not logits and b >= last:  # nothing later reads this batch's residual stream
+                break
+            x = _attend(x, block, (q[0][:, None], q[1][:, None]), *seen, np.zeros((1, length)), model.n_head)
             continue
-        q, k, v = (_unpack_qkv(table[tokens, length - 1], model.n_embd) if b == 0
-                   else _split_qkv(_qkv(x, block), model.n_head, prepared["span"]))  # [n, ...] each
-        keys, values = store[b]
-        keys[own], values[own] = k, v
-        if not logits and all(kv is None for kv in store[b + 1:]):  # no later block reads this node's keys
-            return None
-        seen_k, seen_v = np.take(keys, seen, axis=0), np.take(values, seen, axis=0)  # [n, length, n_embd + 2*head]
-        x = _attend(x, block, (q[0][:, None], q[1][:, None]), seen_k, seen_v, np.zeros((1, length)), model.n_head)
-    return _logits(prepared, x)
+        if not logits and b >= last:
+            break
+        x = _mlp(x, block)
+    kept += [None] * (len(past) - len(kept))
+    return (_logits(prepared, x) if logits else None), kept
 
 
-# The certified passes of engine.tree's and engine.trie's walks: keys and values stored as operands, logits as
-# mid | rad
+# The certified pass of engine.tree's walk: keys and values stored as operands, logits as mid | rad
 TREE = Pass(certified_table, tree_position, extra=2, logits=2)
-TRIE = Pass(certified_table, trie_position, extra=2, logits=2)
 
 
 def _block(x, block, n_head, n_query):

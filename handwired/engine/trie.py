@@ -28,7 +28,6 @@ from handwired.engine.forward import (
     softmax,
     split_heads,
 )
-from handwired.engine.tree import Pass
 from handwired.weightfile import Model
 
 CHUNK = 4096  # nodes evaluated together: numpy's per-call cost amortised, the gathered keys kept small
@@ -104,14 +103,13 @@ def _level(levels: list[Level], prefixes: np.ndarray, parent: np.ndarray | None)
 
 
 def evaluate_trie(model: Model, trie: Trie, lengths: set[int] | None = None,
-                  chunk: int = CHUNK, evaluator: Pass | None = None) -> list[np.ndarray | None]:
+                  chunk: int = CHUNK) -> list[np.ndarray | None]:
     """The next-token logits of every node whose length is in ``lengths`` (default: all): per level, [m, n_vocab].
 
     The other levels are evaluated only as far as their descendants need: their keys and values in every
-    block, not the last block's attention and MLP, nor the unembedding. Their entry is None. ``evaluator``: another
-    pass over the same walk, ``position`` in place of :func:`_new_position` (the certified one: [m, 2*n_vocab]).
+    block, not the last block's attention and MLP, nor the unembedding. Their entry is None.
     """
-    return _evaluate(model, trie, lengths, chunk, None, evaluator or FLOAT)[0]
+    return _evaluate(model, trie, lengths, chunk, None)[0]
 
 
 def capture_trie(model: Model, trie: Trie, hook: str, lengths: set[int] | None = None,
@@ -123,12 +121,9 @@ def capture_trie(model: Model, trie: Trie, hook: str, lengths: set[int] | None =
     return _evaluate(model, trie, lengths, chunk, hook)
 
 
-def _evaluate(model, trie, lengths, chunk, capture, evaluator=None):
-    # evaluator.position(model, setup, level, rows, length, store, logits, hook), as _new_position
-    evaluator = evaluator or FLOAT
-    new_position = evaluator.position
-    params, n_embd = model.params, model.n_embd + evaluator.extra * model.n_head  # numbers per stored key and value
-    table = evaluator.setup(model)  # block 0's q, k, v depend on token and position only
+def _evaluate(model, trie, lengths, chunk, capture):
+    params, n_embd = model.params, model.n_embd
+    table = qkv_table(params) if model.n_layer else None  # block 0's q, k, v depend on token and position only
     # per block, every node's own key and value (its new position's), by node number: what its descendants read;
     # None for a silent attention, skipped unless an intermediate is captured
     store = [None if capture is None and silent(block["attn"])
@@ -137,7 +132,7 @@ def _evaluate(model, trie, lengths, chunk, capture, evaluator=None):
     kept: list[np.ndarray | None] = [None] * len(trie.levels)  # what ``capture`` keeps, per level
     for length, level in enumerate(trie.levels, start=1):
         wanted = lengths is None or length in lengths
-        out = np.empty((len(level.prefixes), model.n_vocab * evaluator.logits)) if wanted else None
+        out = np.empty((len(level.prefixes), model.n_vocab)) if wanted else None
         pieces: dict[int, np.ndarray] = {}  # capture's values, by the first row of their chunk
 
         def run(start: int, level=level, length=length, out=out, pieces=pieces) -> None:
@@ -148,7 +143,7 @@ def _evaluate(model, trie, lengths, chunk, capture, evaluator=None):
                     if name == capture:
                         pieces[start] = np.array(value)
                 hook = keep
-            result = new_position(model, table, level, rows, length, store, out is not None, hook)
+            result = _new_position(model, table, level, rows, length, store, out is not None, hook)
             if out is not None:
                 out[rows] = result
 
@@ -217,9 +212,6 @@ def _new_position(model, table, level, rows, length, store, logits=True, hook=No
         hook("logits", out)
         hook("probs", softmax(out))
     return out
-
-
-FLOAT = Pass(lambda model: qkv_table(model.params) if model.n_layer else None, _new_position)
 
 
 def _block_rest(x, block, qkv, all_k, all_v, n_head, at=_ignore):

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
-from handwired.engine.certify import TREE, TRIE, certified_logits
+from handwired.engine.certify import TREE, certified_logits, certified_walk
+from handwired.engine.step import float_walk
 from handwired.engine.tree import FLOAT, TreeBatch, evaluate_tree
-from handwired.engine.trie import build_trie, evaluate_trie
+from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
     BATCH,
@@ -31,8 +32,12 @@ from handwired.judge.contexts import (
     check_min_length,
     contexts_of,
     duration,
+    every_length,
+    how_many,
     random_contexts,
     refuse_every_context,
+    refuse_large_domain,
+    refuse_large_walk,
     stream_seconds,
 )
 from handwired.judge.domains import Domain
@@ -195,26 +200,37 @@ def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_len
 
 
 def domain_plan(model: Model, domain: Domain, rule: Rule, proof: bool = True) -> Plan:
-    """Every context of a puzzle's domain, evaluated as a trie of their prefixes (nothing outside it is run);
-    ``proof``: with certified bounds, on the same trie."""
+    """Every context of a puzzle's domain, its trie walked depth first in bounded batches (nothing outside it is
+    run); ``proof``: with certified bounds, on the same walk. Refused, before anything is evaluated, when it would
+    take too long or too much memory."""
+    refuse_large_domain(model, domain, cost=PROOF_COST if proof else 1)
+    return _walk_plan(model, domain, rule, f"every context of the domain: {domain.description} ({domain.size:,} "
+                                           "contexts)", domain.size, proof)
 
+
+def every_string_plan(model: Model, rule: Rule, proof: bool = True) -> Plan:
+    """Every context of length 1…n_ctx walked as a trie, in batches bounded whatever the vocabulary (the tree's
+    siblings attend together: n_vocab² scores per parent); ``proof``: with certified bounds. Refused, before
+    anything is evaluated, when it would take too long or too much memory."""
+    total = every_length(model.n_vocab, model.n_ctx)
+    what = f"every context: {model.n_vocab}^1 + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} contexts"
+    refuse_large_walk(model, what, total, total, model.n_ctx, "check",
+                      "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or "
+                      "n_ctx (or a domain) makes the check shorter", PROOF_COST if proof else 1)
+    return _walk_plan(model, EveryString(model.n_vocab, model.n_ctx), rule,
+                      f"every context of length 1…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
+                      f"({total:,} contexts)", total, proof)
+
+
+def _walk_plan(model: Model, shape: Shape, rule: Rule, description: str, total: int, proof: bool) -> Plan:
     def batches() -> Iterator[Batch]:
-        trie = build_trie(list(domain.contexts))
-        lengths = {batch.shape[1] for batch in domain.contexts}
-        logits = evaluate_trie(model, trie, lengths, evaluator=TRIE if proof else None)  # per level judged
-        for contexts in domain.contexts:  # shortest first, each in vocab order
-            contexts = contexts.astype(np.min_scalar_type(model.n_vocab))
-            for start in range(0, len(contexts), BATCH):
-                chunk = contexts[start:start + BATCH]
-                yield Batch(chunk, rule.judge(chunk), *_split(model, logits[chunk.shape[1] - 1][trie.find(chunk)]))
+        visits = certified_walk(model, shape) if proof else float_walk(model, shape)
+        for visit in visits:  # a batch of one length, in vocab order
+            if visit.judged.any() and visit.logits is not None:  # a batch with a judged node has its logits
+                contexts = visit.prefixes[visit.judged]
+                yield Batch(contexts, rule.judge(contexts), *_split(model, visit.logits[visit.judged]))
 
-    return Plan(
-        description=f"every context of the domain: {domain.description} ({domain.size:,} contexts)",
-        rule=rule.description,
-        total=domain.size,
-        batches=batches,
-        proof=proof,
-    )
+    return Plan(description=description, rule=rule.description, total=total, batches=batches, proof=proof)
 
 
 def chosen_plan(model: Model, target: str | None = None, length: int | None = None, exhaustive: bool = False,
