@@ -294,3 +294,31 @@ def test_the_estimate_before_a_certified_check_counts_the_proofs_cost():
     exhaustive_plan(model, pattern_rule(model, "aab"), max_seconds=limit, proof=False)
     with pytest.raises(HandwiredError, match="of checking for this model"):
         exhaustive_plan(model, pattern_rule(model, "aab"), max_seconds=limit, proof=True)
+
+
+def test_the_walks_estimates_count_the_proofs_cost(monkeypatch):
+    """A domain, and every string over a wide vocabulary, walked: the float check within the limit and the certified
+    one over it are told apart before anything is walked (the walk patched to fail if called for the latter)."""
+    from handwired.engine import walk as walking
+    from handwired.errors import HandwiredError
+    from handwired.judge import contexts
+    from handwired.judge.plans import PROOF_COST, domain_plan, every_string_plan
+    from handwired.judge.rules import PatternRule
+
+    add = load(str(ROOT / "puzzles" / "solutions" / "add.json"))
+    domain = load_puzzle("add").domain
+    n_contexts, nodes = domain.bound()
+    wide = model_of(random_params(np.random.default_rng(2), n_vocab=70, n_ctx=2, n_embd=4, n_layer=1, n_hidden=4),
+                    list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&*+-"), 2, 1)
+    rule = PatternRule(np.array([0, 1]), 70, "ab")
+    for model, make, (judged, walked) in ((add, lambda proof: domain_plan(add, domain, load_puzzle("add").rule, proof),
+                                           (n_contexts, nodes)),
+                                          (wide, lambda proof: every_string_plan(wide, rule, proof),
+                                           (70 + 70**2, 70 + 70**2))):
+        seconds = contexts.walk_seconds(model, walked, judged)
+        monkeypatch.setattr(contexts, "MAX_EXHAUSTIVE_SECONDS", seconds * (1 + PROOF_COST) / 2)
+        make(False)
+        monkeypatch.setattr(walking, "walk", lambda *args: pytest.fail("walked"))
+        with pytest.raises(HandwiredError, match="to check for this model, more than"):
+            next(make(True).batches())
+        monkeypatch.undo()
