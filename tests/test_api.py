@@ -88,6 +88,10 @@ def test_the_cache_keeps_the_batch_axis_and_knows_transformerlens_short_names(la
     assert cache.stack_activation("resid_post").shape == (2, 2, 5, 8)  # [layer, batch, pos, n_embd]
     with pytest.raises(KeyError, match="no hook 'blocks.7.attn.hook_pattern'"):
         cache["pattern", 7]
+    assert cache["pattern", -1] is cache["blocks.1.attn.hook_pattern"]  # from the last block, as TransformerLens
+    assert cache["normalized", -2, "ln2"] is cache["blocks.0.ln2.hook_normalized"] and ("resid_pre", -1) in cache
+    with pytest.raises(KeyError, match="no hook 'blocks.-1.attn.hook_pattern'"):
+        cache["pattern", -3]  # before the first block: none
     filtered = model.run_with_cache("xyz", names_filter=lambda name: name.endswith("hook_pattern"))[1]
     assert list(filtered) == ["blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern"]
 

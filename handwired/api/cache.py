@@ -24,14 +24,14 @@ class ActivationCache(Mapping[str, np.ndarray]):
         self._record = record
 
     def __getitem__(self, key: object) -> np.ndarray:
-        name = key_name(key)
+        name = key_name(key, self.model.n_layer)
         if name not in self._record:
             raise KeyError(f"{key!r}: no hook {name!r} in this cache; it holds {', '.join(self._record)}")
         return self._record[name]
 
     def __contains__(self, key: object) -> bool:
         try:
-            return key_name(key) in self._record
+            return key_name(key, self.model.n_layer) in self._record
         except KeyError:
             return False
 
