@@ -190,6 +190,25 @@ def test_check_and_puzzle_give_the_cores_verdicts():
     assert not misfit.fits and "vocab a, b, c" in repr(misfit)
 
 
+def test_check_on_a_model_without_a_target_says_how_to_judge_it_from_python(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    doc = json.loads(AAB.read_text())
+    del doc["target"]
+    with pytest.raises(HandwiredError) as plain:
+        handwired.check(doc)
+    assert str(plain.value) == "<dict>: has no 'target'; give one as target=, e.g. check(model, target='aa')"
+    doc["puzzle"] = "aab"  # an answer that names its puzzle, as puzzles start writes it: judged by the puzzle
+    with pytest.raises(HandwiredError, match=re.escape("judge it with handwired.puzzle('aab').submit(model)")):
+        handwired.check(doc)
+    assert handwired.puzzle("aab").submit(doc).solved  # the advice works
+    doc["puzzle"] = "mine.json#0123456789ab"  # a statement beside the file: named by its path
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "ans.json").write_text(json.dumps(doc))
+    with pytest.raises(HandwiredError, match=re.escape("handwired.puzzle('sub/mine.json').submit(model)")):
+        handwired.check("sub/ans.json")
+    assert handwired.check(doc, target="aab", exhaustive=True).ok  # a target given is checked
+
+
 def test_everything_has_a_one_or_two_line_repr_and_an_html_form(layered):
     model = handwired.load("aab")
     _, cache = model.run_with_cache("aabaa")

@@ -8,6 +8,7 @@ from pathlib import Path
 from handwired.api.loading import load
 from handwired.api.model import HookedModel
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS, SEED
+from handwired.errors import HandwiredError
 from handwired.judge.catalogue import load_puzzle, reference_solution
 from handwired.judge.plans import chosen_plan
 from handwired.judge.progress import Progress
@@ -18,6 +19,8 @@ from handwired.judge.verdict import Submission, submit
 from handwired.views.display import View, html_fragment
 from handwired.views.puzzles import puzzle_line, score_text, score_view, statement_view, unsolved_line
 from handwired.views.report import failure_view
+from handwired.weightfile import Model
+from handwired.weightfile.puzzlekey import HASH_MARK
 
 
 def _model(model) -> HookedModel:
@@ -56,8 +59,21 @@ def check(model, target: str | None = None, *, exhaustive: bool = False, sample:
     """Judge ``model`` on a repeating pattern (``target``; default: the file's) as ``handwired check`` does: the
     stream test, or ``exhaustive=True`` every context, or ``sample=N`` random ones."""
     hooked = _model(model)
+    if target is None and hooked.model.target is None:  # chosen_plan's advice is the command line's: say Python's
+        raise _no_target(hooked.model)
     plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length)
     return CheckReport(hooked, run(hooked.model, plan, show), near_miss)
+
+
+def _no_target(model: Model) -> HandwiredError:
+    """A model with no target to check, and how to judge it from Python (by the puzzle it names, if it names one)."""
+    how = "give one"
+    if model.puzzle is not None:
+        path, mark, _ = model.puzzle.rpartition(HASH_MARK)
+        named = str(Path(model.source).parent / path) if mark else model.puzzle
+        how = f"it names a puzzle: judge it with handwired.puzzle({named!r}).submit(model), or give a target"
+    return HandwiredError(f"{model.source}: has no 'target'; {how} as target=, e.g. "
+                          f"check(model, target={model.vocab[0] * 2!r})")
 
 
 class Verdict:
@@ -131,8 +147,6 @@ class PuzzleHandle:
         """The puzzle's reference solution (a bundled puzzle's; a written one has none)."""
         model = reference_solution(self.puzzle)
         if model is None:
-            from handwired.errors import HandwiredError
-
             raise HandwiredError(f"puzzle {self.puzzle.name!r}: has no bundled reference solution")
         return HookedModel(model)
 
