@@ -209,6 +209,22 @@ def test_check_on_a_model_without_a_target_says_how_to_judge_it_from_python(tmp_
     assert handwired.check(doc, target="aab", exhaustive=True).ok  # a target given is checked
 
 
+def test_text_from_a_file_is_shown_escaped_in_reprs_and_html(tmp_path):
+    evil = "\x1b]0;pwned\x07\x1b[2J\x9b"
+    statement = json.loads((bundled_folder("puzzles") / "aab.json").read_text())
+    statement.update(title="Title" + evil, story="Story" + evil)
+    (tmp_path / "evil.json").write_text(json.dumps(statement))
+    doc = json.loads(AAB.read_text())
+    doc.update(vocab=["a", "\x1b"], target="aa\x1b", example="aa\x1baa", description="About" + evil)
+    doc["wte"]["\x1b"] = doc["wte"].pop("b")
+    model = handwired.load(doc)
+    shown = [handwired.puzzle(tmp_path / "evil.json"), model, handwired.check(model, exhaustive=True)]
+    for thing in shown:
+        for text in (repr(thing), thing._repr_html_()):
+            assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", text), text
+    assert "Title\\x1b]0;pwned\\x07" in repr(shown[0]) and "About\\x1b]0;pwned" in shown[1]._repr_html_()
+
+
 def test_everything_has_a_one_or_two_line_repr_and_an_html_form(layered):
     model = handwired.load("aab")
     _, cache = model.run_with_cache("aabaa")

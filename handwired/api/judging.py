@@ -20,6 +20,7 @@ from handwired.views.display import View, html_fragment
 from handwired.views.puzzles import puzzle_line, score_text, score_view, statement_view, unsolved_line
 from handwired.views.report import failure_view
 from handwired.weightfile import Model
+from handwired.weightfile.axes import printable
 from handwired.weightfile.puzzlekey import HASH_MARK
 
 
@@ -46,8 +47,8 @@ class CheckReport:
         verdict = "passed" if r.ok else ("interrupted" if r.interrupted else f"FAILED {r.failed:,}")
         first = f"; shortest failure {r.shortest_failure.context!r}" if r.shortest_failure else ""
         margin = f"; margin {r.margin.value:g} at {r.margin.context!r}" if r.margin else ""
-        return (f"<CheckReport {verdict}: {r.passed:,} of {r.decided:,} judged contexts pass ({r.description})"
-                f"{first}{margin}>")
+        return printable(f"<CheckReport {verdict}: {r.passed:,} of {r.decided:,} judged contexts pass "
+                         f"({r.description}){first}{margin}>")
 
     def _repr_html_(self) -> str:
         return self.view()._repr_html_()
@@ -156,7 +157,7 @@ class PuzzleHandle:
 
     def __repr__(self) -> str:
         p = self.puzzle
-        return f"<puzzle {p.name!r} (level {p.level}): {p.title}; vocab {''.join(p.vocab)}, n_ctx {p.n_ctx}>"
+        return printable(f"<puzzle {p.name!r} (level {p.level}): {p.title}; vocab {''.join(p.vocab)}, n_ctx {p.n_ctx}>")
 
     def _repr_html_(self) -> str:
         return html_fragment([statement_view(self.puzzle, Progress(Path(os.devnull), writable=False))])
