@@ -105,6 +105,17 @@ def test_the_residual_stream_decomposes_and_the_shares_add_up_to_the_logits(laye
     grown, names = cache.accumulated_resid(incl_mid=True, return_labels=True)
     assert names == ["0_pre", "0_mid", "1_pre", "1_mid", "final_post"]
     np.testing.assert_array_equal(grown[-1], cache["resid_post", 1])
+    # up to the input of a block, that block's resid_pre included, as TransformerLens stacks them
+    hooks = {"0_pre": ("resid_pre", 0), "0_mid": ("resid_mid", 0), "1_pre": ("resid_pre", 1),
+             "final_post": ("resid_post", 1)}
+    for layer, incl_mid, mlp_input, expected in [(0, False, False, ["0_pre"]), (0, True, True, ["0_pre", "0_mid"]),
+                                                 (1, True, False, ["0_pre", "0_mid", "1_pre"]),
+                                                 (2, False, False, ["0_pre", "1_pre", "final_post"])]:
+        grown, names = cache.accumulated_resid(layer, incl_mid, return_labels=True, mlp_input=mlp_input)
+        assert names == expected
+        np.testing.assert_array_equal(grown, np.stack([cache[hooks[name]] for name in expected]))
+    with pytest.raises(HandwiredError, match="layer 3: the model has blocks 0…1"):
+        cache.accumulated_resid(3)
     # with the final LayerNorm frozen at each position's scale, each part's share of each logit adds up to the logit
     shares = cache.decompose_resid(apply_ln=True) @ params["wte"].T  # [part, batch, pos, vocab]
     bias = params["ln_f"]["b"] @ params["wte"].T
