@@ -114,8 +114,10 @@ def test_the_residual_stream_decomposes_and_the_shares_add_up_to_the_logits(laye
         grown, names = cache.accumulated_resid(layer, incl_mid, return_labels=True, mlp_input=mlp_input)
         assert names == expected
         np.testing.assert_array_equal(grown, np.stack([cache[hooks[name]] for name in expected]))
-    with pytest.raises(HandwiredError, match="layer 3: the model has blocks 0…1"):
-        cache.accumulated_resid(3)
+    for stack in (cache.accumulated_resid, cache.decompose_resid):
+        for layer in (3, -2):
+            with pytest.raises(HandwiredError, match=f"layer {layer}: the model has blocks 0…1"):
+                stack(layer)
     # with the final LayerNorm frozen at each position's scale, each part's share of each logit adds up to the logit
     shares = cache.decompose_resid(apply_ln=True) @ params["wte"].T  # [part, batch, pos, vocab]
     bias = params["ln_f"]["b"] @ params["wte"].T

@@ -59,10 +59,7 @@ class ActivationCache(Mapping[str, np.ndarray]):
         """The residual stream as it grows, as TransformerLens stacks it: each block's ``resid_pre`` (and, with
         ``incl_mid``, ``resid_mid``) up to the input of block ``layer``, then (for ``layer`` None, -1 or n_layer)
         the final ``resid_post``; ``mlp_input``: block ``layer``'s ``resid_mid`` too. [component, batch, pos, n_embd]."""
-        n_layer = self.model.n_layer
-        last = n_layer if layer is None or layer == -1 else layer
-        if not 0 <= last <= n_layer:
-            raise bad_value("layer", layer, f"the model has blocks 0…{n_layer - 1}; {n_layer}, -1 or None is every one")
+        n_layer, last = self.model.n_layer, self._last(layer)
         labels, parts = [], []
         for i in range(last + 1):
             if i == n_layer:
@@ -82,7 +79,7 @@ class ActivationCache(Mapping[str, np.ndarray]):
         block's ``attn_out`` and ``mlp_out`` (``mode`` "attn" or "mlp": one kind); [component, batch, pos, n_embd]."""
         if mode not in ("all", "attn", "mlp"):
             raise bad_value("mode", repr(mode), "expected 'all', 'attn' or 'mlp'")
-        last = self.model.n_layer if layer is None or layer == -1 else layer
+        last = self._last(layer)
         labels, parts = [], []
         if incl_embeds:
             labels += ["embed", "pos_embed"]
@@ -95,6 +92,14 @@ class ActivationCache(Mapping[str, np.ndarray]):
         if not parts:
             raise HandwiredError("decompose_resid: no part to show; include the embeddings or a block", ())
         return self._finish(np.stack(parts), labels, apply_ln, return_labels)
+
+    def _last(self, layer: int | None) -> int:
+        """The block a stack stops before: ``layer``, or every one for None, -1 or n_layer."""
+        n_layer = self.model.n_layer
+        last = n_layer if layer is None or layer == -1 else layer
+        if not 0 <= last <= n_layer:
+            raise bad_value("layer", layer, f"the model has blocks 0…{n_layer - 1}; {n_layer}, -1 or None is every one")
+        return last
 
     def _finish(self, stack: np.ndarray, labels: list[str], apply_ln: bool, return_labels: bool):
         if apply_ln:
