@@ -58,7 +58,7 @@ class ActivationCache(Mapping[str, np.ndarray]):
                           return_labels: bool = False, mlp_input: bool = False):
         """The residual stream as it grows, as TransformerLens stacks it: each block's ``resid_pre`` (and, with
         ``incl_mid``, ``resid_mid``) up to the input of block ``layer``, then (for ``layer`` None, -1 or n_layer)
-        the final ``resid_post``; ``mlp_input``: block ``layer``'s ``resid_mid`` too. [component, batch, pos, n_embd]."""
+        the final ``resid_post``; ``mlp_input``: block ``layer``'s ``resid_mid`` too. [component, batch, pos, n_embd]"""
         n_layer, last = self.model.n_layer, self._last(layer)
         labels, parts = [], []
         for i in range(last + 1):
