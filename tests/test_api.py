@@ -66,6 +66,20 @@ def test_bad_input_is_one_line_naming_what_was_given(layered, given, message):
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("given,message", [
+    ([-1], "tokens: token id -1 is not in the vocabulary, whose ids are 0…2"),  # never the last token, read from the end
+    ([3], "tokens: token id 3 is not in the vocabulary"),
+    ([0.5], "tokens: token ids are whole numbers; found float64 values"),  # never token 0, truncated
+    ("xyz", "tokens: expected token ids [pos] or [batch, pos]; found str"),
+    ([[0, 1], [1]], "tokens: a batch is contexts of one length"),
+])
+def test_to_string_refuses_what_is_no_token_id(layered, given, message):
+    assert layered[0].to_string([2, 0]) == "zx" and layered[0].to_string(np.array([[2], [1]])) == ["z", "y"]
+    with pytest.raises(HandwiredError) as caught:
+        layered[0].to_string(given)
+    assert str(caught.value).startswith(message)
+
+
 def test_a_huge_batch_is_refused_before_any_array(layered, monkeypatch):
     import handwired.api.model as api_model
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from handwired.api.cache import ActivationCache
-from handwired.api.tokens import to_tokens
+from handwired.api.tokens import to_tokens, token_ids
 from handwired.engine.forward import forward
 from handwired.engine.logits import raise_not_finite
 from handwired.engine.probe import parse_probe
@@ -80,8 +80,9 @@ class HookedModel:
 
     def to_string(self, tokens: object) -> str | list[str]:
         """Token ids [pos] -> text; [batch, pos] -> a list of texts."""
-        ids = np.asarray(tokens)
-        return self.model.decode(ids) if ids.ndim == 1 else [self.model.decode(row) for row in ids]
+        ids = token_ids(self.model, tokens, "tokens", "token ids [pos] or [batch, pos]")
+        texts = [self.model.decode(row) for row in ids]
+        return texts[0] if np.ndim(tokens) == 1 else texts
 
     def __call__(self, input: object) -> np.ndarray:  # -> [batch, pos, n_vocab]
         return self._run(self.to_tokens(input))
