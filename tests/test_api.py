@@ -67,7 +67,7 @@ def test_bad_input_is_one_line_naming_what_was_given(layered, given, message):
 
 
 @pytest.mark.parametrize("given,message", [
-    ([-1], "tokens: token id -1 is not in the vocabulary, whose ids are 0…2"),  # never the last token, read from the end
+    ([-1], "tokens: token id -1 is not in the vocabulary, whose ids are 0…2"),  # never the last token
     ([3], "tokens: token id 3 is not in the vocabulary"),
     ([0.5], "tokens: token ids are whole numbers; found float64 values"),  # never token 0, truncated
     ("xyz", "tokens: expected token ids [pos] or [batch, pos]; found str"),
