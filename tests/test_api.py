@@ -271,6 +271,15 @@ def test_everything_has_a_one_or_two_line_repr_and_an_html_form(layered):
         assert text in html.unescape(re.sub(r"<[^>]+>", "", thing._repr_html_())), name
 
 
+def test_spread_reads_what_the_command_reads_lead_too():
+    from test_cli import invoke
+
+    model = handwired.load("aab")
+    for value in ("lead", "blocks.0.attn.hook_z:z7"):
+        words = [" ".join(text.split()) for text in (str(model.spread(value)), invoke("spread", value).stdout)]
+        assert words[0] == words[1] and f"{value} at the last position" in words[0], value
+
+
 def test_the_cores_objects_print_in_a_line_and_a_matrix_shows_itself_as_html():
     from handwired.engine.trace import trace
     from handwired.views import steps as explaining
