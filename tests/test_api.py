@@ -217,6 +217,31 @@ def test_check_and_puzzle_give_the_cores_verdicts():
     assert not misfit.fits and "vocab a, b, c" in repr(misfit)
 
 
+def test_check_by_a_python_rule_judges_every_context_as_brute_force_does():
+    from handwired.judge.rules import AMBIGUOUS
+
+    model = handwired.load("aab")
+
+    def after_two(context):  # the next token of abab…: the other one; a context ending "aa" or "bb" is no pattern
+        return AMBIGUOUS if context[-2:] in ("aa", "bb") else {"a": "b", "b": "a"}[context[-1]]
+
+    judged = [text for length in range(1, 6) for text in map("".join, itertools.product("ab", repeat=length))
+              if after_two(text) is not AMBIGUOUS]
+    wrong = [text for text in judged if model.vocab[int(model(text)[0, -1].argmax())] != after_two(text)]
+    report = handwired.check(model, rule=after_two).report
+    assert (report.decided, report.failed) == (len(judged), len(wrong)) and report.failed > 0
+    assert report.shortest_failure.context == min(wrong, key=len)
+    sampled = handwired.check(model, rule=after_two, sample=200, seed=3).report
+    assert sampled.checked == 200 and sampled.passed + sampled.failed + sampled.ambiguous == 200
+    assert sampled.failed > 0 and {f.context for f in sampled.failures} <= set(wrong)
+    for given, message in [({"target": "ab"}, "rule judges instead of a target: target and length do not apply"),
+                           ({"exhaustive": True, "sample": 3}, "exhaustive and sample: choose one")]:
+        with pytest.raises(HandwiredError, match=message):
+            handwired.check(model, rule=after_two, **given)
+    with pytest.raises(HandwiredError, match="on 'a' the rule function returned 1, a number"):
+        handwired.check(model, rule=lambda context: 1)
+
+
 def test_check_on_a_model_without_a_target_says_how_to_judge_it_from_python(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     doc = json.loads(AAB.read_text())

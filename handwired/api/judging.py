@@ -3,17 +3,20 @@
 Each result keeps the core's own report (``.report``) and shows itself as the command line would."""
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from handwired.api.loading import load
 from handwired.api.model import HookedModel
-from handwired.defaults import FAILURES_SHOWN, NEAR_MISS, SEED
+from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED
 from handwired.errors import HandwiredError
 from handwired.judge.catalogue import load_puzzle, reference_solution
-from handwired.judge.plans import chosen_plan
+from handwired.judge.plans import Plan, chosen_plan, exhaustive_plan, sample_plan
 from handwired.judge.progress import Progress
 from handwired.judge.puzzle import Answer, Puzzle, answer
 from handwired.judge.report import Report, run
+from handwired.judge.rules import FunctionRule
 from handwired.judge.scores import Score
 from handwired.judge.verdict import Submission, submit
 from handwired.views.display import View, html_fragment
@@ -54,16 +57,34 @@ class CheckReport:
         return self.view()._repr_html_()
 
 
-def check(model, target: str | None = None, *, exhaustive: bool = False, sample: int | None = None,
-          seed: int = SEED, min_length: int | None = None, length: int | None = None,
+def check(model, target: str | None = None, *, rule: Callable[[str], Any] | None = None, exhaustive: bool = False,
+          sample: int | None = None, seed: int = SEED, min_length: int | None = None, length: int | None = None,
           show: int = FAILURES_SHOWN, near_miss: float = NEAR_MISS) -> CheckReport:
     """Judge ``model`` on a repeating pattern (``target``; default: the file's) as ``handwired check`` does: the
-    stream test, or ``exhaustive=True`` every context, or ``sample=N`` random ones."""
+    stream test, or ``exhaustive=True`` every context, or ``sample=N`` random ones. ``rule``: a Python function
+    from a context to its acceptable next tokens (or AMBIGUOUS, OUT_OF_DOMAIN) judges instead of a target, on
+    every context (or ``sample=N``)."""
     hooked = _model(model)
-    if target is None and hooked.model.target is None:  # chosen_plan's advice is the command line's: say Python's
+    if rule is not None:
+        plan = _rule_plan(hooked.model, rule, target, length, exhaustive, sample, seed, min_length)
+    elif target is None and hooked.model.target is None:  # chosen_plan's advice is the command line's: Python's
         raise _no_target(hooked.model)
-    plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length)
+    else:
+        plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length)
     return CheckReport(hooked, run(hooked.model, plan, show), near_miss)
+
+
+def _rule_plan(model: Model, function: Callable[[str], Any], target: str | None, length: int | None,
+               exhaustive: bool, sample: int | None, seed: int, min_length: int | None) -> Plan:
+    """Every context (or a sample) judged by a rule function."""
+    if exhaustive and sample is not None:
+        raise HandwiredError("{exhaustive} and {sample}: choose one", ("exhaustive", "sample"))
+    if target is not None or length is not None:
+        raise HandwiredError("{rule} judges instead of a target: {target} and {length} do not apply",
+                             ("rule", "target", "length"))
+    judge = FunctionRule(function, model.vocab, getattr(function, "__name__", "a Python rule"))
+    least = MIN_LENGTH if min_length is None else min_length
+    return exhaustive_plan(model, judge, least) if sample is None else sample_plan(model, judge, sample, seed, least)
 
 
 def _no_target(model: Model) -> HandwiredError:
