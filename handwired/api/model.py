@@ -81,7 +81,7 @@ class HookedModel:
         """Token ids [pos] -> text; [batch, pos] -> a list of texts."""
         ids = token_ids(self.model, tokens, "tokens", "token ids [pos] or [batch, pos]")
         texts = [self.model.decode(row) for row in ids]
-        return texts[0] if np.ndim(tokens) == 1 else texts
+        return texts[0] if np.asarray(tokens).ndim == 1 else texts
 
     def __call__(self, input: object) -> np.ndarray:  # -> [batch, pos, n_vocab]
         return self._run(self.to_tokens(input))

@@ -36,8 +36,9 @@ def key_name(key: object, n_layer: int) -> str:
     if isinstance(key, str):
         return act_name(key)
     if isinstance(key, tuple) and 1 <= len(key) <= 3 and isinstance(key[0], str):
-        if len(key) > 1 and isinstance(key[1], int) and key[1] < 0:
-            key = (key[0], n_layer + key[1], *key[2:])
-        return act_name(*key)
+        layer, layer_type = (*key[1:], None, None)[:2]
+        if isinstance(layer, int) and layer < 0:
+            layer += n_layer
+        return act_name(key[0], layer, layer_type)
     raise KeyError(f"{key!r}: a hook is named by its name, e.g. 'blocks.0.attn.hook_pattern', or "
                    "(name, layer), e.g. ('pattern', 0)")
