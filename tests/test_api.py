@@ -305,6 +305,22 @@ def test_spread_reads_what_the_command_reads_lead_too():
         assert words[0] == words[1] and f"{value} at the last position" in words[0], value
 
 
+def test_a_puzzle_shows_the_players_own_hints_and_best_and_records_nothing(handwired_home):
+    from test_cli import invoke
+
+    def shown():
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", "", handwired.puzzle("aab")._repr_html_())).split())
+
+    assert "hints: 0 of 4 revealed" in shown() and "solved ✓" not in shown()
+    invoke("puzzles", "hint", "aab")
+    invoke("puzzles", "hint", "aab")
+    aab = handwired.puzzle("aab")
+    assert aab.submit(aab.reference()).solved  # a verdict from Python records nothing
+    before = (handwired_home / "progress.json").read_text()
+    assert "hints: 2 of 4 revealed" in shown() and "solved ✓" not in shown()
+    assert (handwired_home / "progress.json").read_text() == before
+
+
 def test_the_cores_objects_print_in_a_line_and_a_matrix_shows_itself_as_html():
     from handwired.engine.trace import trace
     from handwired.views import steps as explaining

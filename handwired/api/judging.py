@@ -11,9 +11,9 @@ from handwired.api.loading import load
 from handwired.api.model import HookedModel
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED
 from handwired.errors import HandwiredError
+from handwired.judge import progress
 from handwired.judge.catalogue import load_puzzle, reference_solution
 from handwired.judge.plans import Plan, chosen_plan, exhaustive_plan, sample_plan
-from handwired.judge.progress import Progress
 from handwired.judge.puzzle import Answer, Puzzle, answer
 from handwired.judge.report import Report, run
 from handwired.judge.rules import FunctionRule
@@ -181,7 +181,9 @@ class PuzzleHandle:
         return printable(f"<puzzle {p.name!r} (level {p.level}): {p.title}; vocab {''.join(p.vocab)}, n_ctx {p.n_ctx}>")
 
     def _repr_html_(self) -> str:
-        return html_fragment([statement_view(self.puzzle, Progress(Path(os.devnull), writable=False))])
+        player = progress.load()  # read as handwired puzzles show reads it: the hints and best shown are the player's
+        player.writable = False
+        return html_fragment([statement_view(self.puzzle, player)])
 
 
 def puzzle(name: str | os.PathLike[str]) -> PuzzleHandle:
