@@ -151,9 +151,9 @@ def run_before(argv: list[str]) -> None:
     forward.gelu, forward.softmax, forward.layer_norm = gelu_before, softmax_before, layer_norm_before
     forward.linear, forward.attention = linear_before, attention_before
     from handwired.cli import app
-    from handwired.cli import check as check_command
+    from handwired.judge import plans
 
-    check_command.exhaustive_plan = per_context_plan  # the plan the check command builds
+    plans.exhaustive_plan = per_context_plan  # the plan the check command builds (through plans.chosen_plan)
 
     app(argv, prog_name="handwired")
 

@@ -80,3 +80,15 @@ def test_the_list_marks_a_tied_record_and_recomputes_the_mark_when_the_record_ch
     assert max_row[-3:] == [str(record - 1), "✓", str(record)]
     listed = {p["name"]: p for p in json.loads(invoke("puzzles", "--json").stdout)["puzzles"]}
     assert listed["max"]["best_against_record"] == "worse" and listed["max"]["best"]["parameters"] == record
+
+
+@pytest.mark.parametrize("columns", [60, 70, 79])
+def test_on_a_narrow_terminal_the_list_fits_whole_and_keeps_the_mark(louder, handwired_home, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    record = load_puzzle("max").record.parameters
+    assert invoke("puzzles", "check", "max", louder).exit_code == 0
+    out = invoke("puzzles").stdout
+    assert "…" not in out and all(len(line.rstrip()) <= columns for line in out.splitlines())  # nothing cut
+    max_row = next(row for row in rows(out) if row[1:2] == ["max"])
+    assert max_row[-3:] == ["✓", str(record), "★"]
+    assert "lv: level" in words(out) and "★: your best ties or beats the record" in words(out)

@@ -71,9 +71,65 @@ def test_sweep_prints_the_table_the_plot_and_the_interval():
     assert result.exit_code == 0
     out = result.stdout
     assert "PASS" in out and "FAIL" in out and "float64" in out
-    assert "Passes for Lg in [2.75, 4]" in " ".join(out.split())
+    assert "Passes for Lg in [2.7495, 4]" in " ".join(out.split())
     assert "● " not in out.splitlines()[0]
     assert "└ Lg from 0 to 4" in out
+
+
+@pytest.mark.parametrize("args", [("Lg=0..4", "--steps", "9"), ("Lg=0.01..10000", "--log"),
+                                  ("Lg=0..4", "--precision", "1e-9"), ("Lg=3..9", "--steps", "4")])
+def test_the_interval_names_exactly_the_values_tried_never_a_rounding_of_them(args):
+    """A rounded end could be a value never tried, below the last one that passed: each number the interval's line
+    prints is, exactly, a value the sweep tried, with that value's verdict."""
+    import re
+
+    data = json.loads(invoke("sweep", "aab", *args, "--json").stdout)
+    text = " ".join(invoke("sweep", "aab", *args).stdout.split())
+    (interval,) = data["intervals"]
+    line = re.search(r"Passes for Lg in \[(\S+), (\S+)\]: .*?\.(?: Edges|$)", text).group(0)
+    low, high = (float(x) for x in re.search(r"\[(\S+), (\S+)\]", line).groups())
+    assert (low, high) == (interval["low"], interval["high"])
+    for edge, side in ((interval["below"], "below"), (interval["above"], "above")):
+        if edge is not None:
+            fails, passes = re.search(rf"fails at (\S+) {side} \((\S+) passes\)", line).groups()
+            assert (float(fails), float(passes)) == (edge["fails"], edge["passes"])
+    assert len(line) < 200  # and short: the bisection tries values with few digits
+
+
+def test_a_precision_float64_cannot_reach_is_not_claimed():
+    data = json.loads(invoke("sweep", "aab", "Lg=0..4", "--precision", "1e-30", "--json").stdout)
+    edge = data["intervals"][0]["below"]
+    assert edge["reached_precision"] is False and np.nextafter(edge["fails"], 5) == edge["passes"]  # adjacent
+    text = " ".join(invoke("sweep", "aab", "Lg=0..4", "--precision", "1e-30").stdout.split())
+    assert "to within 1e-30 (1 edge stopped 4.44089e-16 wide or less: float64 has nothing between its ends" in text
+    reached = json.loads(invoke("sweep", "aab", "Lg=0..4", "--precision", "0.001", "--json").stdout)
+    edge = reached["intervals"][0]["below"]
+    assert edge["reached_precision"] is True and 0 < edge["passes"] - edge["fails"] <= 0.001
+    assert "stopped" not in invoke("sweep", "aab", "Lg=0..4", "--precision", "0.001").stdout
+
+
+@pytest.mark.parametrize("args", [("Lg=0..4", "--steps", "100"), ("Lg=1..4", "B=0..4", "--steps", "30")])
+def test_a_plot_wider_than_the_terminal_goes_on_pages_not_wrapped(args, tmp_path, monkeypatch):
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(two_constant_document()), encoding="utf-8")
+    monkeypatch.setenv("COLUMNS", "60")
+    data = json.loads(invoke("sweep", str(path), *args, "--json").stdout)
+    out = invoke("sweep", str(path), *args).stdout
+    lines = out.splitlines()
+    plot = [line for line in lines if "│" in line and ("●" in line or "×" in line or "┈" in line)]
+    assert plot and all(len(line) <= 60 for line in plot)  # every row of the plot fits: nothing wraps
+    marks = sum(line.count("●") + line.count("×") for line in plot)
+    assert marks == len(data["points"])  # every value is drawn once, on one page or the next
+    assert sum(line.count("●") for line in plot) == sum(point["passes"] for point in data["points"])
+    n = len(data["constants"][0]["values"])
+    pages = [line for line in lines if f" of {n})" in line]
+    assert len(pages) >= 2 and "(values 1–" in pages[0] and f"–{n} of {n})" in pages[-1]
+
+
+def test_a_sweep_that_passes_everywhere_claims_no_bisection():
+    text = " ".join(invoke("sweep", "aab", "Lg=3..9", "--steps", "4").stdout.split())
+    assert "Passes for Lg in [3, 9]: at every one of the 4 values tried there." in text
+    assert "bisection" not in text and "no edge to refine" in text
 
 
 def test_a_sweep_where_nothing_passes_exits_1():
@@ -199,6 +255,42 @@ def test_ablate_says_a_vestigial_head_is_not_needed(tmp_path):
     assert "not needed" in text and "blocks[0].attn.head 1" in text
 
 
+def test_the_parameters_not_needed_are_counted_once_when_a_head_and_its_entries_both_can_go(tmp_path):
+    path = tmp_path / "vestigial.json"
+    path.write_text(json.dumps(vestigial_document()), encoding="utf-8")
+    data = json.loads(invoke("ablate", str(path), "--entries", "--json").stdout)
+    spare = [part for part in data["parts"] if not part["needed"]]
+    entries = {part["part"] for part in spare if part["kind"] == "entry"}
+    head = "blocks[0].attn."
+    assert {head + "c_attn.w.a.q8", head + "c_attn.w.a.k8", head + "c_attn.w.a.v8", head + "c_proj.w.z8.s0"} <= entries
+    assert "blocks[0].attn.head 1" in {part["part"] for part in spare}  # its 4 parameters are 4 of those entries
+    assert data["not_needed_parameters"] == len(entries) == 6 < sum(part["parameters"] for part in spare) == 10
+    text = " ".join(invoke("ablate", str(path), "--entries").stdout.split())
+    assert "7 parts not needed (6 distinct parameters in all;" in text
+
+
+@pytest.mark.parametrize("columns", [60, 80])
+def test_ablates_tables_are_paged_on_a_narrow_terminal_never_cut(monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    parts = json.loads(invoke("ablate", "aab", "--entries", "--json").stdout)["parts"]
+    lines = invoke("ablate", "aab", "--entries").stdout.splitlines()
+    assert "…" not in "".join(lines) and all(len(line) <= columns for line in lines)
+    for part in parts:  # each part's row, on every page, ends with its figures in full
+        rows = [line.split("│")[1:-1] for line in lines if line.startswith(f"│ {part['part']} ")]
+        cells = [cell.strip() for row in rows for cell in row[1:]]
+        assert str(part["parameters"]) in cells and str(part["failed"]) in cells
+    headers = " ".join(line for line in lines if line.startswith("┃"))
+    assert headers.count("cost") == 2 and headers.count("smallest lead") == 2  # the needed and the spare table
+
+
+def test_a_reference_written_out_is_pointed_to_its_puzzle(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert invoke("puzzles", "solution", "add", "--spoil", "-o", "add.json").exit_code == 0
+    for command in (("check", "add.json"), ("sweep", "add.json", "K=1..2"), ("ablate", "add.json")):
+        assert user_error(*command).endswith("--puzzle add")
+    assert invoke("check", "add.json", "--puzzle", "add").exit_code == 0  # and that is the way
+
+
 def test_ablate_sorts_by_harm_and_mean_ablation_runs():
     result = invoke("ablate", ADD, "--puzzle", "add", "--json")
     parts = json.loads(result.stdout)["parts"]
@@ -244,27 +336,63 @@ def test_spread_of_a_logit_difference_is_the_difference_of_the_logits():
     assert ratio["value"] == "blocks.0.hook_resid_post:tok/pos"
 
 
+def test_spread_prints_its_axis_and_its_overlap_in_the_format_of_its_cells():
+    sort = str(Path(ADD).with_name("sort.json"))
+    data = json.loads(invoke("spread", "lead", "-w", sort, "--puzzle", "sort", "--json").stdout)
+    low, high = data["bins"][0], data["bins"][-1]
+    assert low != round(low) and high == 2  # the leads are 2 up to rounding: one end is whole, the other not
+    text = " ".join(invoke("spread", "lead", "-w", sort, "--puzzle", "sort").stdout.split())
+    assert "2.000 … 2.000" in text and "bins from 2.000 to 2.000" in text  # never 2.000 beside 2
+    assert "The groups overlap on [2.000, 2.000]" in text
+
+
+def test_a_ratio_says_its_missing_contexts_are_where_the_divisor_is_0():
+    from itertools import product
+
+    model = load("aab")
+    zero = sum(1 for n in range(1, 6) for letters in product([0, 1], repeat=n)  # the logit of b is 0: no ratio
+               if reference_forward(model.params, list(letters), 1)[0][-1][1] == 0)
+    data = json.loads(invoke("spread", "logits:a/b", "--every", "--json").stdout)
+    assert data["without_position"] == zero > 0 and data["grouped"] == 62 - zero
+    text = " ".join(invoke("spread", "logits:a/b", "--every").stdout.split())
+    assert f"{zero} contexts without the last position or that key, or where b is 0 (no ratio)" in text
+    judged = json.loads(invoke("spread", "logits:a/b", "--json").stdout)  # by the target: each context counted once
+    assert judged["grouped"] + judged["not_judged"] + judged["without_position"] == judged["total"] == 62
+
+
 def test_spread_lead_needs_answers_and_the_last_position():
     assert "lead needs the right answers" in user_error("spread", "lead", "--every")
     assert "--position 2" in user_error("spread", "lead", "--position", "2")
     assert "--head" in user_error("spread", "lead", "--head", "0")
 
 
-def test_mean_ablation_adds_the_mean_output_over_every_prefix(tmp_path):
+def test_mean_ablation_adds_the_mean_output_over_every_prefix_of_the_judged_contexts(tmp_path):
     from itertools import product
 
     from handwired.engine.trace import trace
+    from handwired.judge.rules import DECIDED
 
     model = load("aab")
-    prefixes = ["".join(p) for n in range(1, 6) for p in product("ab", repeat=n)]  # every context's every prefix
+    rule = pattern_rule(model, "aab")
+    judged = [text for n in range(1, 6) for text in map("".join, product("ab", repeat=n))
+              if rule.judge(np.array([[model.vocab.index(c) for c in text]])).status[0] == DECIDED]
+    prefixes = sorted({text[:n] for text in judged for n in range(1, len(text) + 1)})  # each distinct prefix once
+    assert 0 < len(judged) < 62 and len(prefixes) < 62  # the contexts the rule does not judge are left out
     mean = np.mean([trace(model, text).record["blocks.0.hook_attn_out"][-1] for text in prefixes], axis=0)
     params = copy.deepcopy(model.params)
     params["blocks"][0]["attn"]["c_proj"]["w"][:] = 0
     params["blocks"][0]["attn"]["c_proj"]["b"] = mean
-    expected = check_ok(replace(model, params=params))
+    ablated = replace(model, params=params)
+    expected = check_ok(ablated)
     parts = {part["part"]: part for part in json.loads(invoke("ablate", "aab", "--mean", "--json").stdout)["parts"]}
     got = parts["blocks[0].attn"]
     assert (got["failed"] == 0, got["failed"]) == expected
+    leads = []  # and its smallest lead is that of the model with this mean, context by context
+    for text in judged:
+        logits = reference_forward(ablated.params, [model.vocab.index(c) for c in text], 1)[0][-1]
+        right = rule.judge(np.array([[model.vocab.index(c) for c in text]])).acceptable[0]
+        leads.append(max(logits[right]) - max(logits[~right]))
+    assert got["smallest_lead"] == pytest.approx(min(leads), rel=1e-9)
     zeroed = {part["part"]: part for part in json.loads(invoke("ablate", "aab", "--json").stdout)["parts"]}
     assert zeroed["blocks[0].attn"]["smallest_lead"] != got["smallest_lead"]  # the mean is not zero here
 
@@ -287,6 +415,8 @@ def test_ctrl_c_stops_a_sweep_between_two_values(monkeypatch):
     result = invoke("sweep", "aab", "Lg=0..4", "--steps", "9")
     assert result.exit_code == 130
     assert judged == [1]  # the other eight values were never evaluated
+    assert result.stderr.strip() == "stopped by Ctrl-C with 1 of the 9 values judged; nothing is shown"
+    assert invoke("ablate", "aab").stderr.startswith("stopped by Ctrl-C with 1 of the ")
 
 
 def test_too_many_contexts_are_refused_before_any_work(tmp_path, monkeypatch):

@@ -34,7 +34,7 @@ def ablate(
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     source = judged_source(model, puzzle)
     refuse_long(model, source, entries)
-    with working(as_json) as progress:
+    with working(as_json, "parts") as progress:
         result = ablating(model, source, entries, mean, progress)
     show(out, as_json, lambda: ablate_json(model, result), lambda: ablate_view(model, result))
     if not result.base.ok:

@@ -22,7 +22,7 @@ from handwired.cli.common import (
 )
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STREAM_MIN_LENGTH
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.catalogue import load_puzzle
+from handwired.judge.catalogue import bundled_puzzles, load_puzzle
 from handwired.judge.plans import chosen_plan
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import run
@@ -82,7 +82,7 @@ def check(
         puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model, asked=False)
         return
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
-    plan = chosen_plan(model, target, length, exhaustive, sample, seed, min_length)
+    plan = chosen_plan(model, target, length, exhaustive, sample, seed, min_length, _named_after(model))
     with progress_and_stop(not as_json) as (progress, should_stop):
         report = run(model, plan, show, progress, should_stop)
     if as_json:
@@ -94,6 +94,11 @@ def check(
         raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok:
         raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _named_after(model: Model) -> str | None:
+    """The bundled puzzle the file is named after, as a reference written by puzzles solution -o is."""
+    return model.name if model.name in bundled_puzzles() else None
 
 
 def _named_puzzle(model: Model, given: list[str]) -> Puzzle | None:
@@ -109,4 +114,3 @@ def _named_puzzle(model: Model, given: list[str]) -> Puzzle | None:
                                  f"domain by its rule; {other[0]} does not apply (a target check needs --target)")
         return None
     return files_puzzle(model)
-

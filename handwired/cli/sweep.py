@@ -9,9 +9,18 @@ from typing import Annotated
 import typer
 
 from handwired.cli.checking import chosen_puzzle, progress_and_stop
-from handwired.cli.common import EXIT_CHECK_FAILED, ForceOption, HtmlOption, JsonOption, Output, SvgOption
+from handwired.cli.common import (
+    EXIT_CHECK_FAILED,
+    ForceOption,
+    HtmlOption,
+    JsonOption,
+    Output,
+    SvgOption,
+    stderr,
+)
 from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
+from handwired.judge.catalogue import bundled_puzzles
 from handwired.judge.sweep import check_steps, parse_range, refuse_long
 from handwired.judge.sweep import sweep as sweeping
 from handwired.views.sweep import sweep_json, sweep_view
@@ -31,22 +40,30 @@ def judged_source(model: Model, puzzle: str | None) -> spreading.Source:
     if named is not None:
         return spreading.puzzle_source(named, model)
     if model.target is None:
-        raise HandwiredError(f"{model.source}: has no 'target' and names no puzzle; judge it by one with --puzzle")
+        named = f" {model.name}" if model.name in bundled_puzzles() else ""  # a reference, by puzzles solution -o
+        raise HandwiredError(f"{model.source}: has no 'target' and names no puzzle; judge it by one with "
+                             f"--puzzle{named}")
     return spreading.target_source(model, model.target, "judge it by a puzzle's contexts instead, with {puzzle}",
                                    ("puzzle",))
 
 
 @contextmanager
-def working(as_json: bool) -> Iterator[Callable[[int, int], None]]:
+def working(as_json: bool, noun: str) -> Iterator[Callable[[int, int], None]]:
     """progress(done, total) for a long sweep or ablation: check's progress bar on a terminal, and Ctrl-C
-    stopping it (exit code 130) between two variants."""
-    with progress_and_stop(not as_json) as (progress, should_stop):
-        def tick(done: int, total: int) -> None:
-            progress(done, total)
-            if should_stop():
-                raise KeyboardInterrupt
+    stopping it (exit code 130) between two variants (``noun``: values, parts), saying how far it got."""
+    stopped: list[str] = []
+    try:
+        with progress_and_stop(not as_json) as (progress, should_stop):
+            def tick(done: int, total: int) -> None:
+                progress(done, total)
+                if should_stop():
+                    stopped.append(f"stopped by Ctrl-C with {done:,} of the {total:,} {noun} judged; nothing is shown")
+                    raise KeyboardInterrupt
 
-        yield tick
+            yield tick
+    finally:  # once the progress bar is gone
+        for line in stopped:
+            stderr().print(line, soft_wrap=True)
 
 
 def show(out: Output, as_json: bool, data: Callable[[], dict], view: Callable[[], object]) -> None:
@@ -95,7 +112,7 @@ def sweep(
     swept = [parse_range(model, text, steps, log) for text in ranges]
     source = judged_source(model, puzzle)
     refuse_long(model, source, steps, len(ranges))
-    with working(as_json) as progress:
+    with working(as_json, "values") as progress:
         result = sweeping(model, source, swept, precision, progress)
     show(out, as_json, lambda: sweep_json(model, result), lambda: sweep_view(model, result))
     if not any(point.verdict.ok for point in result.points):

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from handwired.engine.trie import capture_trie
+from handwired.engine.trie import build_trie, capture_trie
 from handwired.judge import workbench
 from handwired.judge.spread import Source
 from handwired.judge.workbench import Bench, Verdict
@@ -33,8 +33,13 @@ from handwired.weightfile.checker import locate, path_steps
 class Part:
     name: str  # blocks[0].attn.head 1, blocks[0].mlp.h3, ln_f, or an entry's label path
     kind: str  # head, attn, unit, mlp, ln_f, entry
-    cost: int  # the non-zero parameters it holds
+    holds: frozenset[tuple[str, int]]  # the non-zero parameters it holds: (array's path, flat index)
     variant: Model  # the model without it
+
+    @property
+    def cost(self) -> int:
+        """The non-zero parameters it holds."""
+        return len(self.holds)
 
 
 @dataclass(frozen=True)
@@ -84,13 +89,27 @@ def _without_rows(model: Model, layer: str, rows, mean_out=None) -> Model:
     return _edit(model, {f"{layer}.w": w, f"{layer}.b": b if mean_out is None else b + mean_out})
 
 
-def _nonzero(model: Model, *paths_and_index) -> int:
-    return sum(int(np.count_nonzero(locate(model.params, path)[index])) for path, index in paths_and_index)
+def held(model: Model, *paths_and_index) -> frozenset[tuple[str, int]]:
+    """The non-zero parameters among ``index`` of each array ``path``, as (path, flat index)."""
+    out = set()
+    for path, index in paths_and_index:
+        values = locate(model.params, path)
+        chosen = np.zeros(values.shape, dtype=bool)
+        chosen[index] = True
+        out.update((path, int(i)) for i in np.flatnonzero(chosen & (values != 0)))
+    return frozenset(out)
+
+
+def spare_parameters(rows) -> int:
+    """The distinct non-zero parameters the parts of ``rows`` hold (a head's and its own entries' counted once)."""
+    return len(frozenset().union(*(row.part.holds for row in rows)))
 
 
 def _means(model: Model, source: Source, bench: Bench, hook: str) -> np.ndarray:
-    """``hook``'s mean over every node of the judged contexts' trie: [...] its shape at one position."""
-    _, kept = capture_trie(model, bench.trie, hook, None)
+    """``hook``'s mean over every distinct prefix of the judged contexts, each once (not over the contexts the rule
+    does not judge): [...] its shape at one position."""
+    judged = build_trie([contexts for contexts, _, _ in bench.judged if len(contexts)])
+    _, kept = capture_trie(model, judged, hook, None)
     return np.concatenate([level.reshape(len(level), -1) for level in kept if level is not None]).mean(axis=0)
 
 
@@ -100,9 +119,9 @@ def _whole(model: Model, b: int, kind: str, out: np.ndarray | None) -> Part:
     at, block = f"blocks[{b}]", model.params["blocks"][b]
     layers, norm = (("c_attn", "c_proj"), "ln_1") if kind == "attn" else (("c_fc", "c_proj"), "ln_2")
     keys = [f"{kind}.{layer}.{side}" for layer in layers for side in "wb"] + [f"{norm}.g", f"{norm}.b"]
-    cost = sum(_nonzero(model, (f"{at}.{key}", ...)) for key in keys if key.split(".")[0] in block)
+    holds = held(model, *((f"{at}.{key}", ...) for key in keys if key.split(".")[0] in block))
     proj = f"{at}.{kind}.c_proj"
-    return Part(f"{at}.{kind}", kind, cost, _edit(model, {
+    return Part(f"{at}.{kind}", kind, holds, _edit(model, {
         f"{proj}.w": np.zeros_like(locate(model.params, f"{proj}.w")),
         f"{proj}.b": np.zeros(model.n_embd) if out is None else out}))
 
@@ -118,10 +137,10 @@ def block_parts(model: Model, source: Source, bench: Bench | None, b: int) -> li
         rows = slice(h * d_head, (h + 1) * d_head)
         columns = np.r_[rows, n_embd + h * d_head:n_embd + (h + 1) * d_head, 2 * n_embd + h * d_head:
                         2 * n_embd + (h + 1) * d_head]
-        cost = _nonzero(model, (f"{at}.attn.c_attn.w", (slice(None), columns)), (f"{at}.attn.c_attn.b", columns),
-                        (f"{proj}.w", rows))
+        holds = held(model, (f"{at}.attn.c_attn.w", (slice(None), columns)), (f"{at}.attn.c_attn.b", columns),
+                     (f"{proj}.w", rows))
         added = None if z is None else z[rows] @ block["attn"]["c_proj"]["w"][rows]
-        parts.append(Part(f"{at}.attn.head {h}", "head", cost, _without_rows(model, proj, rows, added)))
+        parts.append(Part(f"{at}.attn.head {h}", "head", holds, _without_rows(model, proj, rows, added)))
     if "mlp" in block:
         parts += _mlp_parts(model, b, mean)
     return parts
@@ -134,10 +153,10 @@ def _mlp_parts(model: Model, b: int, mean) -> list[Part]:
     post = mean("mlp.hook_post") if mean else None
     labels = model.axes(f"{at}.mlp.c_fc.w")[1].labels
     for unit, label in enumerate(labels):
-        cost = _nonzero(model, (f"{at}.mlp.c_fc.w", (slice(None), unit)), (f"{at}.mlp.c_fc.b", unit),
-                        (f"{proj}.w", unit))
+        holds = held(model, (f"{at}.mlp.c_fc.w", (slice(None), unit)), (f"{at}.mlp.c_fc.b", unit),
+                     (f"{proj}.w", unit))
         added = None if post is None else post[unit] * block["mlp"]["c_proj"]["w"][unit]
-        parts.append(Part(f"{at}.mlp.{label}", "unit", cost, _without_rows(model, proj, [unit], added)))
+        parts.append(Part(f"{at}.mlp.{label}", "unit", holds, _without_rows(model, proj, [unit], added)))
     return parts
 
 
@@ -150,7 +169,8 @@ def entry_parts(model: Model) -> list[Part]:
             label = ".".join([path, *(axis.labels[i] for axis, i in zip(axes, index))])
             edited = values.copy()
             edited[index] = 0
-            parts.append(Part(label, "entry", 1, _edit(model, {path: edited})))
+            flat = int(np.ravel_multi_index(index, values.shape))
+            parts.append(Part(label, "entry", frozenset({(path, flat)}), _edit(model, {path: edited})))
     return parts
 
 
@@ -158,9 +178,9 @@ def parts(model: Model, source: Source, bench: Bench | None = None, entries: boo
     """Every part of the model, each removed; with ``bench`` (the unablated model's), mean-ablated."""
     out = [part for b in range(model.n_layer) for part in block_parts(model, source, bench, b)]
     if "ln_f" in model.params:
-        cost = sum(int(np.count_nonzero(value)) for value in model.params["ln_f"].values())
+        holds = held(model, *((f"ln_f.{key}", ...) for key in model.params["ln_f"]))
         params = {key: value for key, value in model.params.items() if key != "ln_f"}
-        out.append(Part("ln_f", "ln_f", cost, replace(model, params=params)))
+        out.append(Part("ln_f", "ln_f", holds, replace(model, params=params)))
     return out + (entry_parts(model) if entries else [])
 
 

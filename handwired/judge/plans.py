@@ -184,12 +184,15 @@ def domain_plan(model: Model, domain: Domain, rule: Rule) -> Plan:
 
 
 def chosen_plan(model: Model, target: str | None = None, length: int | None = None, exhaustive: bool = False,
-                sample: int | None = None, seed: int = SEED, min_length: int | None = None) -> Plan:
-    """The plan ``check`` asks for: a stream of the target (the default: the file's), every context, or a sample."""
+                sample: int | None = None, seed: int = SEED, min_length: int | None = None,
+                puzzle: str | None = None) -> Plan:
+    """The plan ``check`` asks for: a stream of the target (the default: the file's), every context, or a sample.
+    ``puzzle``: the puzzle the file is named after, suggested when it has no target."""
     pattern = target if target is not None else model.target  # target '' is a mistake, not "the file's"
     if pattern is None:
+        named = f", or judge it by the puzzle it is named after with {{puzzle}} {puzzle}" if puzzle else ""
         raise HandwiredError(f"{model.source}: has no 'target'; give one as {{target}}, "
-                             f"e.g. {{target}} {model.vocab[0] * 2}", ("target",))
+                             f"e.g. {{target}} {model.vocab[0] * 2}{named}", ("target", "puzzle"))
     if exhaustive and sample is not None:
         raise HandwiredError("{exhaustive} and {sample}: choose one", ("exhaustive", "sample"))
     if (exhaustive or sample is not None) and length is not None:

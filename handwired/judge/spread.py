@@ -128,6 +128,7 @@ def spread(model: Model, probe: Probe, source: Source, by: str = "answer", posit
     group = np.concatenate(group_of)  # [n], -1: in no group
     has = np.concatenate(present)  # [n]
     in_group = has & (group >= 0)
+    too_short = int((~has & (group >= 0)).sum())  # the ones the rule does not judge are counted there, once
     if not in_group.any():
         raise HandwiredError(f"{probe.name}: no context has a value there to group")
     value, group = value[in_group], group[in_group]
@@ -135,7 +136,6 @@ def spread(model: Model, probe: Probe, source: Source, by: str = "answer", posit
     used = sorted(set(group.tolist()))
     stats = tuple(group_stats(keys[g], value[group == g], edges) for g in used)
     separation = separate(keys, value, group) if len(used) > 1 else None
-    too_short = int((~has).sum())
     if probe.hook == LEAD:  # every context has a last position; the ones without a lead are the rule's
         not_judged, too_short = undecided, 0
     return Spread(probe, position, by, source.description, stats, edges, separation, len(has), int(in_group.sum()),

@@ -24,7 +24,7 @@ from handwired.weightfile import Model, parse
 RANGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+?)\.\.(.+)$")
 MAX_STEPS = 1000  # values per constant
 MAX_POINTS = 10_000  # values in all, with two constants
-MAX_HALVINGS = 60  # bisection steps per edge, at most: a float64 bracket is as narrow as it gets by then
+MAX_HALVINGS = 60  # bisection steps per edge, at most (each narrows the bracket to 3/5 of its width or less)
 REFINE = 1024  # by default an edge is refined to 1/REFINE of the grid step it lies in
 
 
@@ -46,6 +46,7 @@ class Edge:
     fails: float  # a value tried that fails
     passes: float  # the nearest value tried that passes, on the side of the interval
     tried: int  # the values bisection tried that pass (all of them between passes and the grid)
+    reached: bool = True  # False: float64 or MAX_HALVINGS stopped the bisection before the width asked for
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ def _bisect(model: Model, bench: Bench, swept: Range, fails: float, passes: floa
     for _ in range(MAX_HALVINGS):
         if abs(passes - fails) <= target:
             break
-        middle = math.sqrt(fails) * math.sqrt(passes) if swept.log else fails / 2 + passes / 2  # no overflow
+        middle = _short_middle(fails, passes, swept.log)
         if middle in (fails, passes):  # float64 has nothing between them
             break
         passing = bench.verdict(with_constants(model, {swept.name: middle})).ok
@@ -176,4 +177,20 @@ def _bisect(model: Model, bench: Bench, swept: Range, fails: float, passes: floa
             passes, tried_passing = middle, tried_passing + 1
         else:
             fails = middle
-    return Edge(float(fails), float(passes), tried_passing)
+    return Edge(float(fails), float(passes), tried_passing, bool(abs(passes - fails) <= target))
+
+
+def _short_middle(a: float, b: float, log: bool) -> float:
+    """A value near the middle of (a, b) — within its middle fifth, on a log scale with ``log`` — with as few
+    significant digits as that allows, so the values tried print short and exactly (2.7495, not 2.74951171875).
+    Each step still narrows the bracket to at most 3/5 of its width."""
+    if log:
+        middle, ends = math.sqrt(a) * math.sqrt(b), (a**0.6 * b**0.4, a**0.4 * b**0.6)
+    else:
+        middle, ends = a / 2 + b / 2, (a * 0.6 + b * 0.4, a * 0.4 + b * 0.6)  # no overflow near the float64 limits
+    low, high = min(ends), max(ends)
+    for digits in range(1, 18):
+        short = float(f"{middle:.{digits}g}")
+        if low <= short <= high:
+            return short
+    return middle

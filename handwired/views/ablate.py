@@ -1,12 +1,12 @@
 """Drawing an ablation: the parts the model needs, most harmful removal first, then the ones it does not."""
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
-from handwired.judge.ablate import Ablations
+from handwired.judge.ablate import Ablations, spare_parameters
 from handwired.views.model import model_line
 from handwired.views.numbers import count, number
+from handwired.views.report import _PagedColumns
 from handwired.views.sweep import lead_texts
 
 REMOVED = {
@@ -30,28 +30,31 @@ def ablate_view(model, result: Ablations) -> Group:
     needed = [row for row in result.rows if row.needed]
     spare = [row for row in result.rows if not row.needed]
     if needed:
-        table = Table(title="needed: removing it breaks contexts the model passes, most harmful first")
-        for name in ("part", "broken", "failed", "smallest lead", "at", "first broken", "cost"):
-            table.add_column(name, justify="right" if name in ("broken", "failed", "smallest lead", "cost")
-                             else "left", no_wrap=name == "part")
-        for row, lead in zip(needed, lead_texts([row.verdict for row in needed])):
-            v = row.verdict
-            table.add_row(row.part.name, Text(f"{v.broken:,}", style="red"), f"{v.failed:,}", lead,
-                          v.worst_context, v.first_broken or "", f"{row.part.cost:,}")
-        parts.append(table)
+        parts.append(_table("needed: removing it breaks contexts the model passes, most harmful first",
+                            ("part", "broken", "failed", "smallest lead", "at", "first broken", "cost"),
+                            [(row.part.name, Text(f"{row.verdict.broken:,}", style="red"), f"{row.verdict.failed:,}",
+                              lead, row.verdict.worst_context, row.verdict.first_broken or "", f"{row.part.cost:,}")
+                             for row, lead in zip(needed, lead_texts([row.verdict for row in needed]))]))
     if spare:
-        table = Table(title="not needed: removing it alone breaks nothing")
-        for name in ("part", "failed", "smallest lead", "at", "cost"):
-            table.add_column(name, justify="left" if name in ("part", "at") else "right", no_wrap=name == "part")
-        for row, lead in zip(spare, lead_texts([row.verdict for row in spare])):
-            v = row.verdict
-            table.add_row(row.part.name, f"{v.failed:,}", lead, v.worst_context, f"{row.part.cost:,}")
-        parts.append(table)
+        parts.append(_table("not needed: removing it alone breaks nothing", ("part", "failed", "smallest lead", "at",
+                                                                              "cost"),
+                            [(row.part.name, f"{row.verdict.failed:,}", lead, row.verdict.worst_context,
+                              f"{row.part.cost:,}")
+                             for row, lead in zip(spare, lead_texts([row.verdict for row in spare]))]))
     parts.append(Text(f"{count(len(needed), 'part')} needed, {count(len(spare), 'part')} not needed "
-                      f"({sum(row.part.cost for row in spare):,} parameters in all; cost: the non-zero parameters a "
+                      f"({spare_parameters(spare):,} distinct parameters in all; cost: the non-zero parameters a "
                       "part holds). Each was removed on its own: "
                       "removing several together may break what each alone does not.", style="bold"))
     return Group(*parts)
+
+
+def _table(title: str, headers: tuple[str, ...], rows: list[tuple]) -> Group:
+    """Its title, then the table with the part's name on every page and the other columns paged to fit the terminal,
+    so that no number is ever cut."""
+    head = [Text(header, justify="left" if header in ("part", "at", "first broken") else "right") for header in headers]
+    cells = [[Text(cell, justify=header.justify) if isinstance(cell, str) else cell for cell, header in zip(row, head)]
+             for row in rows]
+    return Group(Text(title, style="italic"), _PagedColumns(head[:1], head[1:], cells))
 
 
 def ablate_json(model, result: Ablations) -> dict:
@@ -67,6 +70,7 @@ def ablate_json(model, result: Ablations) -> dict:
         "arithmetic": "float64",
         "mean": result.mean,
         "as_it_is": verdict(result.base),
+        "not_needed_parameters": spare_parameters([row for row in result.rows if not row.needed]),
         "parts": [{"part": row.part.name, "kind": row.part.kind, "parameters": row.part.cost,
                    "needed": row.needed, "broken": row.verdict.broken, "first_broken": row.verdict.first_broken,
                    **verdict(row.verdict)} for row in result.rows],

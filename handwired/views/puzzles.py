@@ -31,33 +31,38 @@ def score_text(score: Score) -> str:
 
 
 WIDE = 100  # columns: from here on the list also says what each puzzle asks (puzzles show always does)
+COMPACT = 80  # columns: below this the list's headers are short, so that it fits whole (60 columns at least)
+SHORT = {"level": "lv", "n_embd": "embd", "heads": "hd", "blocks": "blk", "record": "rec"}
 
 
 def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80) -> Group:
     """Every puzzle on one line: level, name, its caps under labelled columns, par, record, the player's best;
     on a terminal of ``WIDE`` columns or more, also what to build."""
+    wide, short = width >= WIDE, width < COMPACT
     table = Table(title="puzzles: each judged on every context", title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
-    wide = width >= WIDE
+                  pad_edge=False, show_edge=not short)
     columns: list[tuple[str, JustifyMethod]] = [
         ("level", "right"), ("name", "left"), *([("to build", "left")] if wide else []), ("n_embd", "right"),
         ("heads", "right"), ("blocks", "right"), ("MLP", "right"), ("par", "right"), ("record", "right"),
         ("yours", "right")]
-    for column, justify in columns:
+    yours = [_yours(puzzle, progress.best(puzzle.key), progress.solved(puzzle.key)) for puzzle in catalogue]
+    kept = {"name": max((len(p.name) for p in catalogue), default=4),
+            "yours": max(text.cell_len for text in yours + [Text()])}
+    for column, justify in columns:  # on a narrow terminal the headers are shorter; a name or a ★ is never cut
         wraps = column == "to build"
-        table.add_column(column, justify=justify, no_wrap=not wraps, ratio=1 if wraps else None)
-    for puzzle in catalogue:
-        best = progress.best(puzzle.key)
-        solved = progress.solved(puzzle.key)
+        table.add_column(SHORT.get(column, column) if short else column, justify=justify, no_wrap=not wraps,
+                         ratio=1 if wraps else None, min_width=kept.get(column))
+    for puzzle, mine in zip(catalogue, yours):
         caps = puzzle.caps
         table.add_row(
             str(puzzle.level), Text(puzzle.name, style="bold"), *([printable(puzzle.summary)] if wide else []),
             str(caps.n_embd), str(caps.n_head), str(caps.n_layer), mlp_cap(caps),
-            _parameters(puzzle.par), _parameters(puzzle.record), _yours(puzzle, best, solved),
+            _parameters(puzzle.par), _parameters(puzzle.record), mine,
         )
-    table.caption = ("n_embd, heads, blocks: at most · MLP: allowed, with at most that many hidden units · par, "
-                     "record, yours: the non-zero parameters of the reference, of the leanest answer known, of your "
-                     f"best · {RECORD_MARK}: your best ties or beats the record"
+    table.caption = (("lv: level · embd, hd, blk: n_embd, heads, blocks" if short else "n_embd, heads, blocks")
+                     + ": at most · MLP: allowed, with at most that many hidden units · par, "
+                     + ("rec (record)" if short else "record") + ", yours: the non-zero parameters of the reference, "
+                     f"of the leanest answer known, of your best · {RECORD_MARK}: your best ties or beats the record"
                      + ("" if wide else " · what each asks: handwired puzzles show NAME"))
     table.caption_justify = "left"
     unsolved = [p.name for p in catalogue if not progress.solved(p.key)]

@@ -39,7 +39,8 @@ def verdict(separation: Separation | None) -> str:
     runs = separation.runs
     if separation.shared is not None:  # not separated
         low, high = separation.shared
-        span = f"at {bound(low)}" if low == high else f"on [{bound(low)}, {bound(high)}]"
+        ends = numbers([[low, high]], show_tiny=True)[0]  # one format for both ends: never [2.000, 2]
+        span = f"at {bound(low)}" if low == high else f"on [{ends[0]}, {ends[1]}]"
         return f"The groups overlap {span}: no threshold separates them."
     intervals = [f"({bound(low)}, {bound(high)})" for low, high in separation.thresholds]
     if len(runs) == len(set(runs)) and len(runs) == 2:
@@ -65,8 +66,8 @@ def spread_view(model: Model, spread: Spread) -> Group:
     table.add_column("count", justify="right")
     table.add_column("min", justify="right")
     table.add_column("max", justify="right")
-    table.add_column(f"{number(low)} … {number(high)}", no_wrap=True)
-    ends = numbers([[group.low, group.high] for group in spread.groups])  # one format for the table's numbers
+    (low_text, high_text), *ends = numbers([[low, high]] + [[group.low, group.high] for group in spread.groups])
+    table.add_column(f"{low_text} … {high_text}", no_wrap=True)  # the axis's ends as the cells print, one format
     for group, (low_text, high_text) in zip(spread.groups, ends):
         table.add_row(group.key, f"{group.count:,}", low_text, high_text, bars(group.histogram))
     lines.append(table)
@@ -74,10 +75,13 @@ def spread_view(model: Model, spread: Spread) -> Group:
     if spread.not_judged:
         skipped.append(f"{count(spread.not_judged, 'context')} the rule does not judge (ambiguous or out of domain)")
     if spread.too_short:
-        skipped.append(f"{count(spread.too_short, 'context')} without {where(spread)} or that key")
+        other = spread.probe.other if spread.probe.op == "/" else None  # a ratio has no value where B is 0
+        skipped.append(f"{count(spread.too_short, 'context')} without {where(spread)} or that key"
+                       + (f", or where {other.column} is 0 (no ratio)" if other is not None else ""))
     if skipped:
         lines.append(Text("Not in a group: " + "; ".join(skipped) + ".", style="dim"))
-    lines.append(Text(f"histogram: {len(spread.edges) - 1} bins from {number(low)} to {number(high)}, shared by "
+    axis_low, axis_high = numbers([[low, high]] + [[group.low, group.high] for group in spread.groups])[0]
+    lines.append(Text(f"histogram: {len(spread.edges) - 1} bins from {axis_low} to {axis_high}, shared by "
                       f"every group; bar height ∝ the bin's count, {EMPTY} = none", style="dim"))
     lines.append(Text(verdict(spread.separation), style="bold"))
     return Group(*lines)

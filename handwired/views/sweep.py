@@ -1,26 +1,18 @@
 """Drawing a sweep: a table and a line plot of the smallest lead (one constant), or a heatmap (two), and the
 intervals where every context passes, in words."""
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from handwired.judge.sweep import REFINE, Edge, Interval, Sweep
+from handwired.judge.sweep import MAX_HALVINGS, REFINE, Edge, Interval, Sweep
 from handwired.views.model import model_line
-from handwired.views.numbers import column, count
+from handwired.views.numbers import column, count, exact
 
 PLOT_ROWS = 9  # the line plot's height in characters
 PASS, FAIL = "●", "×"  # a point that passes, one that fails: distinct without colour
 FLOAT64 = "in float64: a pass is the right token's logit strictly above every other's, as check computes it"
-
-
-def distinct(low: float, high: float) -> tuple[str, str]:
-    """Two values with as many significant digits as it takes to tell them apart."""
-    for digits in range(4, 18):
-        a, b = f"{low:.{digits}g}", f"{high:.{digits}g}"
-        if a != b:
-            return a, b
-    return repr(low), repr(high)
 
 
 def value(x: float) -> str:
@@ -28,17 +20,16 @@ def value(x: float) -> str:
 
 
 def _edge(edge: Edge, side: str) -> str:
-    fails, passes = distinct(edge.fails, edge.passes)
-    return f"fails at {fails} {side} ({passes} passes)"
+    return f"fails at {exact(edge.fails)} {side} ({exact(edge.passes)} passes)"
 
 
 def interval_line(name: str, interval: Interval) -> str:
-    low = distinct(interval.below.fails, interval.below.passes)[1] if interval.below else value(interval.low)
-    high = distinct(interval.above.fails, interval.above.passes)[1] if interval.above else value(interval.high)
+    """The interval in words, its ends the very values tried (never rounded: a rounded end could be a value that was
+    not tried, beyond the last one that passed)."""
     ends = [_edge(e, s) for e, s in ((interval.below, "below"), (interval.above, "above")) if e is not None]
     near = f"; it {' and '.join(ends)}" if ends else ""
-    return (f"Passes for {name} in [{low}, {high}]: at every one of the {count(interval.tried, 'value')} tried "
-            f"there{near}.")
+    return (f"Passes for {name} in [{exact(interval.low)}, {exact(interval.high)}]: at every one of the "
+            f"{count(interval.tried, 'value')} tried there{near}.")
 
 
 def summary(sweep: Sweep) -> list[Text]:
@@ -49,10 +40,16 @@ def summary(sweep: Sweep) -> list[Text]:
                      style="bold green" if passing else "bold red")]
     name = sweep.ranges[0].name
     lines = [Text(interval_line(name, interval), style="bold green") for interval in sweep.intervals]
-    refined = (f"to within {value(sweep.precision)} (or as near as float64 allows)" if sweep.precision
-               else f"to 1/{REFINE} of a grid step")
-    lines.append(Text(f"Edges found by bisection {refined}; between the values tried nothing is proven.",
-                      style="dim"))
+    refined = f"to within {value(sweep.precision)}" if sweep.precision else f"to 1/{REFINE} of a grid step"
+    short = [e for i in sweep.intervals for e in (i.below, i.above) if e is not None and not e.reached]
+    if short:  # float64 has nothing closer, or the bisection's steps ran out
+        widest = max(abs(e.passes - e.fails) for e in short)
+        refined += (f" ({count(len(short), 'edge')} stopped {value(widest)} wide or less: float64 has nothing "
+                    f"between its ends, or the {MAX_HALVINGS} steps an edge may take ran out)")
+    edges = any(i.below or i.above for i in sweep.intervals)
+    lines.append(Text(f"Edges found by bisection {refined}; between the values tried nothing is proven." if edges
+                      else "Every value tried passes, so there is no edge to refine; between the values tried nothing "
+                      "is proven.", style="dim"))
     return lines
 
 
@@ -77,7 +74,37 @@ def table(sweep: Sweep) -> Table:
     return grid
 
 
-def line_plot(sweep: Sweep) -> Group:
+class Paged:
+    """A plot of one column per value: a label before each row, then each row's cells, all ``cell`` characters wide.
+    Too wide for the terminal, its columns go on pages one under the other, each with its row labels and its own
+    ``footer(start, stop)`` (the axis of values start…stop-1), rather than wrapping or being cut."""
+
+    def __init__(self, labels: list[Text], cells: list[list[Text]], cell: int, footer) -> None:
+        self.labels, self.cells, self.cell, self.footer = labels, cells, cell, footer
+        self.label_width = max(label.cell_len for label in labels)
+        self.n = len(cells[0]) if cells else 0
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        width = self.label_width + self.cell * self.n
+        return Measurement(min(width, self.label_width + self.cell), width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        per_page = max(1, (options.max_width - self.label_width) // self.cell)
+        for start in range(0, self.n, per_page):
+            stop = min(self.n, start + per_page)
+            for label, row in zip(self.labels, self.cells):
+                yield Text.assemble(label, *row[start:stop], no_wrap=True, overflow="ignore")
+            yield from self.footer(start, stop)
+
+
+def _axis_note(values, start: int, stop: int) -> str:
+    """The values a page shows: all of them, or which ones when the plot is on several pages."""
+    n = len(values)
+    return f"from {value(values[start])} to {value(values[stop - 1])}" + (
+        "" if (start, stop) == (0, n) else f" (values {start + 1}–{stop} of {n})")
+
+
+def line_plot(sweep: Sweep) -> Group | Paged:
     """The smallest lead against the constant: one column per value, ● passing, × failing, the zero line dotted."""
     leads = [p.verdict.worst if p.verdict.finite else None for p in sweep.points]
     shown = [x for x in leads if x is not None]
@@ -96,17 +123,17 @@ def line_plot(sweep: Sweep) -> Group:
         styles[row][at] = "green" if point.verdict.ok else "red"
     top_text, bottom_text = column([top, bottom])
     width = max(len(top_text), len(bottom_text), 1)
-    lines = []
-    for r, (chars, marks) in enumerate(zip(rows, styles)):
-        label = top_text if r == 0 else bottom_text if r == PLOT_ROWS - 1 else "0" if r == zero else ""
-        text = Text(f"{label:>{width}} │", style="dim")
-        for char, style in zip(chars, marks):
-            text.append(char, style=style or "dim")
-        lines.append(text)
+    labels = [Text(f"{top_text if r == 0 else bottom_text if r == PLOT_ROWS - 1 else '0' if r == zero else '':>{width}}"
+                   " │", style="dim") for r in range(PLOT_ROWS)]
+    cells = [[Text(char, style=style or "dim") for char, style in zip(chars, marks)]
+             for chars, marks in zip(rows, styles)]
     swept = sweep.ranges[0]
-    axis = f"{' ' * width} └ {swept.name} from {value(swept.values[0])} to {value(swept.values[-1])}"
-    lines.append(Text(axis + (", log scale" if swept.log else "") + "; up: the smallest lead", style="dim"))
-    return Group(*lines)
+
+    def axis(start: int, stop: int) -> list[Text]:
+        return [Text(f"{' ' * width} └ {swept.name} {_axis_note(swept.values, start, stop)}"
+                     + (", log scale" if swept.log else "") + "; up: the smallest lead", style="dim")]
+
+    return Paged(labels, cells, 1, axis)
 
 
 def heatmap(sweep: Sweep) -> Group:
@@ -115,24 +142,27 @@ def heatmap(sweep: Sweep) -> Group:
     n = len(across.values)
     best = max([p.verdict.worst for p in sweep.points if p.verdict.ok and p.verdict.worst < float("inf")] or [1.0])
     width = max(len(value(x)) for x in down.values)
-    lines = [Text(f"{down.name:>{width}}", style="bold")]
+    labels, cells = [], []
     for row in reversed(range(len(down.values))):  # the largest value at the top
-        text = Text(f"{value(down.values[row]):>{width}} │", style="dim")
+        labels.append(Text(f"{value(down.values[row]):>{width}} │", style="dim"))
+        cells.append([])
         for point in sweep.points[row * n:(row + 1) * n]:
             v = point.verdict
             if v.ok:
                 shade = min(1.0, v.worst / best) if v.worst < float("inf") else 1.0
-                text.append(f" {PASS} ", style=f"bold rgb(255,255,255) on rgb(0,{90 + int(120 * shade)},60)")
+                cells[-1].append(Text(f" {PASS} ", style=f"bold rgb(255,255,255) on rgb(0,{90 + int(120 * shade)},60)"))
             else:
-                text.append(f" {FAIL} ", style="bold rgb(255,255,255) on rgb(200,40,40)")
-        lines.append(text)
-    lines.append(Text(f"{' ' * width} └{'───' * n}", style="dim"))
-    lines.append(Text(f"{' ' * width}   {across.name}: " + "  ".join(map(value, across.values)), style="dim"))
+                cells[-1].append(Text(f" {FAIL} ", style="bold rgb(255,255,255) on rgb(200,40,40)"))
     scale = ", log scale" if across.log or down.log else ""
-    lines.append(Text(f"{' ' * width}   {across.name} from {value(across.values[0])} to "
-                      f"{value(across.values[-1])} →{scale}; {PASS} passes (brighter: a larger smallest lead), "
-                      f"{FAIL} fails", style="dim"))
-    return Group(*lines)
+
+    def axis(start: int, stop: int) -> list[Text]:
+        return [Text(f"{' ' * width} └{'───' * (stop - start)}", style="dim"),
+                Text(f"{' ' * width}   {across.name}: " + "  ".join(map(value, across.values[start:stop])),
+                     style="dim"),
+                Text(f"{' ' * width}   {across.name} {_axis_note(across.values, start, stop)} →{scale}; {PASS} passes "
+                     f"(brighter: a larger smallest lead), {FAIL} fails", style="dim")]
+
+    return Group(Text(f"{down.name:>{width}}", style="bold"), Paged(labels, cells, 3, axis))
 
 
 def sweep_view(model, sweep: Sweep) -> Group:
@@ -150,7 +180,7 @@ def sweep_view(model, sweep: Sweep) -> Group:
 
 def sweep_json(model, sweep: Sweep) -> dict:
     def edge(e: Edge | None):
-        return None if e is None else {"fails": e.fails, "passes": e.passes}
+        return None if e is None else {"fails": e.fails, "passes": e.passes, "reached_precision": e.reached}
 
     return {
         "model": model.name,
