@@ -291,17 +291,52 @@ def test_the_tool_never_writes_to_a_file_it_reads(tmp_path, aab_doc, write_json)
     assert path.read_bytes() == before
 
 
+# `python -m handwired` that also writes, once, how many contexts it has checked when the check first reports
+# its progress (after its first batch, with its Ctrl-C handler in place) to the file descriptor argv[1].
+SAYS_WHEN_CHECKING = """
+import contextlib, os, runpy, sys
+from handwired.cli import checking
+
+marker, said, stop_and_check = int(sys.argv[1]), [], checking.progress_and_stop
+
+@contextlib.contextmanager
+def progress_and_stop(show_progress):
+    with stop_and_check(show_progress) as (progress, should_stop):
+        def progress_and_say(done, total):
+            progress(done, total)
+            if done and not said:
+                said.append(done)
+                os.write(marker, str(done).encode())
+                os.close(marker)
+        yield progress_and_say, should_stop
+
+checking.progress_and_stop = progress_and_stop
+sys.argv = ["handwired", *sys.argv[2:]]
+runpy.run_module("handwired", run_name="__main__")
+"""
+
+
 def test_ctrl_c_stops_a_long_check_cleanly_with_what_was_checked():
+    import os
+    import select
     import signal
     import subprocess
     import sys
-    import time
 
-    command = [sys.executable, "-m", "handwired", "check", "--length", "100000000", "--json"]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
+    from waiting import DEADLINE
+
+    read, write = os.pipe()
+    command = [sys.executable, "-c", SAYS_WHEN_CHECKING, str(write), "check", "--length", "100000000", "--json"]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=(write,))
+    os.close(write)
+    try:
+        ready, _, _ = select.select([read], [], [], DEADLINE)  # the deadline is a safety net against a hang
+        checked = os.read(read, 100) if ready else b""
+    finally:
+        os.close(read)
+    assert int(checked or 0) > 0, "the check never reported its progress"  # it is running: Ctrl-C now
     child.send_signal(signal.SIGINT)
-    stdout, stderr = child.communicate(timeout=60)
+    stdout, stderr = child.communicate(timeout=DEADLINE)
     assert child.returncode == 130, stderr
     assert "Traceback" not in stderr
     data = json.loads(stdout)

@@ -4,7 +4,7 @@ Each of 600 weight files is the aab model (dense or sparse) with one to three co
 deep or long expressions, integer literals of hundreds or thousands of digits, non-finite literals,
 and shapes a few bytes can declare (n_embd 4096, thousands of blocks, MLPs 4,096 wide, long label
 lists). Every file must be read in one of two ways: a model, or problems that are each one line —
-never an exception, never more than a few seconds or 200 MB. A sample of them also goes through the
+never an exception, never more than a few seconds of CPU time or 200 MB. A sample of them also goes through the
 command line, which must answer with exit 0 or 2 and, on 2, one line naming the file.
 """
 
@@ -123,7 +123,7 @@ def read(text: str) -> list[str]:
     return problems
 
 
-def test_six_hundred_corruptions_of_expressions_literals_and_shapes_are_read_quickly_in_one_line_each(
+def test_six_hundred_corruptions_of_expressions_literals_and_shapes_are_read_in_little_cpu_time_in_one_line_each(
         aab_doc, tmp_path):
     from handwired.weightfile import load
     from handwired.weightfile.forms import document
@@ -137,9 +137,9 @@ def test_six_hundred_corruptions_of_expressions_literals_and_shapes_are_read_qui
         measure = run % 20 == 0  # memory traced on some runs only: tracing slows every allocation
         if measure:
             tracemalloc.start()
-        started = time.perf_counter()
+        started = time.process_time()  # CPU time, which other work on the machine does not add to
         problems = read(text)
-        slowest = max(slowest, time.perf_counter() - started)
+        slowest = max(slowest, time.process_time() - started)
         if measure:
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
@@ -147,7 +147,7 @@ def test_six_hundred_corruptions_of_expressions_literals_and_shapes_are_read_qui
         long = [f"{p[:100]}… ({len(p):,} characters)" for p in problems if "\n" in p or len(p) > 2000]
         assert not long, (long, text[:300])
         refused += bool(problems)
-    assert slowest < 5, f"the slowest file took {slowest:.1f} s"
+    assert slowest < 5, f"the slowest file took {slowest:.1f} s of CPU time"
     assert refused >= RUNS * 0.8, f"only {refused} of {RUNS} refused: the corruptions are too gentle"
 
     for i, text in enumerate(texts[:THROUGH_CLI]):

@@ -11,7 +11,6 @@ in tmux; benchmark commands run in CI (``.ci/run``), which the last tests hold t
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +113,7 @@ WATCHES = [(name, command.line) for name, page in READ.items() for command in pa
 @pytest.mark.parametrize("name,line", WATCHES)
 def test_watch_in_the_docs_runs_in_a_terminal(name, line, tmp_path):
     from test_watch_terminal import Terminal  # skips the module when tmux is missing (and fails under CI)
+    from waiting import wait_until
 
     prepare(READ[name], tmp_path)
     args = " ".join(shlex.quote(arg) for arg in Command(line).args)
@@ -124,11 +124,8 @@ def test_watch_in_the_docs_runs_in_a_terminal(name, line, tmp_path):
         term.wait_for(lambda screen: "handwired watch" in screen and ("PASS" in screen or "FAIL" in screen),
                       f"{line} drawing its verdict")
         term.tmux("send-keys", "-t", "watch", "C-c")
-        for _ in range(100):
-            if exit_file.exists() and exit_file.read_text().strip():
-                break
-            subprocess.run(["sleep", "0.05"])
-        assert exit_file.read_text().strip() == "0"
+        status = wait_until(lambda: exit_file.exists() and exit_file.read_text().strip(), f"{line} exiting on Ctrl-C")
+        assert status == "0"
     finally:
         term.close()
 

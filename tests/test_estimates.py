@@ -3,12 +3,15 @@ one line with the estimate and what narrows it; numbers too large to read are on
 
 import json
 import re
-import time
 
 import pytest
+from forbidden import forbid
 from test_cli import invoke, user_error
 
+from handwired.engine.forward import forward
+from handwired.engine.trace import trace
 from handwired.judge.contexts import duration, forward_seconds, how_many, stream_seconds
+from handwired.judge.report import run
 from handwired.views import watch as watching
 from handwired.weightfile import load
 
@@ -60,10 +63,9 @@ def test_an_exhaustive_check_of_a_309_digit_count_is_refused_not_overflowed(long
      (["--sample", str(10**12)], "error: --sample 1,000,000,000,000: about "),
      (["--length", str(10**9)], "error: --length 1,000,000,000: about ")],
 )
-def test_a_sample_or_stream_that_would_take_hours_is_refused_with_its_estimate(args, message):
-    started = time.perf_counter()
+def test_a_sample_or_stream_that_would_take_hours_is_refused_with_its_estimate(args, message, monkeypatch):
+    forbid(monkeypatch, run, forward)  # refused while planning: no batch is drawn or run
     line = user_error("check", *args)
-    assert time.perf_counter() - started < 5
     assert line.startswith(message), line
 
 
@@ -75,10 +77,10 @@ def test_the_estimates_grow_as_the_work_does():
     assert stream_seconds(model, 2 * 10**8, 3) > 1.9 * stream_seconds(model, 10**8, 3)
 
 
-def test_explain_of_a_huge_valid_model_is_refused_at_once_with_the_flags_that_narrow_it(sparse_giant):
-    started = time.perf_counter()
+def test_explain_of_a_huge_valid_model_is_refused_before_its_trace_with_the_flags_that_narrow_it(sparse_giant,
+                                                                                                monkeypatch):
+    forbid(monkeypatch, trace, forward)
     line = user_error("explain", "-w", str(sparse_giant))
-    assert time.perf_counter() - started < 5
     assert line.startswith("error: 4,096 tokens at n_embd 1024: about ")
     assert line.endswith("to explain, more than the 30 seconds handwired spends on a view; narrow it with --step, "
                          "--block or --head, or give a shorter context")
@@ -90,10 +92,10 @@ def test_explain_narrowed_to_one_step_of_a_short_context_still_works(sparse_gian
     assert "(4 tokens)" in result.output
 
 
-def test_watch_shows_the_refusal_instead_of_freezing(sparse_giant):
-    started = time.perf_counter()
+def test_watch_shows_the_refusal_instead_of_freezing(sparse_giant, monkeypatch):
+    calls = forbid(monkeypatch, trace)  # the file's own check runs; the explain view is refused before its trace
     snapshot = watching.load_snapshot(sparse_giant)
-    assert time.perf_counter() - started < 5  # reading the 8.4 million weights, then the estimate: no trace
+    assert calls == []
     assert snapshot.model is None and len(snapshot.errors) == 1
     assert snapshot.errors[0].startswith("4,096 tokens at n_embd 1024: about ")
 
@@ -104,11 +106,12 @@ def test_complete_estimates_first(sparse_giant):
         "of generating for this model, more than the 30 seconds handwired will spend on it; ask for fewer tokens")
 
 
-def test_attend_estimates_first():
+def test_attend_estimates_first(monkeypatch):
+    from handwired.engine.attend import attend
+
+    forbid(monkeypatch, attend)  # neither table is computed
     six_thousand = ",".join(str(i % 7) for i in range(6000))
-    started = time.perf_counter()
     line = user_error("attend", "--x", six_thousand)
-    assert time.perf_counter() - started < 5
     assert line.startswith("error: 6,000 queries × 6,000 keys (width 1): about ")
     assert line.endswith("to compute and show, more than the 30 seconds handwired spends on a view; give fewer rows")
     x = ";".join([",".join(["1"] * 600)] * 600)
@@ -180,19 +183,21 @@ def test_drawn_cells_count_what_folding_leaves_by_hand():
     assert drawn_cells([step], show_all=True) == 20 + 20
 
 
-def test_explain_with_everything_shown_is_refused_before_drawing(sparse_giant):
-    started = time.perf_counter()
+def test_explain_with_everything_shown_is_refused_before_drawing(sparse_giant, monkeypatch):
+    from handwired.views.matrices import step_panel
+
+    forbid(monkeypatch, step_panel)  # the trace runs (256 tokens are cheap); no step is drawn
     line = user_error("explain", "ab" * 128, "-w", str(sparse_giant), "--all")
-    assert time.perf_counter() - started < 30
     assert re.fullmatch(r"error: [\d,]+ numbers to draw: about \d+ minutes to explain, more than the 30 seconds "
                         r"handwired spends on a view; narrow it with --step, --block or --head, or give a shorter "
                         r"context", line), line
 
 
-def test_weights_show_all_of_a_huge_valid_model_is_refused_before_any_table_is_made(sparse_giant):
-    started = time.perf_counter()
+def test_weights_show_all_of_a_huge_valid_model_is_refused_before_any_table_is_made(sparse_giant, monkeypatch):
+    from handwired.views.weights import weights_view
+
+    forbid(monkeypatch, weights_view)
     line = user_error("weights", "show", str(sparse_giant), "--all")
-    assert time.perf_counter() - started < 5
     cells = 2 * 1024 + 4096 * 1024 + 1024 * 3072 + 3072 + 1024 * 1024 + 1024  # wte, wpe, c_attn w b, c_proj w b
     assert line.startswith(f"error: {cells:,} numbers to draw: about ")
     assert line.endswith("more than the 30 seconds handwired spends on a view; without --all the rows and columns "
@@ -216,9 +221,9 @@ def sparse_model(tmp_path):
     return make
 
 
-def test_predict_on_eight_heads_of_4096_tokens_is_refused_for_memory_before_any_array(sparse_model):
+def test_predict_on_eight_heads_of_4096_tokens_is_refused_for_memory_before_any_array(sparse_model, monkeypatch):
     path = sparse_model(4096, 1024, 8, 1)
-    started = time.perf_counter()
+    forbid(monkeypatch, forward)
     # By hand, in MiB: scores, masked scores and pattern, 3 × 8 heads × 4096² × 8 bytes = 3,072; 14 [4096, 1024]
     # activations = 448; the causal mask, 4096² × (8 + 1) bytes = 144; logits and probabilities 0.125:
     # 3,664 MiB = 3.58 GiB.
@@ -227,7 +232,6 @@ def test_predict_on_eight_heads_of_4096_tokens_is_refused_for_memory_before_any_
         "the peak, more than the 2 GB handwired will use; give a shorter context")
     assert user_error("predict", "ab" * 2048, "-w", str(path), "--every-position", "--json").startswith(
         "error: 4,096 tokens at n_embd 1024, 8 heads, 1 block: about 3.6 GB")
-    assert time.perf_counter() - started < 5
 
 
 def test_predict_of_a_shorter_text_on_the_same_model_is_not_refused(sparse_model):
@@ -255,14 +259,13 @@ def test_a_sample_whose_batches_would_not_fit_in_memory_is_refused_with_the_figu
 
     monkeypatch.setattr(batch, "WORKERS", 2)  # the figure counts the chunks run side by side
     path = str(sparse_model(4096, 512, 8, 2))
-    started = time.perf_counter()
+    forbid(monkeypatch, batch.next_logits, batch.next_logits_distinct, forward)  # refused as drawn, before a batch
     # Seed 0 draws 4 of the 10 contexts at 4,096 tokens: 2 chunks of 2 side by side. By hand, in MiB, a chunk:
     # scores 2 × 8 heads × 4096² × 8 bytes = 2,048, 6 activations of [2, 4096, 512] = 192, the mask 144: 2,384;
     # two of them and the [2, 4096, 4 × 512] lookup table (128): 4,896 MiB = 4.78 GiB.
     assert user_error(*[part.format(path=path) for part in command], "--sample", "10") == (
         "error: --sample 10 of up to 4,096 tokens at n_embd 512, 8 heads: about 4.8 GB of attention scores and "
         "activations at the peak, more than the 2 GB handwired will use; ask for fewer contexts")
-    assert time.perf_counter() - started < 5
 
 
 def test_a_sample_of_a_smaller_model_is_not_refused(sparse_model):
@@ -296,16 +299,18 @@ def test_the_memory_estimates_match_what_numpy_allocates(sparse_model):
     assert batched <= peak_bytes(model, 8, 1024) <= 1.3 * batched
 
 
-def test_diff_of_two_huge_valid_models_compares_their_8_million_weights_as_arrays(sparse_giant, tmp_path):
+def test_diff_of_two_huge_valid_models_compares_their_8_million_weights_as_arrays(sparse_giant, tmp_path,
+                                                                                   monkeypatch):
     """Entry by entry, 8.4 million labels took 35 s and 5 GB before any context was compared."""
     doc = json.loads(sparse_giant.read_text(encoding="utf-8"))
     doc["wte"]["b"] = {"3": -1}
     doc["blocks"][0]["attn"]["c_proj"]["w"]["z0"]["0"] = 2
     edited = tmp_path / "edited.json"
     edited.write_text(json.dumps(doc), encoding="utf-8")
-    started = time.perf_counter()
+    from handwired.judge import compare
+
+    forbid(monkeypatch, compare._entries)  # the entry-by-entry walk, which labelled every one of them
     result = invoke("diff", str(sparse_giant), str(edited), "--sample", "1", "--json")
-    assert time.perf_counter() - started < 15
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["weights"] == [
         {"label": "wte.b.d3", "old": 0.0, "new": -1.0},

@@ -111,8 +111,9 @@ def test_a_hint_count_is_never_written_larger_than_it_is_read(handwired_home):
     assert progressing.load(warn=warnings.append).hints("big") == progressing.MAX_HINTS and warnings == []
 
 
-def test_two_bad_files_in_the_same_second_both_survive(handwired_home):
+def test_two_bad_files_in_the_same_second_both_survive(handwired_home, monkeypatch):
     handwired_home.mkdir()
+    monkeypatch.setattr(progressing.time, "strftime", lambda pattern: "20261127-120000")  # the same second, surely
     for content in ("first bad", "second bad"):
         (handwired_home / "progress.json").write_text(content)
         progressing.load()

@@ -2,12 +2,12 @@
 
 import json
 import threading
-import time
 
 import numpy as np
 import pytest
 from conftest import AAB_FILE
 from reference import params_to_document, random_params, reference_forward
+from waiting import DEADLINE
 
 from handwired.engine import tree
 from handwired.engine.batch import next_logits
@@ -99,15 +99,18 @@ def test_threads_give_the_same_logits_in_a_fixed_order(monkeypatch):
 
 def test_stopping_early_stops_the_threads(monkeypatch):
     monkeypatch.setattr(tree, "PARALLEL_FROM", 1)
-    before = threading.active_count()
+    before = set(threading.enumerate())
     batches = evaluate_tree(random_model(9, 2, 12, 2, 2, True, True, 8), chunk=8, workers=2)
-    next(batches)
+    started: set = set()
+    while not started:  # the top levels come first, from this thread; then the subtrees', from threads of their own
+        next(batches)
+        started = set(threading.enumerate()) - before
     next(batches)
     batches.close()
-    deadline = time.monotonic() + 10
-    while threading.active_count() > before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert threading.active_count() == before
+    for thread in started:
+        thread.join(timeout=DEADLINE)  # each one ends: the deadline is a safety net against a hang
+    assert not [thread for thread in started if thread.is_alive()]
+    assert set(threading.enumerate()) <= before
 
 
 def test_an_error_in_a_thread_reaches_the_consumer(monkeypatch):

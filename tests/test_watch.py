@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from rich.console import Console, Group
 from rich.text import Text
+from waiting import DEADLINE
 
 from handwired.views import steps as explaining
 from handwired.views import watch as watching
@@ -175,12 +176,12 @@ def test_fingerprint_tells_saves_apart(tmp_path):
 
 def test_watch_refuses_a_missing_file_and_a_stdout_that_is_not_a_terminal(tmp_path, aab_doc):
     result = subprocess.run([sys.executable, "-m", "handwired", "watch", str(tmp_path / "none.json")],
-                            capture_output=True, text=True, timeout=30)
+                            capture_output=True, text=True, timeout=DEADLINE)
     assert result.returncode == 2 and "none.json: no such file" in result.stderr
     path = tmp_path / "my.json"
     path.write_text(json.dumps(aab_doc), encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "handwired", "watch", str(path)], capture_output=True, text=True,
-                            timeout=30,
+                            timeout=DEADLINE,
                             env={k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")})
     assert result.returncode == 2 and "stdout is not a terminal" in result.stderr and "Traceback" not in result.stderr
 

@@ -9,10 +9,10 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from waiting import DEADLINE, wait_until
 
 REQUIRED = os.environ.get("HANDWIRED_REQUIRE_TMUX") == "1"
 if shutil.which("tmux") is None:
@@ -33,25 +33,28 @@ class Terminal:
 
     def tmux(self, *args: str) -> str:
         return subprocess.run(["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True,
-                              timeout=10).stdout
+                              timeout=DEADLINE).stdout
 
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "watch")
 
-    def wait_for(self, condition, what: str, timeout: float = 15.0) -> str:
-        """The screen once it shows ``condition`` and has stopped changing (not caught mid-draw)."""
-        deadline = time.monotonic() + timeout
-        previous = None
-        while time.monotonic() < deadline:
+    def wait_for(self, condition, what: str, settled: bool = True) -> str:
+        """The screen once it shows ``condition`` and (``settled``) has stopped changing, not caught mid-draw."""
+        previous = [None]
+
+        def showing() -> str | None:
             screen = self.screen()
-            if screen == previous and condition(screen):
-                return screen
-            previous = screen
-            time.sleep(0.05)
-        raise AssertionError(f"the terminal never showed {what}; it shows:\n{self.screen()}")
+            seen = condition(screen) and (not settled or screen == previous[0])
+            previous[0] = screen
+            return screen if seen else None
+
+        try:
+            return wait_until(showing, f"the terminal showing {what}", every=0.02 if not settled else 0.05)
+        except AssertionError as error:
+            raise AssertionError(f"{error}; it shows:\n{self.screen()}") from None
 
     def close(self) -> None:
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=DEADLINE)
 
 
 @pytest.fixture
@@ -114,16 +117,15 @@ def test_watch_redraws_on_save_shows_errors_in_place_and_exits_cleanly(tmp_path,
     term.wait_for(lambda s: "n_ctx" in s and "does not load" in s, "the validation error")
 
     term.tmux("send-keys", "-t", "watch", "C-c")
-    deadline = time.monotonic() + 10
-    while not exit_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert exit_file.read_text().strip() == "0"
+    status = wait_until(lambda: exit_file.exists() and exit_file.read_text().strip(), "watch's exit after Ctrl-C")
+    assert status == "0"
     assert "Traceback" not in err_file.read_text()
 
 
 def test_watch_of_a_huge_valid_model_shows_it_is_working_and_loads_the_newest_save(tmp_path, terminal):
-    """A 4 KB model of n_embd 1024 with a 4,096-token example: the view is refused with its estimate at
-    once; a save shows that it is loading within a second, and a second save made meanwhile wins."""
+    """A 4 KB model of n_embd 1024 with a 4,096-token example: the view is refused with its estimate; a save
+    shows that it is loading while it loads, and a second save made meanwhile wins. (How soon the sign shows is
+    measured by benchmarks/bench_watch.py.)"""
     doc = {"format": "handwired/1", "vocab": ["a", "b"], "n_ctx": 4096, "n_embd": 1024, "target": "ab",
            "example": "ab" * 2048, "wte": {"a": {"0": 1}}, "wpe": {"0": {"1": 1}},
            "blocks": [{"attn": {"c_attn": {"w": {"0": {"q0": 1}}}, "c_proj": {"w": {"z0": {"0": 1}}}}}]}
@@ -133,13 +135,9 @@ def test_watch_of_a_huge_valid_model_shows_it_is_working_and_loads_the_newest_sa
     term = terminal(command)
     flat = lambda screen: " ".join(screen.split())  # noqa: E731  the header wraps at the window's width
     term.wait_for(lambda s: "4,096 tokens at n_embd 1024: about" in flat(s) and "loaded in" in flat(s),
-                  "the estimate's refusal", timeout=60)
+                  "the estimate's refusal")
     path.write_text(json.dumps({**doc, "example": "abababab"}), encoding="utf-8")
-    saved = time.monotonic()
-    while "loading the save of" not in flat(term.screen()):
-        assert time.monotonic() - saved < 1.0, f"no sign of work a second after the save:\n{term.screen()}"
-        time.sleep(0.02)
+    term.wait_for(lambda s: "loading the save of" in flat(s), "a sign of work after the save", settled=False)
     path.write_text(json.dumps({**doc, "example": "bababa"}), encoding="utf-8")  # saved again while loading
-    newest = term.wait_for(lambda s: "(6 tokens)" in flat(s) and "loading" not in flat(s), "the newest save",
-                           timeout=60)
+    newest = term.wait_for(lambda s: "(6 tokens)" in flat(s) and "loading" not in flat(s), "the newest save")
     assert "bababa" in newest and "abababab" not in newest

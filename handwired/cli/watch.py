@@ -88,10 +88,10 @@ def _redraw_on_save(live: Live, console: Console, path: Path, load: Callable[[],
     size = console.size
     while True:
         now = watching.fingerprint(path)
-        if loading is None and now != seen:  # a save, and nothing loading: load it off this thread
-            seen, loading = now, Loading(load)
+        if loading is None and now != seen:  # a save, and nothing loading: say so, then load it off this thread
             header = f" handwired watch {path} · loading the save of {time.strftime('%H:%M:%S')} … · Ctrl-C to quit "
             live.update(watching.Cropped(watching.screen(state, header, show_all)), refresh=True)
+            seen, loading = now, Loading(load)  # after the drawing, which would share the interpreter with it
         elif loading is not None and loading.done.is_set():
             finished, loading = loading, None
             snapshot = finished.snapshot()
