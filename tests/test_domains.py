@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from handwired.engine.batch import next_logits
-from handwired.engine.trie import build_trie, evaluate_trie
+from handwired.engine.step import float_walk
+from handwired.engine.walk import shape_walk
 from handwired.errors import HandwiredError
 from handwired.judge.domains import domain_from_spec
 from handwired.judge.kinds import rule_from_spec
@@ -117,7 +118,8 @@ def test_the_sum_domain_holds_thirty_thousand_contexts():
     for context in ("00+00=", "99+99=1", "19+01=02"):
         assert made.holds([ADD.index(t) for t in context])
     assert not made.holds([ADD.index(t) for t in "19+01=1"])
-    assert build_trie(list(made.contexts)).nodes == 10 + 100 + 100 + 1000 + 3 * 10_000 + 10_000
+    assert sum(len(visit.prefixes) for visit in shape_walk(made)) == 10 + 100 + 100 + 1000 + 3 * 10_000 + 10_000
+    assert made.bound() == (30_000, 10 + 100 + 100 + 1000 + 3 * 10_000 + 10_000)  # the formula, exact here
 
 
 @pytest.mark.parametrize("spec,rule_spec,message", [
@@ -158,9 +160,12 @@ def test_the_trie_gives_the_per_context_logits(silenced):
     assert problems == []
     made, _ = domain({"kind": "answer_so_far", "alphabet": "abcd", "length": [1, 4], "distinct": True},
                      {"kind": "sort", "separator": "|"}, "abcd|", 9)
-    trie = build_trie(list(made.contexts))
-    logits = evaluate_trie(model, trie)
-    for batch in made.contexts:
-        got = logits[batch.shape[1] - 1][trie.find(batch)]
-        want = next_logits(model, batch.astype(np.intp))
-        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+    seen = 0
+    for chunk in (1, 7, None):  # batches of one node, of a few (families split between them), of many
+        for visit in float_walk(model, made, chunk):
+            batch = visit.prefixes[visit.judged]
+            if len(batch):
+                want = next_logits(model, batch.astype(np.intp))
+                np.testing.assert_allclose(visit.logits[visit.judged], want, rtol=1e-11, atol=1e-11)
+                seen += len(batch)
+    assert seen == 3 * made.size

@@ -22,12 +22,6 @@ FOUND_BY_PLAYERS = {"ab": (3, 2), "aab": (11, 2), "first": (11, 3), "previous": 
                     "successor": (8, 3), "copy": (24, 3), "reverse": (24, 3), "add": (31, 2)}
 
 
-# Puzzles where a player's answer is leaner than the project's record. Their records must still solve as stated;
-# the comparison with the player fails as it should, and strict turns it into a failure the day a leaner record
-# lands, so that this entry is removed rather than forgotten.
-TRAILING = {"add": "a player found 31 non-zero parameters at n_embd 2; the record has 32"}
-
-
 def assert_as_lean_as_players_found(name: str) -> None:
     puzzle = load_puzzle(name)
     parameters, n_embd = FOUND_BY_PLAYERS[name]
@@ -46,14 +40,8 @@ def test_every_puzzle_has_a_record_that_solves_it_as_stated(name):
     assert submission.solved, submission.report.shortest_failure
     assert submission.score == puzzle.record, "the statement's record is not the record's score"
     assert puzzle.record.key() <= puzzle.par.key(), "par is leaner than the record"
-    if name in FOUND_BY_PLAYERS and name not in TRAILING:
+    if name in FOUND_BY_PLAYERS:
         assert_as_lean_as_players_found(name)
-
-
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
-                                  for name, reason in TRAILING.items()])
-def test_a_trailing_record_is_still_behind_the_players(name):
-    assert_as_lean_as_players_found(name)
 
 
 def test_records_are_not_shipped():

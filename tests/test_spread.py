@@ -157,16 +157,18 @@ def test_the_puzzle_must_have_the_files_vocab():
 
 
 def test_values_are_the_same_as_explain_records():
-    """The trie's value for a context equals the one explain's trace records at that position."""
+    """The walk's value for a context equals the one explain's trace records at that position."""
     from handwired.engine.probe import parse_probe, probe_values
     from handwired.engine.trace import trace
+    from handwired.engine.walk import Listed
 
     model = load(str(ROOT / "puzzles" / "solutions" / "induction.json"))
     contexts = [np.array([[0, 1, 2, 3, 0, 1], [3, 3, 1, 0, 2, 3]])]
     for name, column in (("blocks.1.attn.hook_z", "z3"), ("blocks.1.hook_resid_post", model.dims[-1]),
                          ("blocks.0.attn.hook_pattern", "-2")):
         probe = parse_probe(model, f"{name}:{column}")
-        values, present, _ = probe_values(model, probe, contexts, position=4)
+        walked, values, present, _ = probe_values(model, probe, Listed(contexts, model.n_vocab), position=4)
+        assert [batch.tolist() for batch in walked] == [contexts[0].tolist()]
         for row, value in zip(contexts[0], values[0]):
             record = trace(model, model.decode(row)).record[name]
             want = record[0, 4, 3] if name.endswith("pattern") else record[4].reshape(-1)[probe.index]
@@ -191,11 +193,12 @@ def test_many_groups_in_order_are_separated_by_one_threshold_between_each_pair()
 def test_a_named_head_column_is_probed_by_its_name():
     """On a file that names its head dims, HOOK:q:pos reads that column: the query's pos column is 2·Lg·pos − Lg."""
     from handwired.engine.probe import parse_probe, probe_values
+    from handwired.engine.walk import Listed
 
     model = load(str(Path(__file__).resolve().parent / "data" / "multihead_named.json"))
     probe = parse_probe(model, "blocks.0.attn.hook_q:q:pos")
-    contexts = [np.array([[0, 1, 0, 1, 1]])]
-    values, present, _ = probe_values(model, probe, contexts, position=3)
+    contexts = Listed([np.array([[0, 1, 0, 1, 1]])], model.n_vocab)
+    _, values, present, _ = probe_values(model, probe, contexts, position=3)
     assert present[0].all() and values[0][0] == pytest.approx(2 * 1024 * 3 - 1024)
     message = user_error("spread", "blocks.0.attn.hook_q:pos9", "-w", str(Path(__file__).parent / "data"
                                                                            / "multihead_named.json"), "--every")
@@ -217,10 +220,11 @@ def test_a_file_that_names_its_puzzle_is_spread_over_it(tmp_path, monkeypatch):
 
 
 def test_a_block_not_wired_yet_is_still_recorded():
-    """The trie skips an attention or MLP whose c_proj.w is all zeros when it only needs logits; spread must still
+    """The walk skips an attention or MLP whose c_proj.w is all zeros when it only needs logits; spread must still
     see what such a block computes (a player tunes hook_pre before wiring c_proj): the trace's values, exactly."""
     from handwired.engine.probe import parse_probe, probe_values
     from handwired.engine.trace import trace
+    from handwired.engine.walk import Listed
 
     model = load(str(ROOT / "puzzles" / "solutions" / "xor.json"))
     block = model.params["blocks"][0]
@@ -228,12 +232,13 @@ def test_a_block_not_wired_yet_is_still_recorded():
     block["attn"]["c_proj"]["w"][:] = 0.0
     unit = model.axes("blocks[0].mlp.c_fc.w")[1].labels[0]
     contexts = [np.array(list(itertools.product(range(2), repeat=4)))]
-    pre = probe_values(model, parse_probe(model, f"blocks.0.mlp.hook_pre:{unit}"), contexts)[0][0]
+    walked = Listed(contexts, model.n_vocab)
+    pre = probe_values(model, parse_probe(model, f"blocks.0.mlp.hook_pre:{unit}"), walked)[1][0]
     assert np.ptp(pre) > 0  # it varies with the context: the MLP was evaluated, not skipped
     for name, column in (("blocks.0.mlp.hook_pre", unit), ("blocks.0.attn.hook_pattern", "0")):
         probe = parse_probe(model, f"{name}:{column}")
-        values, present, _ = probe_values(model, probe, contexts)
-        for row, value in zip(contexts[0], values[0]):
+        order, values, present, _ = probe_values(model, probe, walked)
+        for row, value in zip(order[0], values[0]):
             record = trace(model, model.decode(row)).record[name]
             want = record[0, 3, 0] if name.endswith("pattern") else record[3].reshape(-1)[probe.index]
             assert value == pytest.approx(want)

@@ -238,8 +238,8 @@ def test_a_statement_past_its_sizes_is_one_line_before_anything_is_built(tmp_pat
 
     monkeypatch.chdir(tmp_path)
     built = []
-    enumerate_inputs = domains._Inputs.enumerate
-    monkeypatch.setattr(domains._Inputs, "enumerate", lambda self: built.append(self) or enumerate_inputs(self))
+    walk_domain = domains.shape_walk
+    monkeypatch.setattr(domains, "shape_walk", lambda shape, *args: built.append(shape) or walk_domain(shape, *args))
     write(tmp_path / "s.json", template_doc(**changes))
     line = user_error("puzzles", "show", "s.json")
     assert line.startswith("error: s.json: ") and message in line, line
@@ -347,11 +347,11 @@ def test_puzzles_show_estimates_its_example_answers_before_making_them(monkeypat
 
     answered = []
     monkeypatch.setattr(puzzle_views, "answer", lambda *args: answered.append(args))
-    monkeypatch.setattr(cost, "SECONDS_PER_DOMAIN_TOKEN", 1e-3)  # as if add's 210,000 domain tokens took minutes
+    monkeypatch.setattr(cost, "SECONDS_PER_STEP_DOWN", 10.0)  # as if each of add's 42 example tokens took 10 s
     line = user_error("puzzles", "show", "add")
-    assert re.fullmatch(r"error: \S+add\.json: 6 examples, each looked for among the domain's 30,000 contexts: about "
+    assert re.fullmatch(r"error: \S+add\.json: 6 examples, each followed down the domain token by token: about "
                         r"\d+ minutes, more than the 30 seconds handwired spends on a view; a statement with fewer "
-                        r"examples or a smaller domain narrows it", line), line
+                        r"or shorter examples narrows it", line), line
     assert answered == []
 
 

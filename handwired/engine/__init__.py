@@ -4,9 +4,10 @@
 recording intermediates under TransformerLens hook names. :mod:`.trace` runs one
 context and keeps every intermediate (predict, explain); :mod:`.batch` runs many
 contexts in bounded memory; :mod:`.tree` runs every context of every length as
-a tree of shared prefixes (exhaustive checks); :mod:`.trie` runs only the
-prefixes of a puzzle's domain, and :mod:`.probe` reads one recorded value there
-for every context (spread); :mod:`.memory` sizes a pass before it runs;
+a tree of shared prefixes (exhaustive checks); :mod:`.walk` runs only the
+prefixes of a puzzle's domain, as a trie walked depth first in bounded batches
+(evaluated by :mod:`.step`),
+and :mod:`.probe` reads one recorded value there for every context (spread); :mod:`.memory` sizes a pass before it runs;
 :mod:`.generate` continues a
 context greedily; :mod:`.attribution` splits a logit into each part's share;
 :mod:`.attend` is one attention step on matrices given by hand. It reads models

@@ -5,22 +5,22 @@ A probe is a TransformerLens hook name and a column: ``blocks.0.mlp.hook_pre:ab`
 heads as ``c_proj``'s rows are), ``logits:b`` (a token), or ``blocks.1.attn.hook_pattern:-2`` with a head (a key
 position, indexed as Python indexes the query's row: ``0`` the first key, ``-1`` the query itself).
 
-The values come from the prefix trie (:func:`handwired.engine.trie.capture_trie`): by causality, a context's
-value at position p is the value at the last position of its prefix of length p + 1, so every prefix is computed
-once, however many contexts share it.
+The values come from the walk of the contexts' prefix trie (:func:`handwired.engine.walk.float_walk`): by
+causality, a context's value at position p is the value at the last position of its prefix of length p + 1, so
+every prefix is computed once, however many contexts share it.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from handwired.engine.step import float_walk
 from handwired.engine.trace import trace
-from handwired.engine.trie import Trie, build_trie, capture_trie
+from handwired.engine.walk import Shape
 from handwired.errors import HandwiredError, bad_head, bad_value
 from handwired.weightfile import Model
 
 HEAD_DIMS = {"hook_q": "q", "hook_k": "k", "hook_v": "v", "hook_z": "z"}  # the letter of each head's columns
-CHUNK = 16384  # nodes at a time: a spread's levels are whole, and fewer, larger chunks cost less per node
 KEY_HOOKS = ("hook_pattern", "hook_attn_scores", "scores_before_mask")  # [head, key]: a column is a key position
 
 
@@ -116,37 +116,76 @@ def _key_probe(model: Model, hook: str, column: str, head: int | None) -> Probe:
     return Probe(hook, column, key, head)
 
 
-def probe_values(model: Model, probe: Probe, contexts: list[np.ndarray], position: int = -1,
-                 trie: Trie | None = None) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-    """The probe's value at ``position`` of every context, and every context's next-token logits.
+@dataclass(frozen=True)
+class _Wanted:
+    """A shape whose judged prefixes, and every prefix whose last position is probed, are evaluated in full."""
 
-    ``contexts``: arrays [n, L] of token ids, one length each; ``trie``: theirs, if made already (full_trie
-    for every string). Returns, per array, (values [n], float; nan where the context has no such position or
-    key; which contexts have one [n] bool; logits [n, n_vocab]).
-    """
-    lengths = [batch.shape[1] for batch in contexts]
-    at = [_prefix_length(length, position) for length in lengths]  # the prefix whose last position is probed
-    trie = trie if trie is not None else build_trie(contexts)
-    wanted = {length for length in lengths} | {p for p in at if p is not None}
-    try:
-        logits, kept = capture_trie(model, trie, probe.hook, wanted, CHUNK)
-    except KeyError:
-        raise HandwiredError(f"{probe.hook}: not recorded at that position") from None
-    values, present, next_logits = [], [], []
-    for batch, length, prefix in zip(contexts, lengths, at):
-        next_logits.append(logits[length - 1][trie.find(batch)])  # [n, n_vocab]
-        if prefix is None:
-            values.append(np.full(len(batch), np.nan))
-            present.append(np.zeros(len(batch), dtype=bool))
-            continue
-        captured = kept[prefix - 1]  # [m, …] every prefix of this length, kept: its length was wanted
-        if captured is None:
+    shape: Shape
+    lengths: frozenset[int]
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        return self.shape.children(prefixes)
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        return self.shape.judged(prefixes) | (prefixes.shape[1] in self.lengths)
+
+
+def probe_values(model: Model, probe: Probe, shape: Shape, position: int = -1
+                 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Every context of ``shape`` (walked as a trie, :mod:`handwired.engine.walk`), the probe's value at
+    ``position`` of each, and the token each predicts (its top logit, the first on a tie). Returns, per batch of
+    one length: (contexts [n, L]; values [n], float, nan where the context has no such position or key; which
+    contexts have one [n] bool; predicted [n] token ids)."""
+    at = {length: _prefix_length(length, position) for length in range(1, model.n_ctx + 1)}
+    captured: list[np.ndarray] = []
+
+    def hook(name: str, value: np.ndarray) -> None:
+        if name == probe.hook:
+            captured.append(value)
+
+    contexts, logits, own, kept = [], [], [], {}  # kept: prefix length -> (prefixes, values), walk order
+    wanted = _Wanted(shape, frozenset(p for p in at.values() if p is not None))
+    for visit in float_walk(model, wanted, hook=hook, names=frozenset({probe.hook})):
+        length = visit.prefixes.shape[1]
+        if visit.logits is not None and not captured:
             raise HandwiredError(f"{probe.hook}: not recorded at that position")
-        level = captured[trie.find(batch[:, :prefix])]  # [n, …] at the prefix's last position
-        value, ok = _column(probe, level, prefix)
+        column = _column(probe, captured.pop(), length) if captured else None
+        captured.clear()
+        if column is not None and length in at.values():
+            kept.setdefault(length, []).append((visit.prefixes, column))
+        judged = shape.judged(visit.prefixes)
+        if judged.any():
+            if visit.logits is None or column is None:  # a judged node is evaluated in full, its hook called
+                raise HandwiredError(f"{probe.hook}: not recorded at that position")
+            contexts.append(visit.prefixes[judged])
+            logits.append(np.argmax(visit.logits[judged], axis=1))
+            own.append((column[0][judged], column[1][judged]) if at[length] == length else None)
+    values, present = [], []
+    levels = {length: _level(parts) for length, parts in kept.items()}
+    for batch, mine in zip(contexts, own):
+        prefix = at[batch.shape[1]]
+        if mine is not None:
+            value, ok = mine
+        elif prefix is None:
+            value, ok = np.full(len(batch), np.nan), np.zeros(len(batch), dtype=bool)
+        else:
+            rows, (value, ok) = levels[prefix]
+            where = np.searchsorted(rows, _rows(batch[:, :prefix]))
+            value, ok = value[where], ok[where]
         values.append(value)
         present.append(ok)
-    return values, present, next_logits
+    return contexts, values, present, logits
+
+
+def _rows(array: np.ndarray) -> np.ndarray:  # [n, L] -> [n] one comparable value per row (bytewise order)
+    array = np.ascontiguousarray(array)
+    return array.view(np.dtype((np.void, array.dtype.itemsize * array.shape[1]))).ravel()
+
+
+def _level(parts: list) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """One length's nodes, walked in vocab order: their rows (searchable) and the probe's column at each."""
+    rows = _rows(np.concatenate([prefixes for prefixes, _ in parts]))
+    return rows, (np.concatenate([c[0] for _, c in parts]), np.concatenate([c[1] for _, c in parts]))
 
 
 def _prefix_length(length: int, position: int) -> int | None:

@@ -54,6 +54,10 @@ class AnswerRule:
         return (f"the input before {self.vocab[self.separator]!r}, {done[self.kind]}: the token after the answer "
                 "so far")
 
+    def answer_length(self, input_length: int) -> int:
+        """How many tokens the answer to an input of ``input_length`` tokens has."""
+        return input_length
+
     def answering(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [n, p] -> [n, p], [n]
         answers = {"copy": lambda x: x, "reverse": lambda x: x[:, ::-1], "sort": lambda x: np.sort(x, axis=1)}
         return answers[self.kind](inputs), np.ones(len(inputs), dtype=bool)
@@ -83,6 +87,10 @@ class SumRule:
                 f"({v[self.digits[1]]}{v[self.digits[9]]}{v[self.plus]}{v[self.digits[0]]}{v[self.digits[1]]}"
                 f"{v[self.equals]} → {''.join(v[self.digits[d]] for d in _padded(20, self.width))}): "
                 "the token after the answer so far")
+
+    def answer_length(self, input_length: int) -> int:
+        """How many tokens the answer has, whatever the input (one without a sum has none)."""
+        return self.width
 
     def answering(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [n, p] -> [n, width], [n]
         value = np.full(len(self.vocab), -1)  # token id -> its digit; -1: not a digit

@@ -14,7 +14,9 @@ import numpy as np
 from handwired.defaults import MAX_MEMORY, MIN_LENGTH, SEED
 from handwired.engine.batch import peak_bytes
 from handwired.engine.memory import gigabytes, refuse_large
+from handwired.engine.walk import walk_bytes
 from handwired.errors import HandwiredError, bad_value
+from handwired.judge.domains import Domain
 from handwired.weightfile import Model
 
 BATCH = 65536  # contexts judged at a time: bounds memory however many there are
@@ -205,3 +207,43 @@ def random_contexts(model: Model, sample: int, seed: int = SEED,
                 yield batch_rng.integers(0, model.n_vocab, (min(BATCH, count - start), length)).astype(dtype)
 
     return batches
+
+
+# The cost of walking a domain's trie (handwired.engine.walk), per node and per judged context.
+SECONDS_PER_NODE, SECONDS_PER_JUDGED, SECONDS_PER_VOCAB_JUDGED = 0.3e-6, 1.0e-6, 10e-9  # the last: per token
+KEPT_PER_CONTEXT = 8 + 1 + 8  # bytes a spread keeps for each context besides its tokens: value, present, predicted
+
+
+def walk_seconds(model: Model, nodes: int, contexts: int) -> float:
+    """Roughly how long walking a trie of ``nodes`` prefixes, ``contexts`` of them judged, takes on a 2-core
+    machine: each node one new position per block, as :func:`estimated_seconds` counts it without siblings."""
+    n = model.n_embd
+    per_node = SECONDS_PER_NODE
+    for i, hidden in enumerate(model.hidden):
+        multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden + 2 * n * model.n_ctx
+        per_node += multiply_adds * SECONDS_PER_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
+        per_node += (model.n_ctx + 1) * model.n_head * SECONDS_PER_BATCH_SCORE
+    per_context = SECONDS_PER_JUDGED + model.n_vocab * (n * SECONDS_PER_MULTIPLY_ADD + SECONDS_PER_VOCAB_JUDGED)
+    return SECONDS_PER_CHECK + _times(nodes, per_node) + _times(contexts, per_context)
+
+
+def refuse_large_domain(model: Model, domain: Domain, verb: str = "check") -> None:
+    """Refuse, before anything is evaluated, to walk a domain whose estimate (from its parameters and the model's
+    widths) is over MAX_EXHAUSTIVE_SECONDS or MAX_MEMORY: one line with the figures and what narrows it."""
+    contexts, nodes = domain.bound()
+    refuse_large_walk(model, f"every context of the domain: {how_many(contexts)} contexts ({how_many(nodes)} "
+                      "prefixes)", contexts, nodes, domain.longest, verb,
+                      "give the statement a smaller domain (fewer or shorter inputs)")
+
+
+def refuse_large_walk(model: Model, what: str, contexts: int, nodes: int, longest: int, verb: str,
+                      instead: str) -> None:
+    """Refuse a walk of ``nodes`` prefixes, ``contexts`` of them judged, whose time or memory would be over the
+    limits; the line ends with what narrows it, ``instead``."""
+    narrow = f"; {instead}"
+    seconds = walk_seconds(model, nodes, contexts)
+    if seconds > MAX_EXHAUSTIVE_SECONDS:
+        raise HandwiredError(f"{what}: about {duration(seconds)} to {verb} for this model, more than the "
+                             f"{duration(MAX_EXHAUSTIVE_SECONDS)} handwired will spend on one{narrow}")
+    kept = _times(contexts, longest + KEPT_PER_CONTEXT) if verb == "spread" else 0.0
+    refuse_large(what, walk_bytes(model, longest) + kept, narrow)

@@ -12,21 +12,24 @@ A statement's ``domain`` names a kind with parameters, like a rule:
   tokens, for every j before the answer ends, and the rule gives token j.
 
 A context outside the domain is never judged, nor counted: the model may say
-anything there. The domain is enumerated once, as arrays of contexts grouped by
-length, each in vocab order, which the judge walks as a trie of their prefixes.
+anything there. Reading a domain enumerates nothing: a :class:`Domain` says
+which tokens may follow a prefix and which prefixes are contexts, and a check
+walks it as a trie of prefixes, depth first, a bounded batch at a time
+(:mod:`handwired.engine.walk`). Its size is a formula for ``strings``; for
+``answer_so_far``, whose answers the rule gives, it is counted once, when asked.
 """
 
 from dataclasses import dataclass
-from itertools import chain, permutations
+from functools import cached_property
 from math import perm
 from typing import Any
 
 import numpy as np
 
-from handwired.judge.contexts import contexts_of
-from handwired.judge.rules import DECIDED, Rule
+from handwired.engine.walk import shape_walk
+from handwired.judge.rules import Rule
 from handwired.weightfile.axes import shown
-from handwired.weightfile.checker import MAX_SIZE, Checker, describe, join, known
+from handwired.weightfile.checker import MAX_SIZE, Checker, describe, join
 
 KINDS: dict[str, dict[str, bool]] = {  # kind -> parameter -> required
     "strings": {"alphabet": True, "length": False, "template": False, "start": False, "distinct": False},
@@ -38,25 +41,6 @@ MAX_INPUTS = 1_000_000  # inputs a domain may have: far more than a puzzle needs
 # (add's is counted as 350,000, and holds 210,000; the answers so far of 2^18 inputs of 18 letters, counted as 175
 # million, took 46 s and 1.3 GB to enumerate).
 MAX_TOKENS = 20_000_000
-
-
-@dataclass(frozen=True)
-class Domain:
-    description: str  # in words, for the statement and the report
-    contexts: tuple[np.ndarray, ...]  # the judged contexts, by length, shortest first; [n, L] token ids in vocab order
-
-    @property
-    def size(self) -> int:
-        return sum(len(batch) for batch in self.contexts)
-
-    @property
-    def longest(self) -> int:
-        return max(batch.shape[1] for batch in self.contexts)
-
-    def holds(self, ids: list[int]) -> bool:
-        """Whether a context (token ids) is one of the domain's."""
-        row = np.array(ids, dtype=self.contexts[0].dtype)
-        return any(batch.shape[1] == len(row) and bool((batch == row).all(axis=1).any()) for batch in self.contexts)
 
 
 @dataclass(frozen=True)
@@ -76,6 +60,22 @@ class _Inputs:
         a = len(self.alphabet)
         return sum(perm(a, n) if self.distinct else a**n for n in self.sizes)
 
+    @property
+    def offset(self) -> int:  # the input's first position: after the start token, if any
+        return int(self.start is not None)
+
+    @property
+    def longest(self) -> int:  # the longest input, in tokens drawn and fixed (the start token not counted)
+        return len(self.template) if self.template is not None else self.lengths.stop - 1
+
+    def complete(self, k: int) -> bool:
+        """Whether an input may end after ``k`` tokens."""
+        return k == len(self.template) if self.template is not None else k in self.lengths
+
+    def vocabulary(self) -> set[int]:
+        """Every token an input may hold (the start token aside)."""
+        return set(self.alphabet) | {t for t in self.template or () if t is not None}
+
     def tokens(self, answers_to: int | None) -> int:
         """How many tokens the domain's contexts hold at most: each input's; or, with ``answers_to`` (n_ctx), each
         input followed by every answer so far, up to that length (teacher forcing)."""
@@ -88,33 +88,145 @@ class _Inputs:
             total += count * (longest + length) * (longest - length + 1) // 2  # lengths length…longest, one each
         return total
 
-    def enumerate(self) -> list[np.ndarray]:
-        """Every input, start token included, grouped by length: [n, L] token ids each."""
-        groups = []
-        for n in self.sizes:
-            if self.distinct:  # only the permutations, never every pick: the count bounds the memory
-                k = perm(len(self.alphabet), n)  # lexicographic, as the picks below
-                flat = chain.from_iterable(permutations(range(len(self.alphabet)), n))
-                picks = np.fromiter(flat, dtype=np.int64, count=k * n).reshape(k, n)  # [a!/(a-n)!, n]
-            else:
-                a = len(self.alphabet)  # the digits of 0…a^n-1 in base a (np.indices would stop at 64 dimensions)
-                picks = contexts_of(n, 0, a**n, a).astype(np.int64)  # [a^n, n], lexicographic
-            filled = np.array(self.alphabet, dtype=np.int64)[picks]  # [k, n]
-            if self.template is not None:
-                columns, slot = [], 0
-                for token in self.template:
-                    columns.append(filled[:, slot] if token is None else np.full(len(filled), token))
-                    slot += token is None
-                filled = np.stack(columns, axis=1)
-            if self.start is not None:
-                filled = np.concatenate([np.full((len(filled), 1), self.start), filled], axis=1)
-            groups.append(filled)
-        return groups
+    def slots(self, k: int) -> int:
+        """How many of an input's first ``k`` tokens are drawn from the alphabet."""
+        return k if self.template is None else self.template[:k].count(None)
+
+    def picks(self, n: int) -> int:
+        """How many ways there are to draw ``n`` tokens."""
+        return perm(len(self.alphabet), n) if self.distinct else len(self.alphabet) ** n
+
+    def prefixes(self) -> int:
+        """How many distinct prefixes the inputs have (the start token alone included): the trie's input nodes."""
+        return self.offset + sum(self.picks(self.slots(k)) for k in range(1, self.longest + 1))
+
+    def allowed(self, prefixes: np.ndarray, n_vocab: int) -> np.ndarray:
+        """[n, L] input prefixes -> [n, n_vocab] bool: the tokens that may come next in an input."""
+        n, length = prefixes.shape
+        out = np.zeros((n, n_vocab), dtype=bool)
+        if self.start is not None and length == 0:
+            out[:, self.start] = True
+            return out
+        k = length - self.offset
+        if k >= self.longest:
+            return out
+        if self.template is not None and self.template[k] is not None:
+            out[:, self.template[k]] = True
+            return out
+        out[:, list(self.alphabet)] = True
+        if self.distinct:  # not a token drawn already
+            drawn = [i for i in range(k) if self.template is None or self.template[i] is None]
+            out[np.arange(n)[:, None], prefixes[:, self.offset:][:, drawn]] = False
+        return out
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A domain, read but never enumerated: the walk (handwired.engine.walk) asks which tokens may follow a
+    prefix (:meth:`children`) and which prefixes are contexts (:meth:`judged`)."""
+
+    description: str  # in words, for the statement and the report
+    inputs: _Inputs
+    rule: Any  # answer_so_far: the rule whose answer follows its separator (see judge.answers); None: strings
+    n_vocab: int
+
+    @property
+    def longest(self) -> int:
+        """The longest context, in tokens."""
+        if self.rule is None:
+            return self.inputs.offset + self.inputs.longest
+        lengths = [len(self.inputs.template)] if self.inputs.template is not None else self.inputs.lengths
+        return self.inputs.offset + max(k + self.rule.answer_length(k) for k in lengths)
+
+    def bound(self) -> tuple[int, int]:
+        """At most how many contexts, and how many trie nodes, the domain has: from its parameters alone (exact for
+        strings; for answer_so_far, as if every input had an answer of the most tokens)."""
+        inputs = self.inputs
+        if self.rule is None:
+            return inputs.count(), inputs.prefixes()
+        lengths = [len(inputs.template)] if inputs.template is not None else inputs.lengths
+        contexts = sum(inputs.picks(inputs.slots(k)) * self.rule.answer_length(k) for k in lengths)
+        return contexts, inputs.prefixes() + contexts
+
+    @cached_property
+    def size(self) -> int:
+        """How many contexts: a formula for strings; for answer_so_far, counted once, walking the inputs alone (each
+        one the rule answers is a context per token of its answer)."""
+        if self.rule is None:
+            return self.inputs.count()
+        total = 0
+        for visit in shape_walk(_InputsOnly(self.inputs, self.n_vocab)):
+            if visit.judged.any():
+                body = visit.prefixes[visit.judged, self.inputs.offset:]
+                answers, valid = self.rule.answering(body)  # [r, A], [r]
+                total += int(valid.sum()) * answers.shape[1]
+        return total
+
+    @property
+    def contexts(self) -> tuple[np.ndarray, ...]:
+        """Every context, enumerated (for tests and small domains): [n, L] token ids per length, in vocab order."""
+        by_length: dict[int, list[np.ndarray]] = {}
+        for visit in shape_walk(self):
+            by_length.setdefault(visit.prefixes.shape[1], []).append(visit.prefixes[visit.judged])
+        return tuple(np.concatenate(by_length[length]) for length in sorted(by_length))
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        """[n, L] prefixes in the domain's trie -> [n, n_vocab] bool: the tokens that extend each within it."""
+        if prefixes.shape[1] >= self.longest:  # nothing is longer
+            return np.zeros((len(prefixes), self.n_vocab), dtype=bool)
+        out = self.inputs.allowed(prefixes, self.n_vocab)
+        if self.rule is None:
+            return out
+        body = prefixes[:, self.inputs.offset:]  # [n, k]
+        at = body == self.rule.separator  # [n, k]
+        after = at.any(axis=1)  # [n]: inputs ended already
+        out[after] = False
+        if self.inputs.complete(body.shape[1]):  # an input may end here: the separator follows if it has an answer
+            rows = np.flatnonzero(~after)
+            answers, valid = self.rule.answering(body[rows])  # [r, A], [r]
+            out[rows, self.rule.separator] = valid & (answers.shape[1] > 0)
+        first = np.argmax(at, axis=1) if body.shape[1] else np.zeros(len(body), dtype=np.intp)  # [n]: input ends
+        for p in np.unique(first[after]):  # the answer so far: its next token, while the answer goes on
+            rows = np.flatnonzero(after & (first == p))
+            answers, _ = self.rule.answering(body[rows, :p])  # [r, A]; these inputs are in the domain, so valid
+            so_far = body.shape[1] - p - 1
+            if so_far + 1 < answers.shape[1]:
+                out[rows, answers[:, so_far]] = True
+        return out
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        """[n, L] prefixes in the domain's trie -> [n] bool: which are contexts."""
+        if self.rule is None:
+            return np.full(len(prefixes), self.inputs.complete(prefixes.shape[1] - self.inputs.offset))
+        return (prefixes[:, self.inputs.offset:] == self.rule.separator).any(axis=1)
+
+    def holds(self, ids: list[int]) -> bool:
+        """Whether a context (token ids) is one of the domain's: its path down the trie, token by token."""
+        row = np.zeros((1, 0), dtype=np.int64)
+        for token in ids:
+            if not 0 <= token < self.n_vocab or not self.children(row)[0, token]:
+                return False
+            row = np.concatenate([row, [[token]]], axis=1)
+        return len(ids) > 0 and bool(self.judged(row)[0])
+
+
+@dataclass(frozen=True)
+class _InputsOnly:
+    """The walk of a domain's inputs alone, each complete input judged: what counting its contexts needs."""
+
+    inputs: _Inputs
+    n_vocab: int
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        return self.inputs.allowed(prefixes, self.n_vocab)
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        return np.full(len(prefixes), self.inputs.complete(prefixes.shape[1] - self.inputs.offset))
 
 
 def domain_from_spec(spec: Any, vocab: tuple[str, ...], rule: Rule | None, n_ctx: int | None, check: Checker,
                      path: str = "domain") -> Domain | None:
-    """A statement's ``domain`` object -> the domain, enumerated; problems go to ``check``; None then."""
+    """A statement's ``domain`` object -> the domain (never enumerated here); problems go to ``check``; None then."""
     kind = check.kind(spec, path, KINDS)
     if kind is None:
         return None
@@ -128,35 +240,19 @@ def domain_from_spec(spec: Any, vocab: tuple[str, ...], rule: Rule | None, n_ctx
         return None
     if rule is None or n_ctx is None:
         return None  # reported already
-    groups = inputs.enumerate()
-    if kind == "answer_so_far":
-        groups = _answers_so_far(groups, known(separator), rule)  # the rule has one (checked above)
-    dtype = np.min_scalar_type(len(vocab))
-    contexts = tuple(np.unique(group.astype(dtype), axis=0) for group in groups if len(group))
-    if not contexts:
+    if kind == "answer_so_far" and separator in inputs.vocabulary():
+        check.problem(path, f"{shown(vocab[separator])!r} ends the input (the rule's separator), so an input "
+                            "cannot hold it")
+        return None
+    domain = Domain(_describe(kind, inputs, vocab, separator), inputs, rule if kind == "answer_so_far" else None,
+                    len(vocab))
+    if domain.rule is None and domain.size == 0:
         check.problem(path, "holds no context the rule judges")
         return None
-    domain = Domain(_describe(kind, inputs, vocab, separator), contexts)
     if domain.longest > n_ctx:
         check.problem(path, f"its contexts reach {domain.longest} tokens, more than n_ctx {n_ctx}")
         return None
     return domain
-
-
-def _answers_so_far(inputs: list[np.ndarray], separator: int, rule: Rule) -> list[np.ndarray]:
-    """Each input + separator + every prefix of its answer that the rule still decides (teacher forcing)."""
-    judged = []
-    for group in inputs:
-        current = np.concatenate([group, np.full((len(group), 1), separator)], axis=1)
-        while len(current):
-            judgement = rule.judge(current)
-            decided = judgement.status == DECIDED
-            current = current[decided]
-            if len(current):
-                judged.append(current)
-                following = np.argmax(judgement.acceptable[decided], axis=1)  # [k]: the one right token
-                current = np.concatenate([current, following[:, None]], axis=1)
-    return judged
 
 
 def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checker, path: str) -> _Inputs | None:
@@ -179,7 +275,8 @@ def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checke
                      None if start is None else vocab.index(start), distinct)
     count = inputs.count()
     if count > MAX_INPUTS:
-        check.problem(path, f"{count:,} inputs, more than the {MAX_INPUTS:,} a domain may hold")
+        check.problem(path, f"{count:,} inputs, more than the {MAX_INPUTS:,} a domain may hold; give fewer or "
+                            "shorter inputs (a smaller alphabet, length or template)")
         return None
     answers = spec.get("kind") == "answer_so_far"
     tokens = inputs.tokens(n_ctx if answers else None)

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
+from handwired.engine.step import float_walk
 from handwired.engine.tree import TreeBatch, evaluate_tree
-from handwired.engine.trie import build_trie, evaluate_trie
+from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
     BATCH,
@@ -30,8 +31,12 @@ from handwired.judge.contexts import (
     check_min_length,
     contexts_of,
     duration,
+    every_length,
+    how_many,
     random_contexts,
     refuse_every_context,
+    refuse_large_domain,
+    refuse_large_walk,
     stream_seconds,
 )
 from handwired.judge.domains import Domain
@@ -164,23 +169,35 @@ def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_len
 
 
 def domain_plan(model: Model, domain: Domain, rule: Rule) -> Plan:
-    """Every context of a puzzle's domain, evaluated as a trie of their prefixes (nothing outside it is run)."""
+    """Every context of a puzzle's domain, its trie walked depth first in bounded batches (nothing outside it is
+    run). Refused, before anything is evaluated, when it would take too long or too much memory."""
+    refuse_large_domain(model, domain)
+    return _walk_plan(model, domain, rule, f"every context of the domain: {domain.description} ({domain.size:,} "
+                                           "contexts)", domain.size)
 
+
+def every_string_plan(model: Model, rule: Rule) -> Plan:
+    """Every context of length 1…n_ctx walked as a trie, in batches bounded whatever the vocabulary (the tree's
+    siblings attend together: n_vocab² scores per parent). Refused, before anything is evaluated, when it would
+    take too long or too much memory."""
+    total = every_length(model.n_vocab, model.n_ctx)
+    what = f"every context: {model.n_vocab}^1 + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} contexts"
+    refuse_large_walk(model, what, total, total, model.n_ctx, "check",
+                      "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or "
+                      "n_ctx (or a domain) makes the check shorter")
+    return _walk_plan(model, EveryString(model.n_vocab, model.n_ctx), rule,
+                      f"every context of length 1…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
+                      f"({total:,} contexts)", total)
+
+
+def _walk_plan(model: Model, shape: Shape, rule: Rule, description: str, total: int) -> Plan:
     def batches() -> Iterator[Batch]:
-        trie = build_trie(list(domain.contexts))
-        logits = evaluate_trie(model, trie, {batch.shape[1] for batch in domain.contexts})  # per level judged
-        for contexts in domain.contexts:  # shortest first, each in vocab order
-            contexts = contexts.astype(np.min_scalar_type(model.n_vocab))
-            for start in range(0, len(contexts), BATCH):
-                chunk = contexts[start:start + BATCH]
-                yield Batch(chunk, rule.judge(chunk), logits[chunk.shape[1] - 1][trie.find(chunk)])
+        for visit in float_walk(model, shape):  # a batch of one length, in vocab order
+            if visit.judged.any() and visit.logits is not None:  # a batch with a judged node has its logits
+                contexts = visit.prefixes[visit.judged]
+                yield Batch(contexts, rule.judge(contexts), visit.logits[visit.judged])
 
-    return Plan(
-        description=f"every context of the domain: {domain.description} ({domain.size:,} contexts)",
-        rule=rule.description,
-        total=domain.size,
-        batches=batches,
-    )
+    return Plan(description=description, rule=rule.description, total=total, batches=batches)
 
 
 def chosen_plan(model: Model, target: str | None = None, length: int | None = None, exhaustive: bool = False,

@@ -8,13 +8,17 @@ token or the length; :mod:`handwired.judge.separation` says where they lie along
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from handwired.engine.probe import Probe, parse_probe, probe_values
+from handwired.engine.step import float_walk
 from handwired.engine.trie import Trie, full_trie
+from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.contexts import refuse_every_context
+from handwired.judge.contexts import every_length, refuse_every_context, refuse_large_domain, refuse_large_walk
+from handwired.judge.domains import Domain
 from handwired.judge.plans import pattern_rule
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import leads
@@ -31,9 +35,21 @@ MAX_CONTEXTS = 4_000_000  # a spread keeps every prefix's keys and values: a bou
 @dataclass(frozen=True)
 class Source:
     description: str  # which contexts, in words
-    contexts: tuple[np.ndarray, ...]  # [n, L] token ids, one length per array
+    shape: Shape  # which contexts: a puzzle's domain, or every string
     rule: Rule | None  # how the right answer is found; None: no answers
-    trie: Trie | None = None  # the contexts' prefix trie, when it is known without building (every string)
+
+    @cached_property
+    def trie(self) -> Trie | None:
+        """Every string's trie, known without sorting; None for a domain (the workbench builds it)."""
+        return full_trie(self.shape.n_vocab, self.shape.n_ctx) if isinstance(self.shape, EveryString) else None
+
+    @cached_property
+    def contexts(self) -> tuple[np.ndarray, ...]:
+        """Every context, enumerated, by length ([n, L] token ids each), for the workbench's variants."""
+        if self.trie is not None:
+            return tuple(level.prefixes for level in self.trie.levels)
+        assert isinstance(self.shape, Domain), "a source is every string or a puzzle's domain"
+        return tuple(self.shape.contexts)
 
 
 @dataclass(frozen=True)
@@ -57,30 +73,37 @@ def puzzle_source(puzzle: Puzzle, model: Model) -> Source:
         raise HandwiredError(f"{model.source}: does not fit puzzle {puzzle.name!r}: it expects "
                              f"{fit_problems(puzzle, model)[0]}")
     if puzzle.domain is not None:
-        return Source(f"every context of puzzle {puzzle.name} ({puzzle.domain.description})",
-                      tuple(puzzle.domain.contexts), puzzle.rule)
-    contexts, trie = _every_context(model)
-    return Source(f"every context of puzzle {puzzle.name}", contexts, puzzle.rule, trie)
+        return Source(f"every context of puzzle {puzzle.name} ({puzzle.domain.description})", puzzle.domain,
+                      puzzle.rule)
+    return Source(f"every context of puzzle {puzzle.name}", _every_context(model), puzzle.rule)
 
 
 def target_source(model: Model, target: str, instead: str = "spread over a puzzle's contexts instead",
                   parameters: tuple[str, ...] = ()) -> Source:
     """Every context, judged by the repeating pattern ``target``; too many are refused, saying what to do
     ``instead``."""
-    contexts, trie = _every_context(model, instead, parameters)
-    return Source(f"every context, judged by the target {target}", contexts, pattern_rule(model, target), trie)
+    return Source(f"every context, judged by the target {target}", _every_context(model, instead, parameters),
+                  pattern_rule(model, target))
 
 
 def every_source(model: Model) -> Source:
-    contexts, trie = _every_context(model)
-    return Source("every context", contexts, None, trie)
+    return Source("every context", _every_context(model), None)
 
 
 def _every_context(model: Model, instead: str = "spread over a puzzle's contexts instead",
-                   parameters: tuple[str, ...] = ()) -> tuple[tuple[np.ndarray, ...], Trie]:
+                   parameters: tuple[str, ...] = ()) -> EveryString:
     refuse_every_context(model, instead, parameters, limit=MAX_CONTEXTS)
-    trie = full_trie(model.n_vocab, model.n_ctx)
-    return tuple(level.prefixes for level in trie.levels), trie
+    return EveryString(model.n_vocab, model.n_ctx)
+
+
+def _refuse_large(model: Model, source: Source) -> None:
+    """Refuse, before anything is evaluated, a spread whose time or memory would be over the limits."""
+    if isinstance(source.shape, Domain):
+        refuse_large_domain(model, source.shape, "spread")
+    elif isinstance(source.shape, EveryString):
+        total = every_length(model.n_vocab, model.n_ctx)
+        refuse_large_walk(model, f"every context: {total:,} contexts", total, total, model.n_ctx, "spread",
+                          "a smaller vocab or n_ctx narrows it")
 
 
 def parse_value(model: Model, text: str, head: int | None = None) -> Probe:
@@ -92,23 +115,25 @@ def parse_value(model: Model, text: str, head: int | None = None) -> Probe:
     return Probe(LEAD, "", 0, None)
 
 
-def _leads(model: Model, source: Source, position: int) -> tuple[list, list, list, int]:
-    """Each context's lead (nan where the rule does not judge it), whether it has one, its logits, and how many
-    the rule does not judge."""
+def _leads(model: Model, source: Source, position: int) -> tuple[list, list, list, list, int]:
+    """Each context (per batch), its lead (nan where the rule does not judge it), whether it has one, the token it
+    predicts, and how many the rule does not judge."""
     if source.rule is None:
         raise HandwiredError("lead needs the right answers: give a puzzle, or a file with a target")
     if position != -1:
         raise bad_value("position", position, "lead is read at the last position, where the next token is judged")
-    logits_probe = Probe("logits", model.vocab[0], 0, None)
-    _, _, logits = probe_values(model, logits_probe, list(source.contexts), -1, source.trie)
-    values, present, undecided = [], [], 0
-    for batch, batch_logits in zip(source.contexts, logits):
-        judgement = source.rule.judge(batch)
-        decided = judgement.status == DECIDED  # [n]
-        values.append(np.where(decided, leads(batch_logits, judgement.acceptable), np.nan))
-        present.append(decided)
-        undecided += int((~decided).sum())
-    return values, present, logits, undecided
+    contexts, values, present, predicted, undecided = [], [], [], [], 0
+    for visit in float_walk(model, source.shape):
+        if visit.judged.any() and visit.logits is not None:  # a batch with a judged node has its logits
+            batch, logits = visit.prefixes[visit.judged], visit.logits[visit.judged]
+            judgement = source.rule.judge(batch)
+            decided = judgement.status == DECIDED  # [n]
+            contexts.append(batch)
+            values.append(np.where(decided, leads(logits, judgement.acceptable), np.nan))
+            present.append(decided)
+            predicted.append(np.argmax(logits, axis=1))
+            undecided += int((~decided).sum())
+    return contexts, values, present, predicted, undecided
 
 
 def spread(model: Model, probe: Probe, source: Source, by: str = "answer", position: int = -1) -> Spread:
@@ -119,11 +144,12 @@ def spread(model: Model, probe: Probe, source: Source, by: str = "answer", posit
         raise HandwiredError("{by} answer needs the right answers: give a puzzle, or a file with a target", ("by",))
     if not -model.n_ctx <= position < model.n_ctx:
         raise bad_value("position", position, f"a context has positions 0…{model.n_ctx - 1} (or -1 for the last)")
+    _refuse_large(model, source)
     if probe.hook == LEAD:
-        values, present, logits, undecided = _leads(model, source, position)
+        contexts, values, present, predicted, undecided = _leads(model, source, position)
     else:
-        values, present, logits = probe_values(model, probe, list(source.contexts), position, source.trie)
-    keys, group_of, not_judged = _groups(model, source, by, logits)
+        contexts, values, present, predicted = probe_values(model, probe, source.shape, position)
+    keys, group_of, not_judged = _groups(model, contexts, source.rule, by, predicted)
     value = np.concatenate(values)  # [n]
     group = np.concatenate(group_of)  # [n], -1: in no group
     has = np.concatenate(present)  # [n]
@@ -142,21 +168,20 @@ def spread(model: Model, probe: Probe, source: Source, by: str = "answer", posit
                   not_judged, too_short)
 
 
-def _groups(model: Model, source: Source, by: str, logits: list[np.ndarray]) -> tuple[list[str], list[np.ndarray],
-                                                                                      int]:
+def _groups(model: Model, contexts: list[np.ndarray], rule: Rule | None, by: str,
+            predicted: list[np.ndarray]) -> tuple[list[str], list[np.ndarray], int]:
     """The groups' names, each context's group index (-1: none), and how many the rule did not judge."""
     if by == "length":
         keys = [str(length) for length in range(1, model.n_ctx + 1)]
-        return keys, [np.full(len(batch), batch.shape[1] - 1) for batch in source.contexts], 0
+        return keys, [np.full(len(batch), batch.shape[1] - 1) for batch in contexts], 0
     keys = list(model.vocab)
     if by == "last-token":
-        return keys, [batch[:, -1].astype(np.int64) for batch in source.contexts], 0
+        return keys, [batch[:, -1].astype(np.int64) for batch in contexts], 0
     if by == "predicted":  # argmax takes the first on a tie, as every view does
-        return keys, [np.argmax(batch_logits, axis=1) for batch_logits in logits], 0
+        return keys, predicted, 0
     groups, not_judged = [], 0
-    rule = source.rule
     assert rule is not None, "spread() refuses by answer without a rule, before any work"
-    for batch in source.contexts:
+    for batch in contexts:
         judgement = rule.judge(batch)
         decided = judgement.status == DECIDED  # [n]
         not_judged += int((~decided).sum())

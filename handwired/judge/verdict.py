@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from handwired.defaults import FAILURES_SHOWN, stream_length
 from handwired.errors import HandwiredError
 from handwired.judge.contexts import count_contexts, how_many
-from handwired.judge.plans import Plan, domain_plan, exhaustive_plan, pattern_rule, stream_plan
+from handwired.judge.plans import Plan, domain_plan, every_string_plan, exhaustive_plan, pattern_rule, stream_plan
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import Report, run
 from handwired.judge.scores import Score, score
@@ -94,12 +94,19 @@ def fit_problems(puzzle: Puzzle, model: Model) -> list[str]:
     return problems
 
 
+TREE_VOCAB = 64  # tokens: up to this many, every string is walked as the tree (siblings attend together)
+
+
 def puzzle_plan(puzzle: Puzzle, model: Model) -> Plan:
-    """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule."""
+    """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule.
+    Every string is evaluated as the tree (handwired.engine.tree) over a small vocabulary, whose siblings attend
+    together in one square product, and walked as a trie beyond it."""
     if puzzle.domain is None:  # a puzzle is judged on every context: no sample, so only a smaller statement helps
-        return exhaustive_plan(model, puzzle.rule, instead=(
-            "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or n_ctx "
-            "(or a domain) makes the check shorter", ()))
+        if model.n_vocab <= TREE_VOCAB:
+            return exhaustive_plan(model, puzzle.rule, instead=(
+                "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or n_ctx "
+                "(or a domain) makes the check shorter", ()))
+        return every_string_plan(model, puzzle.rule)
     return domain_plan(model, puzzle.domain, puzzle.rule)
 
 

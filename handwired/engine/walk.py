@@ -1,0 +1,188 @@
+"""A set of contexts walked as a trie of their prefixes, depth first, in bounded batches.
+
+The contexts are given by their shape, never as a list (:class:`Shape`): which
+tokens may follow a prefix, and which prefixes are contexts to judge. The walk
+grows the trie from the empty prefix: the children of a batch of nodes are the
+allowed tokens of each, in vocab order, so every batch comes out sorted and
+nothing is ever sorted. Under the causal mask nothing before a node's last
+position depends on its last token, so in every block a node's keys and values
+at positions 0…L-2 are its parent's: each node computes one new position, its
+q, k and v, its attention over its parent's keys and its own, c_proj and the
+MLP. The siblings of a parent attend together, as queries over their parent's
+keys (a batched product per parent, no copy per child).
+
+Memory is bounded by a batch and the depth, not by the number of contexts: the
+walk keeps only the batches on the path from the root (each of at most
+``batch_nodes`` nodes), with the keys and values of each node's positions.
+
+The numeric work is the ``step`` function's (:func:`handwired.engine.step.float_step`,
+forward.py's functions in float64); the walk only grows the trie and keeps the path. Another
+evaluator plugs in by giving its own ``step`` and the ``past`` of the empty
+prefix: the walk hands each step the past it returned for the parents' batch,
+which rows of it are this batch's parents, their children (:class:`Family`),
+and whether logits or a past for grandchildren are wanted.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from handwired.weightfile import Model
+
+CHUNK = 4096  # nodes evaluated together at most: numpy's per-call cost amortised, the arrays kept in cache
+PATH_MEMORY = 128 * 2**20  # bytes of keys and values the path may keep, at most
+WIDE_MEMORY = 64 * 2**20  # bytes of one batch's widest arrays (logits, MLP hidden units, scores), at most
+
+
+class Shape(Protocol):
+    """Which prefixes the walk visits. ``prefixes`` is [n, L] token ids, one length per batch (L = 0: the root)."""
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        """[n, L] -> [n, n_vocab] bool: the tokens whose prefix + token the walk visits."""
+        ...
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        """[n, L] -> [n] bool: the prefixes that are contexts, whose next-token logits are wanted."""
+        ...
+
+
+@dataclass(frozen=True)
+class EveryString:
+    """Every string of length 1…n_ctx over the vocab; those of min_length or more are judged."""
+
+    n_vocab: int
+    n_ctx: int
+    min_length: int = 1
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        return np.full((len(prefixes), self.n_vocab), prefixes.shape[1] < self.n_ctx)
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        return np.full(len(prefixes), prefixes.shape[1] >= self.min_length)
+
+
+class Listed:
+    """The contexts given ([n, L] token ids, any lengths) and their prefixes: a few, for tests and examples."""
+
+    def __init__(self, contexts: list[np.ndarray], n_vocab: int):
+        self.n_vocab = n_vocab
+        self.contexts = {tuple(int(t) for t in row) for batch in contexts for row in batch}
+        self.following: dict[tuple[int, ...], set[int]] = {}
+        for row in self.contexts:
+            for i in range(len(row)):
+                self.following.setdefault(row[:i], set()).add(row[i])
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(prefixes), self.n_vocab), dtype=bool)
+        for i, row in enumerate(prefixes):
+            out[i, list(self.following.get(tuple(int(t) for t in row), ()))] = True
+        return out
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        return np.array([tuple(int(t) for t in row) in self.contexts for row in prefixes], dtype=bool)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A batch of children: child i is token ``tokens[i]`` after parent ``parent[i]`` (of ``c`` parents), its
+    ``slot[i]``-th child in this batch; ``width`` is the most children a parent has here."""
+
+    tokens: np.ndarray  # [n]
+    parent: np.ndarray  # [n], 0…c-1, non-decreasing
+    slot: np.ndarray | None  # [n]; None when every parent has ``width`` children
+    c: int
+    width: int
+
+    @property
+    def uniform(self) -> bool:  # every parent has ``width`` children: [n] is [c, width] as it stands
+        return len(self.tokens) == self.c * self.width
+
+
+@dataclass(frozen=True)
+class Visit:
+    """One batch of the walk: sibling nodes of one length, in vocab order."""
+
+    prefixes: np.ndarray  # [n, L] token ids
+    judged: np.ndarray  # [n] bool
+    logits: np.ndarray | None  # [n, n_vocab] when any is judged (the others' rows are computed too)
+
+
+# step(the parents' batch's past, the rows of its c parents, family, length of the children, logits wanted,
+#      past wanted) -> (logits, the children's past); the past is the step's own: the walk only hands it back
+Step = Callable[[Any, slice, Family, int, bool, bool], tuple[np.ndarray | None, Any]]
+
+
+@dataclass
+class _Parents:
+    prefixes: np.ndarray  # [c, L]
+    past: Any  # the step's, for these nodes
+    parent: np.ndarray  # [m]: their children, in vocab order: the parent of each
+    tokens: np.ndarray  # [m]
+
+
+def walk(shape: Shape, step: Step, root: Any, chunk: int) -> Iterator[Visit]:
+    """Every node the shape allows, depth first, ``chunk`` children at a time; ``root`` is the empty prefix's
+    past. A batch of length L comes right after the batch that holds its parents."""
+    top = _parents(shape, np.zeros((1, 0), dtype=np.uint8), root)
+    stack = [(top, start) for start in reversed(range(0, len(top.tokens), chunk))]
+    while stack:
+        parents, start = stack.pop()
+        rows = slice(start, start + chunk)
+        family = _family(parents.parent[rows], parents.tokens[rows])
+        first = int(parents.parent[start])
+        prefixes = np.concatenate([parents.prefixes[first + family.parent], family.tokens[:, None]], axis=1)
+        judged = shape.judged(prefixes)
+        allowed = shape.children(prefixes)
+        grows = bool(allowed.any())
+        logits, past = step(parents.past, slice(first, first + family.c), family, prefixes.shape[1],
+                            bool(judged.any()), grows)
+        yield Visit(prefixes, judged, logits)
+        if grows:
+            below = _Parents(prefixes, past, *np.nonzero(allowed))
+            below.tokens = below.tokens.astype(prefixes.dtype)
+            stack.extend((below, s) for s in reversed(range(0, len(below.tokens), chunk)))
+
+
+def shape_walk(shape: Shape, chunk: int = CHUNK) -> Iterator[Visit]:
+    """The nodes alone, without a model: which prefixes the shape holds and which are judged (logits None)."""
+    return walk(shape, lambda past, rows, family, length, logits, keep: (None, None), None, chunk)
+
+
+def _parents(shape: Shape, prefixes: np.ndarray, past: Any) -> _Parents:
+    parent, tokens = np.nonzero(shape.children(prefixes))
+    return _Parents(prefixes, past, parent, tokens.astype(np.uint8 if tokens.max(initial=0) < 256 else np.int64))
+
+
+def _family(parent: np.ndarray, tokens: np.ndarray) -> Family:
+    """Children (their parents' indices, non-decreasing, and tokens) -> a Family, parents numbered from 0."""
+    parent = parent - parent[0]
+    counts = np.bincount(parent)  # [c]: children per parent, none skipped (a parent here has at least one)
+    width = int(counts.max())
+    if len(parent) == len(counts) * width:  # every parent has as many: no slots needed
+        return Family(tokens, parent, None, len(counts), width)
+    slot = np.arange(len(parent)) - np.repeat(np.cumsum(counts) - counts, counts)  # [n]
+    return Family(tokens, parent, slot, len(counts), width)
+
+
+def _node_bytes(model: Model, longest: int) -> tuple[int, int]:
+    """Bytes per node of a batch: (its keys and values on a full path, its widest arrays while evaluated)."""
+    positions = longest * longest  # key rows one node per level keeps on a full path, room included
+    path = 8 * 2 * max(1, model.n_layer) * model.n_embd * positions
+    wide = 8 * (4 * model.n_vocab + 2 * max(model.hidden, default=0) + 2 * model.n_head * (longest + 1)
+                + 8 * model.n_embd)
+    return path, wide
+
+
+def batch_nodes(model: Model, longest: int, chunk: int = CHUNK) -> int:
+    """Children per batch: at most ``chunk``, the path's keys and values within PATH_MEMORY, a batch's widest
+    arrays within WIDE_MEMORY."""
+    path, wide = _node_bytes(model, longest)
+    return max(1, min(chunk, PATH_MEMORY // path, WIDE_MEMORY // wide))
+
+
+def walk_bytes(model: Model, longest: int) -> int:
+    """Peak bytes of a walk over contexts of at most ``longest`` tokens: the path and one batch's arrays."""
+    path, wide = _node_bytes(model, longest)
+    return batch_nodes(model, longest) * (path + wide)
