@@ -58,6 +58,33 @@ def test_the_list_points_at_the_first_unsolved_puzzle(solution):
     assert "1 of 2 solved. Next: handwired puzzles show first" in flat(invoke("puzzles").stdout)
 
 
+@pytest.mark.parametrize("command", [["puzzles"], ["puzzles", "list", "--json"]])
+def test_the_list_loads_nothing_of_a_check(command, handwired_home):
+    """The list is its own module: listing the bundled puzzles imports no check, verdict, engine pass or
+    check view (nor the other puzzles commands), in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    program = ("import sys, numpy; eager = 'numpy.ma' in sys.modules\n"  # an older numpy imports it with numpy
+               f"sys.argv = ['handwired', *{command!r}]\n"
+               "from handwired.cli import main\n"
+               "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+               "print(' '.join(sorted(m for m in sys.modules if not (eager and m.startswith('numpy.ma')))), "
+               "file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert "induction" in done.stdout and "add" in done.stdout  # the bundled puzzles, listed
+    loaded = set(done.stderr.split())
+    assert {"handwired.cli.puzzles", "handwired.judge.catalogue", "handwired.judge.progress",
+            "handwired.views.catalogue"} <= loaded  # the probe is real
+    for module in ("handwired.cli.puzzle", "handwired.cli.checking", "handwired.judge.report",
+                   "handwired.judge.plans", "handwired.judge.verdict", "handwired.judge.workbench",
+                   "handwired.engine.step", "handwired.engine.tree", "handwired.engine.trace",
+                   "handwired.views.puzzles", "handwired.views.report", "handwired.views.failure",
+                   "handwired.views.cost", "rich.progress", "rich.syntax", "pygments",
+                   "numpy.ma"):  # np.unique imports it: reading a statement calls none
+        assert module not in loaded, module
+
+
 def test_show_gives_story_rule_examples_caps_and_par():
     out = invoke("puzzles", "show", "aab").stdout
     for text in ("Two and one", "level 2", "A test puzzle: the published model.",

@@ -50,15 +50,24 @@ COMPLETION_OPTIONS = ("install_completion", "show_completion")  # what typer add
 
 
 class LazyGroup(TyperGroup):
-    """A group whose sub-commands are imported on first use (click's documented pattern for lazy loading)."""
+    """A group whose sub-commands are imported on first use (click's documented pattern for lazy loading).
+
+    ``lazy`` maps each name, in the order help lists them, to ``"module:app"``, or to ``"module:app name"``
+    for one command of an app that holds several (``puzzles check``); a command the group already holds is
+    not loaded again.
+    """
+
+    lazy: dict[str, str] = COMMANDS
 
     def list_commands(self, ctx) -> list[str]:
-        return list(COMMANDS)
+        return list(self.lazy)
 
     def get_command(self, ctx, cmd_name: str):
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            module, attribute = COMMANDS[cmd_name].split(":")
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            spec, _, sub = self.lazy[cmd_name].partition(" ")
+            module, attribute = spec.split(":")
             command = typer.main.get_command(getattr(importlib.import_module(module), attribute))
+            command = command.commands[sub] if sub else command
             command.name = cmd_name
             # handwired offers no shell completion (the top command turns typer's off): no sub-command offers it
             command.params = [param for param in command.params if param.name not in COMPLETION_OPTIONS]

@@ -1,48 +1,35 @@
-"""puzzles: the game. List, show, start, check, hint and the reference solution."""
-
-from pathlib import Path
-from typing import Annotated
+"""puzzles: the game's group and its list; the other commands (show, start, check…) are in :mod:`.puzzle`,
+imported only when one of them runs, so that the list loads nothing of a check."""
 
 import typer
-from rich.markup import escape
-from rich.syntax import Syntax
-from rich.text import Text
 
-from handwired.cli.checking import puzzle_verdict
-from handwired.cli.common import (
-    ForceOption,
-    HtmlOption,
-    JsonOption,
-    ShowAllOption,
-    SvgOption,
-    WeightsOption,
-    is_stdout,
-    stdout,
-    warn,
-    weight_spec,
-    write_output,
-)
-from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
+from handwired.cli import LazyGroup
+from handwired.cli.common import JsonOption, stdout, warn
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
-from handwired.judge.catalogue import catalogue, load_puzzle, puzzle_reference, solution_path
-from handwired.judge.puzzle import starter, template
-from handwired.views.puzzles import catalogue_json, catalogue_view, score_text, statement_view
-from handwired.weightfile import load
-from handwired.weightfile.axes import escaped, shown
-from handwired.weightfile.writing import dumps, json_text
+from handwired.judge.catalogue import catalogue
+from handwired.views.catalogue import catalogue_json, catalogue_view
+from handwired.weightfile.writing import json_text
+
+COMMANDS = {  # in the order help lists them; the list is this module's, every other command is .puzzle's
+    "list": "handwired.cli.puzzles:app list",
+    **{name: f"handwired.cli.puzzle:app {name}" for name in ("show", "start", "new", "check", "hint", "solution")},
+}
+
+
+class PuzzlesGroup(LazyGroup):
+    lazy = COMMANDS
+
 
 app = typer.Typer(
+    cls=PuzzlesGroup,
     name="puzzles",
     help="The puzzles: a rule for the next token; wire a transformer that follows it on every context.",
     invoke_without_command=True,
 )
 
-NameArgument = Annotated[str, typer.Argument(
-    metavar="PUZZLE", help="A puzzle's name, e.g. previous (see: handwired puzzles), or a statement's path.")]
 
-
-def _progress() -> progressing.Progress:
+def progress() -> progressing.Progress:
     return progressing.load(warn=warn)
 
 
@@ -62,126 +49,12 @@ def puzzles_list(as_json: JsonOption = False) -> None:
     the record)."""
     puzzles = catalogue()
     if as_json:
-        typer.echo(json_text(catalogue_json(puzzles, _progress()), indent=2))
+        typer.echo(json_text(catalogue_json(puzzles, progress()), indent=2))
         return
     if not puzzles:
         stdout().print("No puzzles are installed.")
         return
     console = stdout()
-    console.print(catalogue_view(puzzles, _progress(), console.width))
+    console.print(catalogue_view(puzzles, progress(), console.width))
 
 
-@app.command("show")
-def puzzles_show(name: NameArgument) -> None:
-    """The statement: story, rule, examples with their answers, caps, par."""
-    stdout().print(statement_view(load_puzzle(name), _progress()))
-
-
-@app.command("start")
-def puzzles_start(
-    name: NameArgument,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="The file to create; default NAME.json (NAME-answer.json for a "
-                     "statement you wrote)."),
-    ] = None,
-    force: ForceOption = False,
-) -> None:
-    """Write a starter weight file: the puzzle's vocab and n_ctx, shapes at the caps, all zeros."""
-    puzzle = load_puzzle(name)
-    output = output or Path(puzzle.answer_file)  # a plain file name (a statement's name is one): the current folder
-    key = puzzle_reference(puzzle, Path.cwd() if is_stdout(output) else output.parent)
-    say = write_output(output, dumps(starter(puzzle, key)), force)
-    names = (f"it names its puzzle, so check, watch, diff and predict judge it by {escape(puzzle.name)}" if key else
-             "the statement is not beside it, so it names no puzzle (a weight file names only a statement in its own "
-             "folder)")
-    say.print(f"wrote {escape(str(output))}: vocab {escape(' '.join(map(shown, puzzle.vocab)))}, n_ctx {puzzle.n_ctx}, "
-              f"{puzzle.caps.text()}; all zeros; {names}. Next: wire it, then "
-              f"handwired puzzles check {escape(puzzle.ref)} {escape(str(output))}")
-
-
-@app.command("new")
-def puzzles_new(
-    output: Annotated[Path, typer.Option("--output", "-o", help="The statement to create, e.g. my-puzzle.json.")],
-    force: ForceOption = False,
-) -> None:
-    """Write a puzzle statement to edit: a small working puzzle, every part commented."""
-    say = write_output(output, template("my-puzzle" if is_stdout(output) else output.stem), force)
-    say.print(f"wrote {escape(str(output))}: a puzzle statement to edit. Next: handwired puzzles show "
-              f"{escape(str(output))}, then handwired puzzles start {escape(str(output))}")
-
-
-@app.command("check")
-def puzzles_check(
-    name: NameArgument,
-    file: Annotated[str | None, typer.Argument(metavar="[PATH]", help="Your weight file; default NAME.json, "
-                                                  "as start writes it (or give it with -w).")] = None,
-    weights: WeightsOption = None,
-    show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = FAILURES_SHOWN,
-    near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = NEAR_MISS,
-    as_json: JsonOption = False,
-    show_all: ShowAllOption = False,
-    svg: SvgOption = None,
-    html: HtmlOption = None,
-    force: ForceOption = False,
-) -> None:
-    """Judge PATH on every context by the puzzle's rule; exit code 0 only if it solves the puzzle."""
-    puzzle = load_puzzle(name)
-    puzzle_verdict(puzzle, weight_spec(file, weights, default=puzzle.answer_file), show, near_miss, as_json, svg, html,
-                   force, show_all)
-
-
-@app.command("hint")
-def puzzles_hint(
-    name: NameArgument,
-    every_hint: Annotated[bool, typer.Option("--every-hint", help="Reveal every hint at once.")] = False,
-) -> None:
-    """Reveal the next hint (one more each time); the ones already revealed are shown again."""
-    puzzle = load_puzzle(name)
-    before, revealed = _progress().reveal_next(puzzle.key, len(puzzle.hints), every_hint)
-    console = stdout()
-    for number, hint in enumerate(puzzle.hints[:revealed], start=1):
-        new = number > before
-        line = Text.assemble((f"hint {number} of {len(puzzle.hints)}: ", "bold" if new else "dim"),
-                             (escaped(hint), "" if new else "dim"))
-        console.print(line, soft_wrap=not console.is_terminal)  # in a pipe: one a line
-    if revealed == len(puzzle.hints) and before == revealed and puzzle.bundled:
-        console.print(Text("That was the last hint. The reference solution: "
-                           f"handwired puzzles solution {puzzle.ref} (once solved, or with --spoil)", style="dim"))
-
-
-@app.command("solution")
-def puzzles_solution(
-    name: NameArgument,
-    spoil: Annotated[bool, typer.Option("--spoil", help="Show it even though you have not solved the puzzle.")] = False,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the solution's weight file here instead of showing it.")
-    ] = None,
-    force: ForceOption = False,
-) -> None:
-    """The reference solution, once you have solved the puzzle (or with --spoil). In a pipe, or with -o, the weight
-    file alone, as it is written."""
-    puzzle = load_puzzle(name)
-    path = solution_path(puzzle.name) if puzzle.bundled else None
-    if path is None:
-        raise HandwiredError(f"puzzle {name!r} has no reference solution")
-    if not spoil and not _progress().solved(puzzle.key):
-        raise HandwiredError(f"puzzle {name!r} is not solved yet: solve it first "
-                             f"(handwired puzzles check {name} FILE), or add --spoil to see the solution anyway")
-    text = path.read_text(encoding="utf-8")
-    console = stdout()
-    if output is not None:
-        say = write_output(output, text, force)
-        say.print(f"wrote {escape(str(output))}: the reference solution of {escape(name)}. "
-                  f"See it: handwired weights show {escape(str(output))}")
-        return
-    if not console.is_terminal:  # the file alone, so `> f` is a weight file
-        typer.echo(text, nl=not text.endswith("\n"))
-        return
-    model = load(str(path))
-    console.print(Text.assemble(("reference solution of ", "dim"), (name, "bold"), ("  ", ""), (str(path), "dim")))
-    if model.description:
-        console.print(Text(model.description, style="italic"))
-    console.print(Text.assemble(("par: ", "bold"), score_text(puzzle.par) if puzzle.par else "not stated"))
-    console.print(Syntax(text, "json", theme="ansi_dark", word_wrap=True))
-    console.print(Text(f"Every matrix, labelled: handwired weights show {path}", style="dim"))

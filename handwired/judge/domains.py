@@ -186,7 +186,8 @@ class Domain:
             answers, valid = self.rule.answering(body[rows])  # [r, A], [r]
             out[rows, self.rule.separator] = valid & (answers.shape[1] > 0)
         first = np.argmax(at, axis=1) if body.shape[1] else np.zeros(len(body), dtype=np.intp)  # [n]: input ends
-        for p in np.unique(first[after]):  # the answer so far: its next token, while the answer goes on
+        # the answer so far: its next token, while the answer goes on (not np.unique: it would import numpy.ma)
+        for p in sorted(set(first[after].tolist())):
             rows = np.flatnonzero(after & (first == p))
             answers, _ = self.rule.answering(body[rows, :p])  # [r, A]; these inputs are in the domain, so valid
             so_far = body.shape[1] - p - 1

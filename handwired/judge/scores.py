@@ -8,13 +8,15 @@ still loads, margin and all).
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from handwired.judge.report import Report
 from handwired.weightfile import Model
 from handwired.weightfile.checker import MAX_SIZE, Checker, join
+
+if TYPE_CHECKING:  # a score reads a report; reading a score (the list, the progress file) needs none
+    from handwired.judge.report import Report
 
 SCORE_KEYS = {"parameters": True, "n_embd": True, "n_head": True, "n_layer": True, "margin": True}
 MAX_PARAMETERS = MAX_SIZE**3  # far beyond any file handwired reads; a bound for numbers read back
@@ -77,7 +79,7 @@ def nonzero_parameters(model: Model) -> int:
     return count(model.params)
 
 
-def score(model: Model, report: Report) -> Score | None:
+def score(model: Model, report: "Report") -> Score | None:
     """The score of a solved puzzle; None when the report is not a solution."""
     if not report.ok or report.margin is None:
         return None
