@@ -230,7 +230,7 @@ def test_a_path_part_over_255_bytes_is_one_line_never_an_os_error(tmp_path, monk
     ({"domain": {"kind": "answer_so_far", "alphabet": "ab", "length": [1, 1]}, "x": list(range(20_000))},
      "more than 10,000 values: far more than a puzzle statement holds"),
     ({"n_ctx": 40, "domain": {"kind": "answer_so_far", "alphabet": "ab", "length": [18, 18]}},
-     "domain: up to 174,850,048 tokens in its contexts with the answers so far, more than the 20,000,000 a domain "
+     "domain: up to 174,850,048 tokens in its contexts with the answers so far, more than the 100,000,000 a domain "
      "may hold; fewer or shorter inputs narrow it"),
 ])
 def test_a_statement_past_its_sizes_is_one_line_before_anything_is_built(tmp_path, monkeypatch, changes, message):

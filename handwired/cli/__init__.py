@@ -67,7 +67,9 @@ class LazyGroup(TyperGroup):
             spec, _, sub = self.lazy[cmd_name].partition(" ")
             module, attribute = spec.split(":")
             command = typer.main.get_command(getattr(importlib.import_module(module), attribute))
-            command = command.commands[sub] if sub else command
+            if sub:  # one command of an app that holds several: typer makes such an app a group
+                assert isinstance(command, TyperGroup)
+                command = command.commands[sub]
             command.name = cmd_name
             # handwired offers no shell completion (the top command turns typer's off): no sub-command offers it
             command.params = [param for param in command.params if param.name not in COMPLETION_OPTIONS]
