@@ -66,6 +66,20 @@ def test_bad_input_is_one_line_naming_what_was_given(layered, given, message):
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("given,message", [
+    ([-1], "tokens: token id -1 is not in the vocabulary, whose ids are 0…2"),  # never the last token
+    ([3], "tokens: token id 3 is not in the vocabulary"),
+    ([0.5], "tokens: token ids are whole numbers; found float64 values"),  # never token 0, truncated
+    ("xyz", "tokens: expected token ids [pos] or [batch, pos]; found str"),
+    ([[0, 1], [1]], "tokens: a batch is contexts of one length"),
+])
+def test_to_string_refuses_what_is_no_token_id(layered, given, message):
+    assert layered[0].to_string([2, 0]) == "zx" and layered[0].to_string(np.array([[2], [1]])) == ["z", "y"]
+    with pytest.raises(HandwiredError) as caught:
+        layered[0].to_string(given)
+    assert str(caught.value).startswith(message)
+
+
 def test_a_huge_batch_is_refused_before_any_array(layered, monkeypatch):
     import handwired.api.model as api_model
 
@@ -88,6 +102,10 @@ def test_the_cache_keeps_the_batch_axis_and_knows_transformerlens_short_names(la
     assert cache.stack_activation("resid_post").shape == (2, 2, 5, 8)  # [layer, batch, pos, n_embd]
     with pytest.raises(KeyError, match="no hook 'blocks.7.attn.hook_pattern'"):
         cache["pattern", 7]
+    assert cache["pattern", -1] is cache["blocks.1.attn.hook_pattern"]  # from the last block, as TransformerLens
+    assert cache["normalized", -2, "ln2"] is cache["blocks.0.ln2.hook_normalized"] and ("resid_pre", -1) in cache
+    with pytest.raises(KeyError, match="no hook 'blocks.-1.attn.hook_pattern'"):
+        cache["pattern", -3]  # before the first block: none
     filtered = model.run_with_cache("xyz", names_filter=lambda name: name.endswith("hook_pattern"))[1]
     assert list(filtered) == ["blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern"]
 
@@ -101,6 +119,19 @@ def test_the_residual_stream_decomposes_and_the_shares_add_up_to_the_logits(laye
     grown, names = cache.accumulated_resid(incl_mid=True, return_labels=True)
     assert names == ["0_pre", "0_mid", "1_pre", "1_mid", "final_post"]
     np.testing.assert_array_equal(grown[-1], cache["resid_post", 1])
+    # up to the input of a block, that block's resid_pre included, as TransformerLens stacks them
+    hooks = {"0_pre": ("resid_pre", 0), "0_mid": ("resid_mid", 0), "1_pre": ("resid_pre", 1),
+             "final_post": ("resid_post", 1)}
+    for layer, incl_mid, mlp_input, expected in [(0, False, False, ["0_pre"]), (0, True, True, ["0_pre", "0_mid"]),
+                                                 (1, True, False, ["0_pre", "0_mid", "1_pre"]),
+                                                 (2, False, False, ["0_pre", "1_pre", "final_post"])]:
+        grown, names = cache.accumulated_resid(layer, incl_mid, return_labels=True, mlp_input=mlp_input)
+        assert names == expected
+        np.testing.assert_array_equal(grown, np.stack([cache[hooks[name]] for name in expected]))
+    for stack in (cache.accumulated_resid, cache.decompose_resid):
+        for layer in (3, -2):
+            with pytest.raises(HandwiredError, match=f"layer {layer}: the model has blocks 0…1"):
+                stack(layer)
     # with the final LayerNorm frozen at each position's scale, each part's share of each logit adds up to the logit
     shares = cache.decompose_resid(apply_ln=True) @ params["wte"].T  # [part, batch, pos, vocab]
     bias = params["ln_f"]["b"] @ params["wte"].T
@@ -186,6 +217,66 @@ def test_check_and_puzzle_give_the_cores_verdicts():
     assert not misfit.fits and "vocab a, b, c" in repr(misfit)
 
 
+def test_check_by_a_python_rule_judges_every_context_as_brute_force_does():
+    from handwired.judge.rules import AMBIGUOUS
+
+    model = handwired.load("aab")
+
+    def after_two(context):  # the next token of abab…: the other one; a context ending "aa" or "bb" is no pattern
+        return AMBIGUOUS if context[-2:] in ("aa", "bb") else {"a": "b", "b": "a"}[context[-1]]
+
+    judged = [text for length in range(1, 6) for text in map("".join, itertools.product("ab", repeat=length))
+              if after_two(text) is not AMBIGUOUS]
+    wrong = [text for text in judged if model.vocab[int(model(text)[0, -1].argmax())] != after_two(text)]
+    report = handwired.check(model, rule=after_two).report
+    assert (report.decided, report.failed) == (len(judged), len(wrong)) and report.failed > 0
+    assert report.shortest_failure.context == min(wrong, key=len)
+    sampled = handwired.check(model, rule=after_two, sample=200, seed=3).report
+    assert sampled.checked == 200 and sampled.passed + sampled.failed + sampled.ambiguous == 200
+    assert sampled.failed > 0 and {f.context for f in sampled.failures} <= set(wrong)
+    for given, message in [({"target": "ab"}, "rule judges instead of a target: target and length do not apply"),
+                           ({"exhaustive": True, "sample": 3}, "exhaustive and sample: choose one")]:
+        with pytest.raises(HandwiredError, match=message):
+            handwired.check(model, rule=after_two, **given)
+    with pytest.raises(HandwiredError, match="on 'a' the rule function returned 1, a number"):
+        handwired.check(model, rule=lambda context: 1)
+
+
+def test_check_on_a_model_without_a_target_says_how_to_judge_it_from_python(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    doc = json.loads(AAB.read_text())
+    del doc["target"]
+    with pytest.raises(HandwiredError) as plain:
+        handwired.check(doc)
+    assert str(plain.value) == "<dict>: has no 'target'; give one as target=, e.g. check(model, target='aa')"
+    doc["puzzle"] = "aab"  # an answer that names its puzzle, as puzzles start writes it: judged by the puzzle
+    with pytest.raises(HandwiredError, match=re.escape("judge it with handwired.puzzle('aab').submit(model)")):
+        handwired.check(doc)
+    assert handwired.puzzle("aab").submit(doc).solved  # the advice works
+    doc["puzzle"] = "mine.json#0123456789ab"  # a statement beside the file: named by its path
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "ans.json").write_text(json.dumps(doc))
+    with pytest.raises(HandwiredError, match=re.escape("handwired.puzzle('sub/mine.json').submit(model)")):
+        handwired.check("sub/ans.json")
+    assert handwired.check(doc, target="aab", exhaustive=True).ok  # a target given is checked
+
+
+def test_text_from_a_file_is_shown_escaped_in_reprs_and_html(tmp_path):
+    evil = "\x1b]0;pwned\x07\x1b[2J\x9b"
+    statement = json.loads((bundled_folder("puzzles") / "aab.json").read_text())
+    statement.update(title="Title" + evil, story="Story" + evil)
+    (tmp_path / "evil.json").write_text(json.dumps(statement))
+    doc = json.loads(AAB.read_text())
+    doc.update(vocab=["a", "\x1b"], target="aa\x1b", example="aa\x1baa", description="About" + evil)
+    doc["wte"]["\x1b"] = doc["wte"].pop("b")
+    model = handwired.load(doc)
+    shown = [handwired.puzzle(tmp_path / "evil.json"), model, handwired.check(model, exhaustive=True)]
+    for thing in shown:
+        for text in (repr(thing), thing._repr_html_()):
+            assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", text), text
+    assert "Title\\x1b]0;pwned\\x07" in repr(shown[0]) and "About\\x1b]0;pwned" in shown[1]._repr_html_()
+
+
 def test_everything_has_a_one_or_two_line_repr_and_an_html_form(layered):
     model = handwired.load("aab")
     _, cache = model.run_with_cache("aabaa")
@@ -203,6 +294,31 @@ def test_everything_has_a_one_or_two_line_repr_and_an_html_form(layered):
     for name, (thing, text) in shown.items():
         assert len(repr(thing)) <= 240 and repr(thing).count("\n") == 0, name
         assert text in html.unescape(re.sub(r"<[^>]+>", "", thing._repr_html_())), name
+
+
+def test_spread_reads_what_the_command_reads_lead_too():
+    from test_cli import invoke
+
+    model = handwired.load("aab")
+    for value in ("lead", "blocks.0.attn.hook_z:z7"):
+        words = [" ".join(text.split()) for text in (str(model.spread(value)), invoke("spread", value).stdout)]
+        assert words[0] == words[1] and f"{value} at the last position" in words[0], value
+
+
+def test_a_puzzle_shows_the_players_own_hints_and_best_and_records_nothing(handwired_home):
+    from test_cli import invoke
+
+    def shown():
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", "", handwired.puzzle("aab")._repr_html_())).split())
+
+    assert "hints: 0 of 4 revealed" in shown() and "solved ✓" not in shown()
+    invoke("puzzles", "hint", "aab")
+    invoke("puzzles", "hint", "aab")
+    aab = handwired.puzzle("aab")
+    assert aab.submit(aab.reference()).solved  # a verdict from Python records nothing
+    before = (handwired_home / "progress.json").read_text()
+    assert "hints: 2 of 4 revealed" in shown() and "solved ✓" not in shown()
+    assert (handwired_home / "progress.json").read_text() == before
 
 
 def test_the_cores_objects_print_in_a_line_and_a_matrix_shows_itself_as_html():

@@ -120,7 +120,8 @@ def test_weights_validate_looks_for_the_puzzle_too(max_starter):
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         "m.json: puzzle: the statement gone.json is not there any more (the file names 'gone.json#0123456789ab'); "
-        "give the puzzle with --puzzle", "1 problem"]
+        "give the puzzle with handwired check --puzzle", "1 problem"]
+    assert "--puzzle" not in invoke("weights", "validate", "--help").stdout  # so it must not suggest it bare
 
 
 def test_a_written_statement_is_named_by_its_file_name_and_hash_beside_the_answer(tmp_path, monkeypatch):

@@ -34,7 +34,8 @@ def files_under(folder: Path) -> set[Path]:
 # ---------------------------------------------------------------- 1. paths from names
 
 
-@pytest.mark.parametrize("name", ["/some/dir/x", "../../x", "a\nb", "x" * 300, "a.b", "", "mine/../../x", "C:x"])
+@pytest.mark.parametrize("name", ["/some/dir/x", "../../x", "a\nb", "x" * 300, "a.b", "", "mine/../../x", "C:x",
+                                  "-h", "--force", "_x"])  # "-h-answer.json" is an option to the command it is given to
 def test_a_statements_name_is_a_plain_name_never_a_path(tmp_path, monkeypatch, name):
     monkeypatch.chdir(tmp_path)
     write(tmp_path / "s.json", template_doc(name=name))
@@ -42,7 +43,7 @@ def test_a_statements_name_is_a_plain_name_never_a_path(tmp_path, monkeypatch, n
                     ("puzzles", "check", "s.json", "a.json")):
         line = user_error(*command)
         assert line.startswith("error: s.json: name: expected a plain name of letters, digits, '-' and '_', at most "
-                               "64 of them")
+                               "64 of them, the first a letter or digit")
     assert files_under(tmp_path) == {tmp_path / "s.json"}  # nothing was written
 
 

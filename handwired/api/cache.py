@@ -24,14 +24,14 @@ class ActivationCache(Mapping[str, np.ndarray]):
         self._record = record
 
     def __getitem__(self, key: object) -> np.ndarray:
-        name = key_name(key)
+        name = key_name(key, self.model.n_layer)
         if name not in self._record:
             raise KeyError(f"{key!r}: no hook {name!r} in this cache; it holds {', '.join(self._record)}")
         return self._record[name]
 
     def __contains__(self, key: object) -> bool:
         try:
-            return key_name(key) in self._record
+            return key_name(key, self.model.n_layer) in self._record
         except KeyError:
             return False
 
@@ -55,23 +55,22 @@ class ActivationCache(Mapping[str, np.ndarray]):
         return np.stack([self[name, layer] for layer in range(self.model.n_layer)])
 
     def accumulated_resid(self, layer: int | None = None, incl_mid: bool = False, apply_ln: bool = False,
-                          return_labels: bool = False):
-        """The residual stream as it grows: each block's ``resid_pre`` (and ``resid_mid``), then the final
-        ``resid_post``; [component, batch, pos, n_embd]. ``layer``: the blocks before it only (no final)."""
-        n_layer = self.model.n_layer
-        last = n_layer if layer is None or layer in (-1, n_layer) else layer
-        if not 0 <= last <= n_layer:
-            raise bad_value("layer", layer, f"the model has blocks 0…{n_layer - 1}; {n_layer} or None is every one")
+                          return_labels: bool = False, mlp_input: bool = False):
+        """The residual stream as it grows, as TransformerLens stacks it: each block's ``resid_pre`` (and, with
+        ``incl_mid``, ``resid_mid``) up to the input of block ``layer``, then (for ``layer`` None, -1 or n_layer)
+        the final ``resid_post``; ``mlp_input``: block ``layer``'s ``resid_mid`` too. [component, batch, pos, n_embd]"""
+        n_layer, last = self.model.n_layer, self._last(layer)
         labels, parts = [], []
-        for i in range(last):
+        for i in range(last + 1):
+            if i == n_layer:
+                labels.append("final_post")
+                parts.append(self["resid_post", i - 1] if n_layer else self["hook_embed"] + self["hook_pos_embed"])
+                break
             labels.append(f"{i}_pre")
             parts.append(self["resid_pre", i])
-            if incl_mid and ("resid_mid", i) in self:
+            if ((incl_mid and i < last) or (mlp_input and i == last)) and ("resid_mid", i) in self:
                 labels.append(f"{i}_mid")
                 parts.append(self["resid_mid", i])
-        if last == n_layer:
-            labels.append("final_post")
-            parts.append(self["resid_post", n_layer - 1] if n_layer else self["hook_embed"] + self["hook_pos_embed"])
         return self._finish(np.stack(parts), labels, apply_ln, return_labels)
 
     def decompose_resid(self, layer: int | None = None, mode: str = "all", incl_embeds: bool = True,
@@ -80,7 +79,7 @@ class ActivationCache(Mapping[str, np.ndarray]):
         block's ``attn_out`` and ``mlp_out`` (``mode`` "attn" or "mlp": one kind); [component, batch, pos, n_embd]."""
         if mode not in ("all", "attn", "mlp"):
             raise bad_value("mode", repr(mode), "expected 'all', 'attn' or 'mlp'")
-        last = self.model.n_layer if layer is None or layer == -1 else layer
+        last = self._last(layer)
         labels, parts = [], []
         if incl_embeds:
             labels += ["embed", "pos_embed"]
@@ -93,6 +92,14 @@ class ActivationCache(Mapping[str, np.ndarray]):
         if not parts:
             raise HandwiredError("decompose_resid: no part to show; include the embeddings or a block", ())
         return self._finish(np.stack(parts), labels, apply_ln, return_labels)
+
+    def _last(self, layer: int | None) -> int:
+        """The block a stack stops before: ``layer``, or every one for None, -1 or n_layer."""
+        n_layer = self.model.n_layer
+        last = n_layer if layer is None or layer == -1 else layer
+        if not 0 <= last <= n_layer:
+            raise bad_value("layer", layer, f"the model has blocks 0…{n_layer - 1}; {n_layer}, -1 or None is every one")
+        return last
 
     def _finish(self, stack: np.ndarray, labels: list[str], apply_ln: bool, return_labels: bool):
         if apply_ln:

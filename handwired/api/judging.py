@@ -3,21 +3,28 @@
 Each result keeps the core's own report (``.report``) and shows itself as the command line would."""
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from handwired.api.loading import load
 from handwired.api.model import HookedModel
-from handwired.defaults import FAILURES_SHOWN, NEAR_MISS, SEED
+from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED
+from handwired.errors import HandwiredError
+from handwired.judge import progress
 from handwired.judge.catalogue import load_puzzle, reference_solution
-from handwired.judge.plans import chosen_plan
-from handwired.judge.progress import Progress
+from handwired.judge.plans import Plan, chosen_plan, exhaustive_plan, sample_plan
 from handwired.judge.puzzle import Answer, Puzzle, answer
 from handwired.judge.report import Report, run
+from handwired.judge.rules import FunctionRule
 from handwired.judge.scores import Score
 from handwired.judge.verdict import Submission, submit
 from handwired.views.display import View, html_fragment
 from handwired.views.puzzles import puzzle_line, score_text, score_view, statement_view, unsolved_line
 from handwired.views.report import failure_view
+from handwired.weightfile import Model
+from handwired.weightfile.axes import printable
+from handwired.weightfile.puzzlekey import HASH_MARK
 
 
 def _model(model) -> HookedModel:
@@ -44,22 +51,54 @@ class CheckReport:
                    else f"NOT PROVED {r.unproved:,}")  # passing in float64, not proved
         first = f"; shortest failure {r.shortest_failure.context!r}" if r.shortest_failure else ""
         margin = f"; margin {r.margin.value:g} at {r.margin.context!r}" if r.margin else ""
-        return (f"<CheckReport {verdict}: {r.passed:,} of {r.decided:,} judged contexts pass ({r.description})"
-                f"{first}{margin}>")
+        return printable(f"<CheckReport {verdict}: {r.passed:,} of {r.decided:,} judged contexts pass "
+                         f"({r.description}){first}{margin}>")
 
     def _repr_html_(self) -> str:
         return self.view()._repr_html_()
 
 
-def check(model, target: str | None = None, *, exhaustive: bool = False, sample: int | None = None,
-          seed: int = SEED, min_length: int | None = None, length: int | None = None,
+def check(model, target: str | None = None, *, rule: Callable[[str], Any] | None = None, exhaustive: bool = False,
+          sample: int | None = None, seed: int = SEED, min_length: int | None = None, length: int | None = None,
           show: int = FAILURES_SHOWN, near_miss: float = NEAR_MISS, proof: bool = True) -> CheckReport:
     """Judge ``model`` on a repeating pattern (``target``; default: the file's) as ``handwired check`` does: the
-    stream test, or ``exhaustive=True`` every context, or ``sample=N`` random ones; ``proof=False`` skips the
-    certified bounds (then nothing is proved)."""
+    stream test, or ``exhaustive=True`` every context, or ``sample=N`` random ones. ``rule``: a Python function
+    from a context to its acceptable next tokens (or AMBIGUOUS, OUT_OF_DOMAIN) judges instead of a target, on
+    every context (or ``sample=N``). ``proof=False`` skips the certified bounds (then nothing is proved)."""
     hooked = _model(model)
-    plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length, proof=proof)
+    if rule is not None:
+        plan = _rule_plan(hooked.model, rule, target, length, exhaustive, sample, seed, min_length, proof)
+    elif target is None and hooked.model.target is None:  # chosen_plan's advice is the command line's: Python's
+        raise _no_target(hooked.model)
+    else:
+        plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length, proof=proof)
     return CheckReport(hooked, run(hooked.model, plan, show), near_miss)
+
+
+def _rule_plan(model: Model, function: Callable[[str], Any], target: str | None, length: int | None,
+               exhaustive: bool, sample: int | None, seed: int, min_length: int | None, proof: bool) -> Plan:
+    """Every context (or a sample) judged by a rule function; ``proof``: with certified bounds."""
+    if exhaustive and sample is not None:
+        raise HandwiredError("{exhaustive} and {sample}: choose one", ("exhaustive", "sample"))
+    if target is not None or length is not None:
+        raise HandwiredError("{rule} judges instead of a target: {target} and {length} do not apply",
+                             ("rule", "target", "length"))
+    judge = FunctionRule(function, model.vocab, getattr(function, "__name__", "a Python rule"))
+    least = MIN_LENGTH if min_length is None else min_length
+    if sample is None:
+        return exhaustive_plan(model, judge, least, proof=proof)
+    return sample_plan(model, judge, sample, seed, least, proof)
+
+
+def _no_target(model: Model) -> HandwiredError:
+    """A model with no target to check, and how to judge it from Python (by the puzzle it names, if it names one)."""
+    how = "give one"
+    if model.puzzle is not None:
+        path, mark, _ = model.puzzle.rpartition(HASH_MARK)
+        named = str(Path(model.source).parent / path) if mark else model.puzzle
+        how = f"it names a puzzle: judge it with handwired.puzzle({named!r}).submit(model), or give a target"
+    return HandwiredError(f"{model.source}: has no 'target'; {how} as target=, e.g. "
+                          f"check(model, target={model.vocab[0] * 2!r})")
 
 
 class Verdict:
@@ -133,8 +172,6 @@ class PuzzleHandle:
         """The puzzle's reference solution (a bundled puzzle's; a written one has none)."""
         model = reference_solution(self.puzzle)
         if model is None:
-            from handwired.errors import HandwiredError
-
             raise HandwiredError(f"puzzle {self.puzzle.name!r}: has no bundled reference solution")
         return HookedModel(model)
 
@@ -144,10 +181,12 @@ class PuzzleHandle:
 
     def __repr__(self) -> str:
         p = self.puzzle
-        return f"<puzzle {p.name!r} (level {p.level}): {p.title}; vocab {''.join(p.vocab)}, n_ctx {p.n_ctx}>"
+        return printable(f"<puzzle {p.name!r} (level {p.level}): {p.title}; vocab {''.join(p.vocab)}, n_ctx {p.n_ctx}>")
 
     def _repr_html_(self) -> str:
-        return html_fragment([statement_view(self.puzzle, Progress(Path(os.devnull), writable=False))])
+        player = progress.load()  # read as handwired puzzles show reads it: the hints and best shown are the player's
+        player.writable = False
+        return html_fragment([statement_view(self.puzzle, player)])
 
 
 def puzzle(name: str | os.PathLike[str]) -> PuzzleHandle:

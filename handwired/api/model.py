@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 
 from handwired.api.cache import ActivationCache
-from handwired.api.tokens import to_tokens
+from handwired.api.tokens import to_tokens, token_ids
 from handwired.engine.forward import forward
 from handwired.engine.logits import raise_not_finite
-from handwired.engine.probe import parse_probe
 from handwired.engine.trace import trace
 from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
@@ -80,8 +79,9 @@ class HookedModel:
 
     def to_string(self, tokens: object) -> str | list[str]:
         """Token ids [pos] -> text; [batch, pos] -> a list of texts."""
-        ids = np.asarray(tokens)
-        return self.model.decode(ids) if ids.ndim == 1 else [self.model.decode(row) for row in ids]
+        ids = token_ids(self.model, tokens, "tokens", "token ids [pos] or [batch, pos]")
+        texts = [self.model.decode(row) for row in ids]
+        return texts[0] if np.asarray(tokens).ndim == 1 else texts
 
     def __call__(self, input: object) -> np.ndarray:  # -> [batch, pos, n_vocab]
         return self._run(self.to_tokens(input))
@@ -152,10 +152,10 @@ class HookedModel:
 
     def spread(self, value: str, puzzle: str | None = None, by: str = "", position: int = -1,
                head: int | None = None) -> View:
-        """One value (``HOOK:COLUMN``, e.g. ``"blocks.0.hook_resid_post:out"``) over every context a check judges,
-        grouped by the right answer, as ``handwired spread`` shows it; ``puzzle``: judged by that puzzle (default:
-        the one the file names, else the file's target, else every context)."""
-        probe = parse_probe(self.model, value, head)
+        """One value (``HOOK:COLUMN``, e.g. ``"blocks.0.hook_resid_post:out"``, or ``"lead"``) over every context a
+        check judges, grouped by the right answer, as ``handwired spread`` shows it; ``puzzle``: judged by that puzzle
+        (default: the one the file names, else the file's target, else every context)."""
+        probe = spreading.parse_value(self.model, value, head)
         source = _spread_source(self.model, puzzle)
         by = by or ("answer" if source.rule is not None else "predicted")
         result = spreading.spread(self.model, probe, source, by, position)

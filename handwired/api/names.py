@@ -30,11 +30,15 @@ def act_name(name: str, layer: int | None = None, layer_type: str | None = None)
     return full
 
 
-def key_name(key: object) -> str:
-    """A cache key, ``name`` or ``(name, layer)`` or ``(name, layer, layer_type)``, as a full hook name."""
+def key_name(key: object, n_layer: int) -> str:
+    """A cache key, ``name`` or ``(name, layer)`` or ``(name, layer, layer_type)``, as a full hook name; a negative
+    layer counts from the last of the model's ``n_layer`` blocks, as in TransformerLens (``("pattern", -1)``)."""
     if isinstance(key, str):
         return act_name(key)
     if isinstance(key, tuple) and 1 <= len(key) <= 3 and isinstance(key[0], str):
-        return act_name(*key)
+        layer, layer_type = (*key[1:], None, None)[:2]
+        if isinstance(layer, int) and layer < 0:
+            layer += n_layer
+        return act_name(key[0], layer, layer_type)
     raise KeyError(f"{key!r}: a hook is named by its name, e.g. 'blocks.0.attn.hook_pattern', or "
                    "(name, layer), e.g. ('pattern', 0)")

@@ -15,7 +15,7 @@ def to_tokens(model: Model, given: object) -> np.ndarray:  # -> [batch, pos]
     elif isinstance(given, (list, tuple)) and given and all(isinstance(item, str) for item in given):
         tokens = _same_length([model.encode(text, f"input[{i}]") for i, text in enumerate(given)])
     else:
-        tokens = _ids(model, given)
+        tokens = token_ids(model, given)
     if tokens.shape[1] > model.n_ctx:
         raise HandwiredError(f"{{input}}: {tokens.shape[1]} positions, more than the model's n_ctx {model.n_ctx}; "
                              f"give at most {model.n_ctx} tokens (the last {model.n_ctx}: text[-{model.n_ctx}:])",
@@ -33,20 +33,22 @@ def _same_length(rows: list[np.ndarray]) -> np.ndarray:
     return np.stack(rows)
 
 
-def _ids(model: Model, given: object) -> np.ndarray:
+def token_ids(model: Model, given: object, name: str = "input",
+              expected: str = "text, a list of texts, or token ids [pos] or [batch, pos]") -> np.ndarray:
+    """``given`` as token ids [batch, pos], each one of the model's; one line naming parameter ``name`` otherwise."""
+    where = "{" + name + "}"
     try:
         ids = np.asarray(given)
     except ValueError:  # ragged nested lists
-        raise HandwiredError("{input}: a batch is contexts of one length", ("input",)) from None
+        raise HandwiredError(f"{where}: a batch is contexts of one length", (name,)) from None
     if ids.size == 0 or ids.ndim not in (1, 2):
-        raise HandwiredError(f"{{input}}: expected text, a list of texts, or token ids [pos] or [batch, pos]; "
-                             f"found {_described(given, ids)}", ("input",))
+        raise HandwiredError(f"{where}: expected {expected}; found {_described(given, ids)}", (name,))
     if ids.dtype == bool or not np.issubdtype(ids.dtype, np.integer):
-        raise HandwiredError(f"{{input}}: token ids are whole numbers; found {ids.dtype} values", ("input",))
+        raise HandwiredError(f"{where}: token ids are whole numbers; found {ids.dtype} values", (name,))
     wrong = (ids < 0) | (ids >= model.n_vocab)
     if wrong.any():
-        raise HandwiredError(f"{{input}}: token id {int(ids[wrong][0])} is not in the vocabulary, whose ids are "
-                             f"0…{model.n_vocab - 1}", ("input",))
+        raise HandwiredError(f"{where}: token id {int(ids[wrong][0])} is not in the vocabulary, whose ids are "
+                             f"0…{model.n_vocab - 1}", (name,))
     return (ids[None, :] if ids.ndim == 1 else ids).astype(np.intp)
 
 

@@ -99,13 +99,14 @@ def weights_validate(
 
 
 def _puzzle_problems(model) -> list[str]:
-    """The file's own problems are none; is the puzzle it names one that exists (as check will look for it)?"""
+    """The file's own problems are none; is the puzzle it names one that exists (as check will look for it)? The
+    problem's advice names check's option: validate has none to give a puzzle with."""
     from handwired.judge.catalogue import named_puzzle  # the game loads only for a file that names a puzzle
 
     try:
         named_puzzle(model)
     except HandwiredError as error:
-        return [error.render(lambda name: f"--{name}").removeprefix(f"{model.source}: ")]
+        return [error.render(lambda name: f"handwired check --{name}").removeprefix(f"{model.source}: ")]
     return []
 
 

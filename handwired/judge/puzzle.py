@@ -37,7 +37,8 @@ MAX_CONTEXTS = 100_000_000  # judged contexts a statement may ask for: an exhaus
 # What a statement may hold, checked before anything is built from it: far beyond any puzzle's needs (the bundled
 # ones use at most 12 tokens, n_ctx 9, 7 examples, 4 hints of 500 characters), small enough that nothing a stranger
 # writes within them takes long to read, show, start or judge.
-NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a statement's name: a file name in any folder, never a path
+# a statement's name: a file name in any folder, never a path, nor an option on a command line ("-h-answer.json")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 MAX_VOCAB = 128  # tokens
 MAX_N_CTX = 256  # positions
 MAX_CAPS = {"n_embd": 1024, "n_head": 64, "n_layer": 64}
@@ -207,8 +208,8 @@ def _name(check: Checker, value: Any, path: Path | None) -> str | None:
     statement's is its file's (``path``)."""
     name = check.text(value, "name")
     if name is not None and not NAME.fullmatch(name):
-        check.problem("name", "expected a plain name of letters, digits, '-' and '_', at most 64 of them, such as "
-                              f"\"mirror\"; found {describe(name)}")
+        check.problem("name", "expected a plain name of letters, digits, '-' and '_', at most 64 of them, the first a "
+                              f"letter or digit, such as \"mirror\"; found {describe(name)}")
         return None
     if path is not None and name is not None and name != path.stem:
         check.problem("name", f"expected {path.stem!r}, the file's name; found {describe(name)}")
@@ -284,7 +285,8 @@ TEMPLATE = Path(__file__).resolve().parent / "template.json"
 def template(name: str) -> str:
     """A statement to start from (``puzzles new``): a small puzzle that plays, every part commented."""
     if not NAME.fullmatch(name):
-        raise HandwiredError(f"{name!r}: a puzzle's name is letters, digits, '_' and '-', at most 64 of them; "
+        raise HandwiredError(f"{name!r}: a puzzle's name is letters, digits, '_' and '-', at most 64 of them, the "
+                             "first a letter or digit; "
                              "choose a file name made of those")
     return TEMPLATE.read_text(encoding="utf-8").replace('"name": "NAME"', f'"name": "{name}"')
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from rich.console import Console, ConsoleOptions, RenderResult
 
 from handwired.views.terminal import SafeConsole
+from handwired.weightfile.axes import escaped
 
 EXPORT_WIDTH = 120
 EXPORT_MAX_WIDTH = 400
@@ -80,4 +81,5 @@ class View:
 
 
 def escape(text: object) -> str:
-    return html.escape(str(text))
+    """``text`` for HTML, its control characters shown escaped as the terminal shows them."""
+    return html.escape(escaped(str(text)))
