@@ -218,14 +218,17 @@ def test_the_refusal_is_one_line_and_exit_code_2_in_every_command(tmp_path, monk
 
 def test_four_million_sums_are_read_and_estimated_not_refused_when_read(tmp_path, monkeypatch):
     """###+### (4,000,000 contexts of 8 to 11 tokens, 38 million in all): the statement is read, counted by its
-    inputs, and at add's caps its check is estimated within the limits, so it gets as far as the walk (patched here
-    to stop at once; benchmarks/bench_domains.py runs it whole, in about 100 MB)."""
+    inputs, and at add's caps its float64 check is estimated within the limits, so it gets as far as the walk
+    (patched here to stop at once; benchmarks/bench_domains.py runs it whole, in about 100 MB). The certified check
+    costs up to 3× as much: it is refused on its estimate, before the walk."""
     puzzle, model = wide_add(tmp_path, "###+###")
     assert puzzle.domain.size == 4_000_000
     counted = puzzle.domain.inputs.tokens(len("###+###=") + 4)  # the bound the statement is read under ("up to")
     assert 10**6 * (8 + 9 + 10 + 11) <= counted <= domains.MAX_TOKENS and counted > 20_000_000  # the old bound
     monkeypatch.setattr(walking, "walk", _refuse)
     with pytest.raises(AssertionError, match="called"):
+        submit(puzzle, model, proof=False)
+    with pytest.raises(HandwiredError, match=r"4,000,000 contexts .*: about .* to check for this model, more than"):
         submit(puzzle, model)
 
 

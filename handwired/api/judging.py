@@ -47,7 +47,8 @@ class CheckReport:
 
     def __repr__(self) -> str:
         r = self.report
-        verdict = "passed" if r.ok else ("interrupted" if r.interrupted else f"FAILED {r.failed:,}")
+        verdict = ("passed" if r.ok else "interrupted" if r.interrupted else f"FAILED {r.failed:,}" if r.failed
+                   else f"NOT PROVED {r.unproved:,}")  # passing in float64, not proved
         first = f"; shortest failure {r.shortest_failure.context!r}" if r.shortest_failure else ""
         margin = f"; margin {r.margin.value:g} at {r.margin.context!r}" if r.margin else ""
         return printable(f"<CheckReport {verdict}: {r.passed:,} of {r.decided:,} judged contexts pass "
@@ -59,24 +60,24 @@ class CheckReport:
 
 def check(model, target: str | None = None, *, rule: Callable[[str], Any] | None = None, exhaustive: bool = False,
           sample: int | None = None, seed: int = SEED, min_length: int | None = None, length: int | None = None,
-          show: int = FAILURES_SHOWN, near_miss: float = NEAR_MISS) -> CheckReport:
+          show: int = FAILURES_SHOWN, near_miss: float = NEAR_MISS, proof: bool = True) -> CheckReport:
     """Judge ``model`` on a repeating pattern (``target``; default: the file's) as ``handwired check`` does: the
     stream test, or ``exhaustive=True`` every context, or ``sample=N`` random ones. ``rule``: a Python function
     from a context to its acceptable next tokens (or AMBIGUOUS, OUT_OF_DOMAIN) judges instead of a target, on
-    every context (or ``sample=N``)."""
+    every context (or ``sample=N``). ``proof=False`` skips the certified bounds (then nothing is proved)."""
     hooked = _model(model)
     if rule is not None:
-        plan = _rule_plan(hooked.model, rule, target, length, exhaustive, sample, seed, min_length)
+        plan = _rule_plan(hooked.model, rule, target, length, exhaustive, sample, seed, min_length, proof)
     elif target is None and hooked.model.target is None:  # chosen_plan's advice is the command line's: Python's
         raise _no_target(hooked.model)
     else:
-        plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length)
+        plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length, proof=proof)
     return CheckReport(hooked, run(hooked.model, plan, show), near_miss)
 
 
 def _rule_plan(model: Model, function: Callable[[str], Any], target: str | None, length: int | None,
-               exhaustive: bool, sample: int | None, seed: int, min_length: int | None) -> Plan:
-    """Every context (or a sample) judged by a rule function."""
+               exhaustive: bool, sample: int | None, seed: int, min_length: int | None, proof: bool) -> Plan:
+    """Every context (or a sample) judged by a rule function; ``proof``: with certified bounds."""
     if exhaustive and sample is not None:
         raise HandwiredError("{exhaustive} and {sample}: choose one", ("exhaustive", "sample"))
     if target is not None or length is not None:
@@ -84,7 +85,9 @@ def _rule_plan(model: Model, function: Callable[[str], Any], target: str | None,
                              ("rule", "target", "length"))
     judge = FunctionRule(function, model.vocab, getattr(function, "__name__", "a Python rule"))
     least = MIN_LENGTH if min_length is None else min_length
-    return exhaustive_plan(model, judge, least) if sample is None else sample_plan(model, judge, sample, seed, least)
+    if sample is None:
+        return exhaustive_plan(model, judge, least, proof=proof)
+    return sample_plan(model, judge, sample, seed, least, proof)
 
 
 def _no_target(model: Model) -> HandwiredError:

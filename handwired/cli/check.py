@@ -12,6 +12,7 @@ from handwired.cli.common import (
     ForceOption,
     HtmlOption,
     JsonOption,
+    NoProofOption,
     Output,
     ShowAllOption,
     SvgOption,
@@ -38,15 +39,10 @@ def check(
     file: WeightsArgument = None,
     weights: WeightsOption = None,
     target: Annotated[str | None, typer.Option(help="The repeating pattern; default: the file's target.")] = None,
-    length: Annotated[
-        int | None,
-        typer.Option(help="Stream length in tokens; default: ten repeats of the target less one, "
-                          "as the published test."),
-    ] = None,
-    exhaustive: Annotated[
-        bool,
-        typer.Option("--exhaustive", help="Check every context of length --min-length…n_ctx."),
-    ] = False,
+    length: Annotated[int | None, typer.Option(help="Stream length in tokens; default: ten repeats of the target less "
+                                                    "one, as the published test.")] = None,
+    exhaustive: Annotated[bool, typer.Option("--exhaustive", help="Check every context of length --min-length…n_ctx.")
+                          ] = False,
     sample: Annotated[int | None, typer.Option(help="Check this many random contexts instead.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed for --sample.")] = SEED,
     min_length: Annotated[
@@ -64,9 +60,10 @@ def check(
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
+    no_proof: NoProofOption = False,
 ) -> None:
-    """Score the model on its target pattern, or on its puzzle's rule when it names one (or --puzzle); exit code 0
-    only if nothing fails."""
+    """Score the model on its target pattern, or on its puzzle's rule when it names one (or --puzzle), with bounds on
+    every rounding; exit code 0 only if nothing fails and every passing context is proved."""
     spec = weight_spec(file, weights)
     if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
         raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
@@ -74,15 +71,18 @@ def check(
     if puzzle is not None:
         if given:
             raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
-        puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, svg, html, force, show_all)
+        puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, svg, html, force, show_all,
+                       proof=not no_proof)
         return
     model = load(spec)
     named = _named_puzzle(model, given)
     if named is not None:
-        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model, asked=False)
+        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model, asked=False,
+                       proof=not no_proof)
         return
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
-    plan = chosen_plan(model, target, length, exhaustive, sample, seed, min_length, _named_after(model))
+    plan = chosen_plan(model, target, length, exhaustive, sample, seed, min_length, _named_after(model),
+                       proof=not no_proof)
     with progress_and_stop(not as_json) as (progress, should_stop):
         report = run(model, plan, show, progress, should_stop)
     if as_json:

@@ -110,13 +110,13 @@ def load_answer(puzzle: Puzzle, weights: str) -> Model:
 
 def puzzle_verdict(puzzle: Puzzle, weights: str, show: int, near_miss: float, as_json: bool,
                    svg: Path | None = None, html: Path | None = None, force: bool = False,
-                   show_all: bool = False, model: Model | None = None, asked: bool = True) -> None:
+                   show_all: bool = False, model: Model | None = None, asked: bool = True, proof: bool = True) -> None:
     """Judge a weight file (or ``model``, loaded already) as an answer to a puzzle, record the player's progress,
     and show the verdict. ``asked``: the puzzle was asked for, not named by the file, which may name another."""
     model = model or load_answer(puzzle, weights)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     with progress_and_stop(not as_json) as (progress, should_stop):
-        submission = submit(puzzle, model, show, progress, should_stop)
+        submission = submit(puzzle, model, show, progress, should_stop, proof)
     if not submission.fits:
         raise submission.misfit_error()
     if asked:

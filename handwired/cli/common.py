@@ -53,6 +53,10 @@ ShowAllOption = Annotated[
 ]
 PositionOption = Annotated[int | None, typer.Option(help="The position the why step explains; default: the last.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a machine-readable result on stdout.")]
+NoProofOption = Annotated[
+    bool, typer.Option("--no-proof", help="Skip the certified bounds: the verdict then says passed in float64, never "
+                                          "proved, and a puzzle is not counted as solved.")
+]
 SvgOption = Annotated[
     Path | None, typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns "
                                             "wide (- for stdout, instead of the view).")

@@ -63,4 +63,4 @@ def _puzzle(before: Model, after: Model, name: str | None, sample: int | None) -
     if name is not None and sample is not None:
         raise HandwiredError("--puzzle compares every context the puzzle judges; --sample does not apply")
     puzzle = chosen_puzzle(name, before, after) if name is not None or sample is None else None
-    return None if puzzle is None else (puzzle.name, puzzle_plan(puzzle, before))
+    return None if puzzle is None else (puzzle.name, puzzle_plan(puzzle, before, proof=False))

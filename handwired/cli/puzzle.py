@@ -14,6 +14,7 @@ from handwired.cli.common import (
     ForceOption,
     HtmlOption,
     JsonOption,
+    NoProofOption,
     ShowAllOption,
     SvgOption,
     WeightsOption,
@@ -91,11 +92,13 @@ def puzzles_check(
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
+    no_proof: NoProofOption = False,
 ) -> None:
-    """Judge PATH on every context by the puzzle's rule; exit code 0 only if it solves the puzzle."""
+    """Judge PATH on every context by the puzzle's rule, with bounds on every rounding; exit code 0 only if it solves
+    the puzzle, proved on every context."""
     puzzle = load_puzzle(name)
     puzzle_verdict(puzzle, weight_spec(file, weights, default=puzzle.answer_file), show, near_miss, as_json, svg, html,
-                   force, show_all)
+                   force, show_all, proof=not no_proof)
 
 
 @app.command("hint")

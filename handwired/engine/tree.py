@@ -25,7 +25,7 @@ contexts), plus room for their children's own.
 import os
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -47,7 +47,7 @@ class TreeBatch:
 
     length: int
     first: int  # index of its first context among all contexts of its length, in base-n_vocab order
-    logits: np.ndarray  # [n, n_vocab]
+    logits: np.ndarray  # [n, n_vocab]; [n, 2*n_vocab] from the certified pass: mid | rad
 
 
 @cache
@@ -102,6 +102,23 @@ def inherit(parents, out):  # [c, n_past + sibling, n_embd] -> out [n, n_past + 
     return out
 
 
+@dataclass(frozen=True)
+class Pass:
+    """How a walk evaluates a batch's new position: ``position(params, n_head, tokens, position, kv, setup)``, as
+    :func:`new_position` (or :func:`handwired.engine.trie`'s, as it walks), given ``setup(model)`` made once per
+    walk, each of its keys and values n_embd + ``extra``·n_head numbers and its logits ``logits`` per token
+    (:mod:`handwired.engine.certify`'s: 2 and 2)."""
+
+    setup: Callable
+    position: Callable
+    extra: int = 0
+    logits: int = 1  # numbers per logit (2: mid | rad)
+
+
+FLOAT = Pass(lambda model: qkv_table(model.params) if model.n_layer else None,
+             lambda *args: new_position(*args))  # the module's function as it is when called
+
+
 @dataclass
 class _Level:
     """The batch of one length on the path from the root: its contexts' keys and values, with room for children."""
@@ -111,7 +128,7 @@ class _Level:
 
 
 def _walk(model: Model, table, size: int, min_length: int, deepest: int, path: dict[int, _Level],
-          start: tuple[int, int, int]) -> Iterator[TreeBatch]:
+          start: tuple[int, int, int], evaluator: Pass = FLOAT) -> Iterator[TreeBatch]:
     """Depth first from the batch ``start`` = (length, first, n) down to length ``deepest``.
 
     A batch of length L is evaluated right after the batch of length L-1 that
@@ -125,13 +142,13 @@ def _walk(model: Model, table, size: int, min_length: int, deepest: int, path: d
         rows = slice(first // n_vocab - parents.first, (first + n) // n_vocab - parents.first)
         kv = [(keys[rows], values[rows]) for keys, values in parents.kv]  # per block [c, length-1 + n_vocab, n_embd]
         tokens = np.arange(first, first + n) % n_vocab  # [n]
-        logits = new_position(params, model.n_head, tokens, length - 1, kv, table)
+        logits = evaluator.position(params, model.n_head, tokens, length - 1, kv, table)
         if length >= min_length:
             yield TreeBatch(length, first, logits)
         if length < model.n_ctx:  # the children's keys: this batch's, then room for their own
             level = path.get(length)
             if level is None:  # the first batch of this length on this walk: make room, reused by the next ones
-                shape = (n, length + n_vocab, n_embd)
+                shape = (n, length + n_vocab, n_embd + evaluator.extra * model.n_head)
                 level = path[length] = _Level(first, [(np.empty(shape), np.empty(shape)) for _ in kv])
             level.first = first
             for (keys, values), (own_keys, own_values) in zip(kv, level.kv):
@@ -156,20 +173,21 @@ def batch_size(model: Model, chunk: int, memory: int = PATH_MEMORY) -> int:
 
 
 def evaluate_tree(model: Model, min_length: int = 1, chunk: int | None = None,
-                  workers: int | None = None) -> Iterator[TreeBatch]:
+                  workers: int | None = None, evaluator: Pass = FLOAT) -> Iterator[TreeBatch]:
     """The logits of every context of length min_length…n_ctx, a batch of at most ``chunk`` at a time.
 
     Contexts shorter than ``min_length`` are evaluated (their descendants need
     them) but not yielded. The first few lengths are evaluated here, whole; the
     subtrees below them are walked depth first on ``workers`` threads (numpy
     releases the GIL in its loops), their batches yielded in a fixed
-    round-robin order.
+    round-robin order. ``evaluator``: the float pass, or another with the same walk (the certified one).
     """
     n_vocab, n_embd = model.n_vocab, model.n_embd
     workers = WORKERS if workers is None else workers
-    table = qkv_table(model.params) if model.n_layer else None  # block 0's q, k, v depend on token and position only
-    size = batch_size(model, CHUNK if chunk is None else chunk)
-    root = _Level(0, [(np.empty((1, n_vocab, n_embd)), np.empty((1, n_vocab, n_embd))) for _ in range(model.n_layer)])
+    table = evaluator.setup(model)  # block 0's q, k, v depend on token and position only: looked up
+    size = batch_size(model, CHUNK if chunk is None else chunk)  # as the float pass's: the certified path keeps a
+    shape = (1, n_vocab, n_embd + evaluator.extra * model.n_head)  # key's extra numbers beyond the memory figure
+    root = _Level(0, [(np.empty(shape), np.empty(shape)) for _ in range(model.n_layer)])
     path = {0: root}
     # The top: the shortest lengths, until there are enough subtrees to share out.
     top = 0
@@ -177,12 +195,13 @@ def evaluate_tree(model: Model, min_length: int = 1, chunk: int | None = None,
         while n_vocab**top < 2 * workers and n_vocab ** (top + 1) <= size and top + 1 < model.n_ctx:
             top += 1
     if top:
-        yield from _walk(model, table, size, min_length, top, path, (1, 0, n_vocab))
-        subtrees = [_walk(model, table, size, min_length, model.n_ctx, dict(path), (top + 1, first * n_vocab, n_vocab))
+        yield from _walk(model, table, size, min_length, top, path, (1, 0, n_vocab), evaluator)
+        subtrees = [_walk(model, table, size, min_length, model.n_ctx, dict(path), (top + 1, first * n_vocab, n_vocab),
+                          evaluator)
                     for first in range(n_vocab**top)]
         yield from _in_threads([subtrees[i::workers] for i in range(workers)])
     else:
-        yield from _walk(model, table, size, min_length, model.n_ctx, path, (1, 0, n_vocab))
+        yield from _walk(model, table, size, min_length, model.n_ctx, path, (1, 0, n_vocab), evaluator)
 
 
 _DONE = object()

@@ -132,11 +132,13 @@ def _times(count: int, seconds: float) -> float:
 
 
 def refuse_every_context(model: Model, instead: str, parameters: tuple[str, ...] = (), min_length: int = MIN_LENGTH,
-                         limit: int = MAX_EXHAUSTIVE, max_seconds: float = MAX_EXHAUSTIVE_SECONDS) -> int:
+                         limit: int = MAX_EXHAUSTIVE, max_seconds: float = MAX_EXHAUSTIVE_SECONDS,
+                         cost: float = 1.0) -> int:
     """How many contexts of length min_length…n_ctx there are; refused when they would count more than ``limit``
-    or take more than about ``max_seconds`` (estimated_seconds), the line ending with what to do ``instead``."""
+    or take more than about ``max_seconds`` (estimated_seconds, times ``cost``: a certified check's is more), the
+    line ending with what to do ``instead``."""
     total = count_contexts(model, min_length)
-    seconds = estimated_seconds(model, total)
+    seconds = estimated_seconds(model, total) * cost
     if total > limit or seconds > max_seconds:
         reason = (f"more than the {limit:,} handwired will enumerate" if total > limit
                   else f"more than the {duration(max_seconds)} handwired will spend on one")
@@ -177,8 +179,8 @@ def _refuse_large_sample(model: Model, sample: int, lengths: np.ndarray, per_len
                  f"head{'s' * (model.n_head != 1)}", peak, narrowing, ("sample",))
 
 
-def random_contexts(model: Model, sample: int, seed: int = SEED,
-                    min_length: int = MIN_LENGTH) -> Callable[[], Iterator[np.ndarray]]:
+def random_contexts(model: Model, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH,
+                    cost: float = 1.0) -> Callable[[], Iterator[np.ndarray]]:
     """``sample`` contexts drawn uniformly (with replacement) from :func:`exhaustive_contexts`'s set, shortest first.
 
     Returns a function that yields the same batches each time it is called.
@@ -188,7 +190,7 @@ def random_contexts(model: Model, sample: int, seed: int = SEED,
     if not 0 <= seed < MAX_SEED:
         raise bad_value("seed", seed, f"expected a whole number from 0 to {MAX_SEED - 1:,}")
     lengths = np.array(_lengths(model, min_length))
-    seconds = SECONDS_PER_CHECK + forward_seconds(model, sample, model.n_ctx)
+    seconds = SECONDS_PER_CHECK + forward_seconds(model, sample, model.n_ctx) * cost
     if seconds > MAX_RUN_SECONDS:
         raise HandwiredError(f"{{sample}} {sample:,}: about {duration(seconds)} of checking for this model, "
                              f"more than the {duration(MAX_RUN_SECONDS)} handwired will spend on one; "
@@ -227,21 +229,22 @@ def walk_seconds(model: Model, nodes: int, contexts: int) -> float:
     return SECONDS_PER_CHECK + _times(nodes, per_node) + _times(contexts, per_context)
 
 
-def refuse_large_domain(model: Model, domain: Domain, verb: str = "check") -> None:
+def refuse_large_domain(model: Model, domain: Domain, verb: str = "check", cost: float = 1.0) -> None:
     """Refuse, before anything is evaluated, to walk a domain whose estimate (from its parameters and the model's
-    widths) is over MAX_EXHAUSTIVE_SECONDS or MAX_MEMORY: one line with the figures and what narrows it."""
+    widths, times ``cost``: a certified check's is more) is over MAX_EXHAUSTIVE_SECONDS or MAX_MEMORY: one line with
+    the figures and what narrows it."""
     contexts, nodes = domain.bound()
     refuse_large_walk(model, f"every context of the domain: {how_many(contexts)} contexts ({how_many(nodes)} "
                       "prefixes)", contexts, nodes, domain.longest, verb,
-                      "give the statement a smaller domain (fewer or shorter inputs)")
+                      "give the statement a smaller domain (fewer or shorter inputs)", cost)
 
 
 def refuse_large_walk(model: Model, what: str, contexts: int, nodes: int, longest: int, verb: str,
-                      instead: str) -> None:
-    """Refuse a walk of ``nodes`` prefixes, ``contexts`` of them judged, whose time or memory would be over the
-    limits; the line ends with what narrows it, ``instead``."""
+                      instead: str, cost: float = 1.0) -> None:
+    """Refuse a walk of ``nodes`` prefixes, ``contexts`` of them judged, whose time (times ``cost``) or memory would
+    be over the limits; the line ends with what narrows it, ``instead``."""
     narrow = f"; {instead}"
-    seconds = walk_seconds(model, nodes, contexts)
+    seconds = walk_seconds(model, nodes, contexts) * cost
     if seconds > MAX_EXHAUSTIVE_SECONDS:
         raise HandwiredError(f"{what}: about {duration(seconds)} to {verb} for this model, more than the "
                              f"{duration(MAX_EXHAUSTIVE_SECONDS)} handwired will spend on one{narrow}")

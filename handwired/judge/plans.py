@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
+from handwired.engine.certify import TREE, certified_logits, certified_walk
 from handwired.engine.step import float_walk
-from handwired.engine.tree import TreeBatch, evaluate_tree
+from handwired.engine.tree import FLOAT, TreeBatch, evaluate_tree
 from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
@@ -44,12 +45,15 @@ from handwired.judge.rules import DECIDED, Judgement, PatternRule, Rule
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
+PROOF_COST = 3  # a certified check takes up to about 3× the float one (benchmarks/bench_proof.py): estimates say so
+
 
 @dataclass(frozen=True)
 class Batch:
     contexts: np.ndarray  # [n, n_seq] token ids, one length per batch
     judgement: Judgement
     logits: np.ndarray | None = None  # [n, n_vocab] when the plan has evaluated the contexts already
+    radius: np.ndarray | None = None  # [n, n_vocab] with them when certified: each real logit within this of its float
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,23 @@ class Plan:
     rule: str  # how answers are judged
     total: int  # contexts the plan will run
     batches: Callable[[], Iterator[Batch]]
+    proof: bool = False  # every batch carries certified bounds (handwired.engine.certify)
+
+
+def certified_batch(model: Model, contexts: np.ndarray, judgement: Judgement) -> Batch:
+    """The batch with its certified logits and radii, each distinct context evaluated once."""
+    rows = np.ascontiguousarray(contexts)
+    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    logits, radius = certified_logits(model, rows[first])
+    return Batch(contexts, judgement, logits[inverse.ravel()], radius[inverse.ravel()])  # checked finite by run
+
+
+def _split(model: Model, packed: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """A walk's logits [n, n_vocab], or the certified walk's [n, 2*n_vocab] -> (logits, radius or None)."""
+    if packed.shape[1] == model.n_vocab:
+        return packed, None
+    return packed[:, :model.n_vocab], packed[:, model.n_vocab:]
 
 
 def _stream(ids: np.ndarray, start: int, stop: int) -> np.ndarray:
@@ -77,13 +98,15 @@ def _windows(model: Model, ids: np.ndarray, length: int, min_length: int) -> Ite
         yield np.lib.stride_tricks.sliding_window_view(segment[:-1], model.n_ctx), segment[model.n_ctx :]
 
 
-def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREAM_MIN_LENGTH) -> Plan:
-    """Every prefix of ``pattern`` repeated to ``length`` tokens, judged by the token after it."""
+def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREAM_MIN_LENGTH,
+                proof: bool = True) -> Plan:
+    """Every prefix of ``pattern`` repeated to ``length`` tokens, judged by the token after it; ``proof``: with
+    certified bounds."""
     ids = model.encode(pattern, "target").astype(np.min_scalar_type(model.n_vocab))
     if length < 2:
         raise bad_value("length", length, "expected at least 2 tokens")
     check_min_length(min_length, length - 1, "the stream's last prefix")
-    seconds = SECONDS_PER_CHECK + stream_seconds(model, length, len(pattern))
+    seconds = SECONDS_PER_CHECK + stream_seconds(model, length, len(pattern)) * (PROOF_COST if proof else 1)
     if seconds > MAX_RUN_SECONDS:
         raise HandwiredError(f"{{length}} {length:,}: about {duration(seconds)} of checking for this model, more than "
                              f"the {duration(MAX_RUN_SECONDS)} handwired will spend on one; ask for a shorter stream",
@@ -95,7 +118,8 @@ def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREA
             acceptable = np.zeros((len(following), model.n_vocab), dtype=bool)
             acceptable[np.arange(len(following)), following] = True
             status = np.full(len(following), DECIDED, dtype=np.int8)
-            yield Batch(contexts, Judgement(status, acceptable))
+            judgement = Judgement(status, acceptable)
+            yield certified_batch(model, contexts, judgement) if proof else Batch(contexts, judgement)
 
     shown = pattern * (1 + 12 // len(pattern))
     return Plan(
@@ -104,6 +128,7 @@ def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREA
         rule="the token that follows it in the stream",
         total=total,
         batches=batches,
+        proof=proof,
     )
 
 
@@ -117,24 +142,26 @@ SAMPLE_INSTEAD = ("check a random sample instead, e.g. {sample} 1000000 {seed} 0
 
 def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limit: int = MAX_EXHAUSTIVE,
                     max_seconds: float = MAX_EXHAUSTIVE_SECONDS,
-                    instead: tuple[str, tuple[str, ...]] = SAMPLE_INSTEAD) -> Plan:
-    """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes.
+                    instead: tuple[str, tuple[str, ...]] = SAMPLE_INSTEAD, proof: bool = True) -> Plan:
+    """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes; ``proof``:
+    with certified bounds, on the same tree.
 
     Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``,
     the message ending with what to do ``instead`` (its text, and the parameters it names).
     """
-    total = refuse_every_context(model, instead[0], instead[1], min_length, limit, max_seconds)
+    total = refuse_every_context(model, instead[0], instead[1], min_length, limit, max_seconds,
+                                 PROOF_COST if proof else 1)
 
     def judged(runs: list[TreeBatch]) -> Batch:
         runs = sorted(runs, key=lambda run: run.first)  # threads interleave their runs; a batch is in vocab order
         contexts = np.concatenate([contexts_of(r.length, r.first, len(r.logits), model.n_vocab) for r in runs])
-        return Batch(contexts, rule.judge(contexts), np.concatenate([r.logits for r in runs]))
+        return Batch(contexts, rule.judge(contexts), *_split(model, np.concatenate([r.logits for r in runs])))
 
     def batches() -> Iterator[Batch]:
         # The tree's batches are small; the rule judges them BATCH at a time, one length at a time.
         pending: dict[int, list[TreeBatch]] = {}
         counts: dict[int, int] = {}
-        for evaluated in evaluate_tree(model, min_length):
+        for evaluated in evaluate_tree(model, min_length, evaluator=TREE if proof else FLOAT):
             pending.setdefault(evaluated.length, []).append(evaluated)
             counts[evaluated.length] = counts.get(evaluated.length, 0) + len(evaluated.logits)
             if counts[evaluated.length] >= BATCH:
@@ -149,62 +176,69 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
         rule=rule.description,
         total=total,
         batches=batches,
+        proof=proof,
     )
 
 
-def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH) -> Plan:
-    """``sample`` contexts drawn uniformly (with replacement) from the exhaustive set."""
-    draw = random_contexts(model, sample, seed, min_length)
+def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH,
+                proof: bool = True) -> Plan:
+    """``sample`` contexts drawn uniformly (with replacement) from the exhaustive set; ``proof``: certified."""
+    draw = random_contexts(model, sample, seed, min_length, PROOF_COST if proof else 1)
 
     def batches() -> Iterator[Batch]:
         for contexts in draw():
-            yield Batch(contexts, rule.judge(contexts))
+            yield certified_batch(model, contexts, rule.judge(contexts)) if proof else Batch(contexts,
+                                                                                            rule.judge(contexts))
 
     return Plan(
         description=f"{sample:,} random contexts of length {min_length}…{model.n_ctx} (seed {seed})",
         rule=rule.description,
         total=sample,
         batches=batches,
+        proof=proof,
     )
 
 
-def domain_plan(model: Model, domain: Domain, rule: Rule) -> Plan:
+def domain_plan(model: Model, domain: Domain, rule: Rule, proof: bool = True) -> Plan:
     """Every context of a puzzle's domain, its trie walked depth first in bounded batches (nothing outside it is
-    run). Refused, before anything is evaluated, when it would take too long or too much memory."""
-    refuse_large_domain(model, domain)
-    return _walk_plan(model, domain, rule, f"every context of the domain: {domain.description} ({domain.size:,} "
-                                           "contexts)", domain.size)
-
-
-def every_string_plan(model: Model, rule: Rule) -> Plan:
-    """Every context of length 1…n_ctx walked as a trie, in batches bounded whatever the vocabulary (the tree's
-    siblings attend together: n_vocab² scores per parent). Refused, before anything is evaluated, when it would
+    run); ``proof``: with certified bounds, on the same walk. Refused, before anything is evaluated, when it would
     take too long or too much memory."""
+    refuse_large_domain(model, domain, cost=PROOF_COST if proof else 1)
+    return _walk_plan(model, domain, rule, f"every context of the domain: {domain.description} ({domain.size:,} "
+                                           "contexts)", domain.size, proof)
+
+
+def every_string_plan(model: Model, rule: Rule, proof: bool = True) -> Plan:
+    """Every context of length 1…n_ctx walked as a trie, in batches bounded whatever the vocabulary (the tree's
+    siblings attend together: n_vocab² scores per parent); ``proof``: with certified bounds. Refused, before
+    anything is evaluated, when it would take too long or too much memory."""
     total = every_length(model.n_vocab, model.n_ctx)
     what = f"every context: {model.n_vocab}^1 + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} contexts"
     refuse_large_walk(model, what, total, total, model.n_ctx, "check",
                       "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or "
-                      "n_ctx (or a domain) makes the check shorter")
+                      "n_ctx (or a domain) makes the check shorter", PROOF_COST if proof else 1)
     return _walk_plan(model, EveryString(model.n_vocab, model.n_ctx), rule,
                       f"every context of length 1…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
-                      f"({total:,} contexts)", total)
+                      f"({total:,} contexts)", total, proof)
 
 
-def _walk_plan(model: Model, shape: Shape, rule: Rule, description: str, total: int) -> Plan:
+def _walk_plan(model: Model, shape: Shape, rule: Rule, description: str, total: int, proof: bool) -> Plan:
     def batches() -> Iterator[Batch]:
-        for visit in float_walk(model, shape):  # a batch of one length, in vocab order
+        visits = certified_walk(model, shape) if proof else float_walk(model, shape)
+        for visit in visits:  # a batch of one length, in vocab order
             if visit.judged.any() and visit.logits is not None:  # a batch with a judged node has its logits
                 contexts = visit.prefixes[visit.judged]
-                yield Batch(contexts, rule.judge(contexts), visit.logits[visit.judged])
+                yield Batch(contexts, rule.judge(contexts), *_split(model, visit.logits[visit.judged]))
 
-    return Plan(description=description, rule=rule.description, total=total, batches=batches)
+    return Plan(description=description, rule=rule.description, total=total, batches=batches, proof=proof)
 
 
 def chosen_plan(model: Model, target: str | None = None, length: int | None = None, exhaustive: bool = False,
                 sample: int | None = None, seed: int = SEED, min_length: int | None = None,
-                puzzle: str | None = None) -> Plan:
+                puzzle: str | None = None, proof: bool = True) -> Plan:
     """The plan ``check`` asks for: a stream of the target (the default: the file's), every context, or a sample.
-    ``puzzle``: the puzzle the file is named after, suggested when it has no target."""
+    ``puzzle``: the puzzle the file is named after, suggested when it has no target; ``proof``: with certified
+    bounds."""
     pattern = target if target is not None else model.target  # target '' is a mistake, not "the file's"
     if pattern is None:
         named = f", or judge it by the puzzle it is named after with {{puzzle}} {puzzle}" if puzzle else ""
@@ -216,9 +250,10 @@ def chosen_plan(model: Model, target: str | None = None, length: int | None = No
         raise HandwiredError("{length} is for a stream check; {exhaustive} and {sample} choose their own contexts",
                              ("length", "exhaustive", "sample"))
     if exhaustive:
-        return exhaustive_plan(model, pattern_rule(model, pattern), MIN_LENGTH if min_length is None else min_length)
+        return exhaustive_plan(model, pattern_rule(model, pattern), MIN_LENGTH if min_length is None else min_length,
+                               proof=proof)
     if sample is not None:
         return sample_plan(model, pattern_rule(model, pattern), sample, seed,
-                           MIN_LENGTH if min_length is None else min_length)
+                           MIN_LENGTH if min_length is None else min_length, proof)
     return stream_plan(model, pattern, stream_length(pattern) if length is None else length,
-                       STREAM_MIN_LENGTH if min_length is None else min_length)
+                       STREAM_MIN_LENGTH if min_length is None else min_length, proof)

@@ -1,7 +1,9 @@
 """Running a plan and reporting on it: the counts, the shortest failures, the margin.
 
 A context passes when the best acceptable token's logit is strictly above every
-other token's: a tie is not a proof.
+other token's: a tie is not a proof. When the plan is certified, a passing
+context is *proved* when the best acceptable token's lower bound is above every
+other token's upper bound: the same weights in exact real arithmetic give it too.
 """
 
 import math
@@ -12,6 +14,7 @@ import numpy as np
 
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
 from handwired.engine.batch import next_logits_distinct
+from handwired.engine.certify import logit_bounds
 from handwired.engine.forward import softmax
 from handwired.engine.logits import require_finite, top_token
 from handwired.errors import bad_value
@@ -46,6 +49,17 @@ class Margin:
     wrong: str
 
 
+@dataclass(frozen=True)
+class Unproved:
+    """A context that passes in float64 whose bounds do not prove it: the best wrong token's upper bound is
+    ``overlap`` logits above the best right token's lower bound."""
+
+    context: str
+    overlap: float
+    right: str
+    wrong: str
+
+
 @dataclass
 class Report:
     description: str
@@ -59,6 +73,11 @@ class Report:
     failures: list[Failure] = field(default_factory=list)  # distinct, shortest first, at most `show`
     margin: Margin | None = None  # the smallest over passing contexts
     interrupted: bool = False
+    proof: bool = False  # certified: every passing context is either proved or unproved
+    proved: int = 0  # passing contexts whose bounds prove them
+    unproved: int = 0  # passing in float64, not proved
+    first_unproved: Unproved | None = None  # the shortest, first in vocab order
+    widest: float = 0.0  # logits: the widest bound on any logit of a judged context (upper minus lower)
 
     @property
     def decided(self) -> int:
@@ -66,7 +85,8 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return self.failed == 0 and not self.interrupted
+        """Nothing failed, nothing was left unchecked, and when certified, every passing context is proved."""
+        return self.failed == 0 and not self.interrupted and self.unproved == 0
 
     @property
     def shortest_failure(self) -> Failure | None:
@@ -95,7 +115,7 @@ def run(
     """
     if show < 1:
         raise bad_value("show", show, "expected 1 or more")
-    report = Report(plan.description, plan.rule, plan.total)
+    report = Report(plan.description, plan.rule, plan.total, proof=plan.proof)
     failures: dict[str, Failure] = {}
     for batch in plan.batches():
         _tally(model, batch, report, failures, show)
@@ -149,6 +169,29 @@ def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failu
                 wrong=model.vocab[int(np.argmax(np.where(acceptable[row], -np.inf, logits[row])))],
             )
     _keep_failures(model, contexts, logits, acceptable, np.flatnonzero(failing), failures, show)
+    if batch.radius is not None:
+        _tally_proof(model, contexts, logits, batch.radius, acceptable, passing, decided, report)
+
+
+def _tally_proof(model, contexts, logits, radius, acceptable, passing, decided, report: Report) -> None:
+    """Count the passing contexts the bounds prove; keep the first unproved one and the widest bound."""
+    lo, hi = logit_bounds(logits, radius)  # [n, n_vocab] each
+    right_lo = np.where(acceptable, lo, -np.inf).max(axis=1)  # [n]
+    wrong_hi = np.where(acceptable, -np.inf, hi).max(axis=1)  # [n]
+    proved = passing & (right_lo > wrong_hi)  # NaN bounds are never proved
+    unproved = passing & ~proved
+    report.proved += int(proved.sum())
+    report.unproved += int(unproved.sum())
+    if decided.any():
+        report.widest = max(report.widest, float(np.max(2 * radius[decided])))
+    if unproved.any():
+        row = int(np.flatnonzero(unproved)[0])  # a batch is in vocab order and batches come shortest first
+        context = model.decode(contexts[row])
+        if report.first_unproved is None or shortest_first(model.vocab, context) < shortest_first(
+                model.vocab, report.first_unproved.context):
+            report.first_unproved = Unproved(context, float(wrong_hi[row] - right_lo[row]),
+                                             model.vocab[int(np.argmax(np.where(acceptable[row], lo[row], -np.inf)))],
+                                             model.vocab[int(np.argmax(np.where(acceptable[row], -np.inf, hi[row])))])
 
 
 def _keep_failures(model, contexts, logits, acceptable, rows, failures: dict[str, Failure], show: int) -> None:

@@ -80,8 +80,9 @@ def nonzero_parameters(model: Model) -> int:
 
 
 def score(model: Model, report: "Report") -> Score | None:
-    """The score of a solved puzzle; None when the report is not a solution."""
-    if not report.ok or report.margin is None:
+    """The score of a solved puzzle; None when the report is not a solution: something failed, or the passing
+    contexts are not all proved (or the proof was skipped)."""
+    if not report.ok or report.margin is None or not report.proof:
         return None
     # to a millionth of a logit: a reference copied by hand scores level with par, not 2e-14 below it
     margin = round(report.margin.value, MARGIN_DECIMALS)

@@ -97,30 +97,31 @@ def fit_problems(puzzle: Puzzle, model: Model) -> list[str]:
 TREE_VOCAB = 64  # tokens: up to this many, every string is walked as the tree (siblings attend together)
 
 
-def puzzle_plan(puzzle: Puzzle, model: Model) -> Plan:
-    """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule.
-    Every string is evaluated as the tree (handwired.engine.tree) over a small vocabulary, whose siblings attend
-    together in one square product, and walked as a trie beyond it."""
+def puzzle_plan(puzzle: Puzzle, model: Model, proof: bool = True) -> Plan:
+    """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule;
+    ``proof``: with certified bounds. Every string is evaluated as the tree (handwired.engine.tree) over a small
+    vocabulary, whose siblings attend together in one square product, and walked as a trie beyond it."""
     if puzzle.domain is None:  # a puzzle is judged on every context: no sample, so only a smaller statement helps
         if model.n_vocab <= TREE_VOCAB:
             return exhaustive_plan(model, puzzle.rule, instead=(
                 "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or n_ctx "
-                "(or a domain) makes the check shorter", ()))
-        return every_string_plan(model, puzzle.rule)
-    return domain_plan(model, puzzle.domain, puzzle.rule)
+                "(or a domain) makes the check shorter", ()), proof=proof)
+        return every_string_plan(model, puzzle.rule, proof)
+    return domain_plan(model, puzzle.domain, puzzle.rule, proof)
 
 
 def submit(puzzle: Puzzle, model: Model, show: int = FAILURES_SHOWN,
            progress: Callable[[int, int], None] | None = None,
-           should_stop: Callable[[], bool] = lambda: False) -> Submission:
+           should_stop: Callable[[], bool] = lambda: False, proof: bool = True) -> Submission:
     """The whole verdict on ``model`` as an answer to ``puzzle``: fit, counts, failures, margin, score.
 
-    A file that does not fit is not run: its submission holds only what it breaks.
+    A file that does not fit is not run: its submission holds only what it breaks. Without ``proof`` the contexts
+    are judged in float64 alone, and the puzzle is not solved: only a proof scores.
     """
     misfit = tuple(fit_problems(puzzle, model))
     if misfit:
         return Submission(puzzle, model, misfit, None, None)
-    report = run(model, puzzle_plan(puzzle, model), show, progress, should_stop)
+    report = run(model, puzzle_plan(puzzle, model, proof), show, progress, should_stop)
     return Submission(puzzle, model, (), report, score(model, report))
 
 

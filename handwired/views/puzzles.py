@@ -126,8 +126,13 @@ def _standing(score: Score, par: Score | None, record: Score | None, best_before
 
 
 def unsolved_line(submission: Submission) -> Text:
-    """Not solved yet: the size so far against par and the record, and where help is."""
-    puzzle = submission.puzzle
+    """Not solved yet: the size so far against par and the record, and where help is; or, when every context passes
+    in float64, that a puzzle is solved only when proved."""
+    puzzle, report = submission.puzzle, submission.report
+    if report is not None and report.passed and not report.failed and not report.interrupted:
+        skipped = "" if report.proof else " (this check skipped the proof)"
+        return Text(f"\nNot solved: every judged context passes in float64, but a puzzle is solved only when every "
+                    f"one is proved{skipped}.", style="yellow")
     against = [f"{label} {score.parameters}" for label, score in (("par", puzzle.par), ("record", puzzle.record))
                if score is not None]
     size = count(nonzero_parameters(submission.model), "non-zero parameter")

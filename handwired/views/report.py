@@ -9,7 +9,7 @@ from handwired.defaults import NEAR_MISS
 from handwired.judge.report import Margin, Report
 from handwired.views.failure import failure_parts
 from handwired.views.model import model_line
-from handwired.views.numbers import column, count, logits, probability
+from handwired.views.numbers import column, count, logits, number, probability
 from handwired.views.paging import COLUMN_CHROME, TABLE_EDGE, column_pages, table_width
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
@@ -27,6 +27,10 @@ def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> G
     counts.add_row(f"{report.checked:,}", "contexts checked")
     counts.add_row(Text(f"{report.passed:,}", style="green"), "passed")
     counts.add_row(Text(f"{report.failed:,}", style="red" if report.failed else "green"), "failed")
+    if report.proof:
+        counts.add_row(Text(f"{report.proved:,}", style="green"), "proved (the bounds hold in real arithmetic)")
+    if report.unproved:
+        counts.add_row(Text(f"{report.unproved:,}", style="red"), "passed in float64 but not proved")
     if report.ambiguous:
         counts.add_row(f"{report.ambiguous:,}", "ambiguous (the rule allows more than one next token; not judged)")
     if report.out_of_domain:
@@ -38,6 +42,9 @@ def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> G
         parts.append(Text(f"accuracy {accuracy:.2f} % ({report.passed:,} / {report.decided:,} judged)", style=style))
     else:
         parts.append(Text("No context was judged: nothing to score.", style="yellow"))
+    proof = proof_line(report)
+    if proof is not None:
+        parts.append(proof)
     if report.margin is not None:
         near = report.near_miss(near_miss)
         parts.append(margin_line(report.margin, near, explained=True))
@@ -47,6 +54,23 @@ def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> G
     if report.failures:
         parts.append(failures_table(model, report))
     return Group(*parts)
+
+
+def proof_line(report: Report) -> Text | None:
+    """Whether the passing contexts are proved: on every one, not on the first unproved (one line), or not tried."""
+    unproved = report.first_unproved
+    if unproved is not None:
+        overlap = number(unproved.overlap, show_tiny=True)  # a bound's size is the lesson: never ≈0
+        return Text(f"Not proved: {unproved.context!r} passes in float64, but the bounds overlap by {overlap} logits "
+                    f"({unproved.wrong}'s upper bound over {unproved.right}'s lower bound); "
+                    f"{count(report.unproved, 'context')} not proved", style="bold red")
+    if not report.passed or report.failed or report.interrupted:
+        return None
+    if not report.proof:
+        return Text("Passed in float64, not proved: the rounding was not bounded.", style="yellow")
+    return Text(f"Proved on every context: each right token's lower bound is above every other token's upper "
+                f"bound, in real arithmetic (the widest bound {number(report.widest, show_tiny=True)} logits).",
+                style="bold green")
 
 
 def margin_line(margin: Margin, near: bool, explained: bool = False) -> Text:
@@ -128,6 +152,13 @@ def report_json(report: Report, near_miss: float = NEAR_MISS) -> dict:
         "out_of_domain": report.out_of_domain,
         "ok": report.ok,
         "interrupted": report.interrupted,
+        "proof": report.proof,
+        "proved": report.proved,
+        "unproved": report.unproved,
+        "widest_bound": report.widest,
+        "first_unproved": None if report.first_unproved is None else {
+            "context": report.first_unproved.context, "overlap": report.first_unproved.overlap,
+            "right": report.first_unproved.right, "wrong": report.first_unproved.wrong},
         "shortest_failure": report.shortest_failure.context if report.shortest_failure else None,
         "failures": [
             {"context": f.context, "expected": list(f.acceptable), "predicted": f.predicted, "tied": f.tied,

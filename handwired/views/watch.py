@@ -39,7 +39,7 @@ from handwired.views.failure import headline
 from handwired.views.matrices import CHANGED, step_panel
 from handwired.views.model import model_line, window_note
 from handwired.views.numbers import number
-from handwired.views.report import margin_line
+from handwired.views.report import margin_line, proof_line
 from handwired.weightfile import Model, parse, read_json
 from handwired.weightfile.checker import known
 
@@ -254,6 +254,9 @@ def verdict_view(verdict: Verdict, earlier: Verdict | None = None, failure_headl
             report.passed, report.failed):
         line.append(f"  (previous version: {earlier.report.passed:,} passed, {earlier.report.failed:,} failed)", "dim")
     parts: list = [line, *warning]
+    proof = proof_line(report)  # proved on every context, or the first that is not
+    if proof is not None:
+        parts.append(proof)
     if report.margin is not None:
         parts.append(margin_line(report.margin, report.near_miss()))
     if report.failures:

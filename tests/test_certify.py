@@ -1,0 +1,324 @@
+"""The certified bounds: they hold against 50-digit arithmetic, their mids are float64's bits, and the bundled
+answers are proved."""
+
+import glob
+import json
+import re
+from pathlib import Path
+
+import mpmath as mp
+import numpy as np
+import pytest
+from exact import ExactModel
+from reference import params_to_document, random_params
+
+from handwired.engine import certify, interval
+from handwired.engine.forward import forward, gelu
+from handwired.engine.step import float_walk
+from handwired.engine.tree import evaluate_tree
+from handwired.engine.walk import Listed
+from handwired.judge.catalogue import load_puzzle
+from handwired.judge.verdict import submit
+from handwired.weightfile import Model, load
+from handwired.weightfile.parse import parse
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCES = sorted(glob.glob(str(ROOT / "puzzles" / "solutions" / "*.json")))
+RECORDS = sorted(glob.glob(str(ROOT / "tests" / "data" / "records" / "*.json")))
+PUZZLES = sorted(Path(path).stem for path in glob.glob(str(ROOT / "puzzles" / "*.json")))
+
+
+def puzzle_of(path: str):
+    return load_puzzle(Path(path).stem)
+
+
+def model_of(params, vocab, n_ctx, n_head) -> Model:
+    model, problems = parse(params_to_document(params, n_head, vocab, n_ctx), "random.json")
+    assert not problems, problems
+    return model
+
+
+def random_answer(name: str, seed: int) -> Model:
+    """Random weights at the puzzle's caps, LayerNorm everywhere and an MLP (GELU) where the caps allow one."""
+    puzzle = load_puzzle(name)
+    caps, rng = puzzle.caps, np.random.default_rng(seed)
+    hidden = (caps.hidden or 16) if caps.mlp else 1
+    params = random_params(rng, len(puzzle.vocab), puzzle.n_ctx, caps.n_embd, caps.n_layer, hidden,
+                           layer_norm=True, mlp=bool(caps.mlp))
+    for block in params["blocks"]:  # some patterns sharp, some spread
+        block["attn"]["c_attn"]["w"] *= rng.choice([0.5, 2.0, 6.0])
+    return model_of(params, list(puzzle.vocab), puzzle.n_ctx, caps.n_head)
+
+
+def sampled(model: Model, strings: int, rng, puzzle=None) -> list[tuple[int, ...]]:
+    """Every prefix of ``strings`` random strings of full length (from the puzzle's domain when it has one)."""
+    if puzzle is not None and puzzle.domain is not None:
+        longest = max(puzzle.domain.contexts, key=lambda batch: batch.shape[1])
+        picks = longest[rng.choice(len(longest), min(strings, len(longest)), replace=False)]
+    else:
+        picks = rng.integers(0, model.n_vocab, (strings, model.n_ctx))
+    return sorted({tuple(int(t) for t in row[:length]) for row in picks for length in range(1, len(row) + 1)},
+                  key=lambda c: (len(c), c))
+
+
+def exact_models(rng):
+    """(label, model, puzzle, strings): every reference, every record, a random model at each puzzle's caps."""
+    for path in REFERENCES + RECORDS:
+        model = load(path)
+        yield Path(path).name, model, puzzle_of(path), _strings(model)
+    for seed, name in enumerate(PUZZLES * 2):
+        model = random_answer(name, seed)
+        yield f"random {name} ({seed})", model, None, max(3, _strings(model) // 2)
+
+
+def _strings(model: Model) -> int:
+    """Strings to sample: more for a cheap model, fewer for a wide one (the 50-digit pass costs ~ its weights)."""
+    weights = sum(np.size(block["attn"]["c_attn"]["w"]) * 4 // 3 + sum(
+        np.size(layer["w"]) for layer in block.get("mlp", {}).values()) for block in model.params["blocks"])
+    return int(np.clip(500_000 // (weights + 20 * model.n_embd * model.n_vocab + 400) // model.n_ctx, 3, 300))
+
+
+def walk_logits(visits) -> dict[tuple[int, ...], np.ndarray]:
+    """A walk's logits, by judged context."""
+    return {tuple(int(t) for t in row): logits for visit in visits
+            if visit.logits is not None
+            for row, logits in zip(visit.prefixes[visit.judged], visit.logits[visit.judged])}
+
+
+def test_the_bounds_hold_in_50_digit_arithmetic():
+    """On >= 10,000 contexts across every reference, every record and random models at each puzzle's caps, the real
+    logits lie within every bound: the whole-context pass's and the domain walk's (engine.walk, in batches of a few
+    nodes to a few dozen)."""
+    rng = np.random.default_rng(23)
+    checked = 0
+    for label, model, puzzle, strings in exact_models(rng):
+        contexts = sampled(model, strings, rng, puzzle)
+        exact = ExactModel(model.params, model.n_head)
+        by_length: dict[int, list] = {}
+        for context in contexts:
+            by_length.setdefault(len(context), []).append(context)
+        walked = walk_logits(certify.certified_walk(model, Listed([np.array(g) for g in by_length.values()],
+                                                                   model.n_vocab), chunk=int(rng.integers(1, 64))))
+        for group in by_length.values():
+            tokens = np.array(group)
+            whole = certify.certified_logits(model, tokens)
+            packed = np.array([walked[tuple(context)] for context in group])
+            for mid, rad in (whole, (packed[:, :model.n_vocab], packed[:, model.n_vocab:])):
+                lo, hi = certify.logit_bounds(mid, rad)
+                for row, context in enumerate(group):
+                    real = exact.logits(context)
+                    for token, value in enumerate(real):
+                        assert mp.mpf(float(lo[row, token])) <= value <= mp.mpf(float(hi[row, token])), (
+                            label, context, token, float(value), lo[row, token], hi[row, token])
+            checked += len(group)
+    assert checked >= 10_000
+
+
+def test_the_bounds_hold_through_tree_walks_and_layer_norm_extremes():
+    """The tree's walk (the sibling masks) on small random models; and a residual at ±2^53, where float64's mean
+    of the residual is wrong by a whole unit, still has bounds around the real logits."""
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        params = random_params(rng, n_vocab=3, n_ctx=4, n_embd=6, n_layer=2, n_hidden=8)
+        model = model_of(params, ["a", "b", "c"], 4, 2)
+        exact = ExactModel(model.params, model.n_head)
+        for batch in evaluate_tree(model, evaluator=certify.TREE):
+            lo, hi = certify.logit_bounds(batch.logits[:, :3], batch.logits[:, 3:])
+            for row in range(len(lo)):
+                index, context = batch.first + row, []
+                for _ in range(batch.length):
+                    context.insert(0, index % 3)
+                    index //= 3
+                real = exact.logits(tuple(context))
+                assert all(mp.mpf(float(lo[row, t])) <= real[t] <= mp.mpf(float(hi[row, t])) for t in range(3))
+    crafted = load(str(ROOT / "tests" / "data" / "crafted" / "rounded.json"))
+    mid, rad = certify.certified_logits(crafted, np.array([[0]]))
+    lo, hi = certify.logit_bounds(mid, rad)
+    real = ExactModel(crafted.params, 1).logits((0,))
+    assert all(mp.mpf(float(lo[0, t])) <= real[t] <= mp.mpf(float(hi[0, t])) for t in range(2))
+    assert real[0] > real[1] and mid[0, 1] > mid[0, 0]  # the real winner is a, float64's is b
+
+
+@pytest.mark.parametrize("path", REFERENCES + RECORDS, ids=lambda p: f"{Path(p).parent.name}/{Path(p).stem}")
+def test_every_reference_and_record_is_proved_on_its_whole_domain(path):
+    submission = submit(puzzle_of(path), load(path))
+    report = submission.report
+    assert report.proof and report.failed == 0 and report.unproved == 0
+    assert report.proved == report.passed == report.decided > 0
+    assert submission.solved
+
+
+def test_the_certified_mids_are_the_float_passes_bits():
+    """The certified tree and the whole-context pass compute float64's logits exactly, beside their radii; the
+    certified domain walk's are within their radii of the float walk's."""
+    rng = np.random.default_rng(1)
+    params = random_params(rng, n_vocab=3, n_ctx=4, n_embd=6, n_layer=2, n_hidden=8)
+    model = model_of(params, ["a", "b", "c"], 4, 2)
+    plain = sorted(evaluate_tree(model), key=lambda b: (b.length, b.first))
+    proved = sorted(evaluate_tree(model, evaluator=certify.TREE), key=lambda b: (b.length, b.first))
+    assert all(np.array_equal(a.logits, b.logits[:, :3]) for a, b in zip(plain, proved))
+    tokens = rng.integers(0, 3, (50, 4))
+    mid, rad = certify.certified_logits(model, tokens)
+    assert np.array_equal(mid, forward(model.params, tokens, model.n_head, last_only=True))
+    assert (rad > 0).all() and (rad < 1e-6).all()  # worst-case growth through each |w|, yet far below a logit
+    shape = Listed([tokens, tokens[:, :2]], 3)  # the domain walk: siblings attend together in the float one,
+    for chunk in (1, 5, None):  # so its mids may differ from the float walk's in the last bits, never beyond rad
+        plain_walk, certified = (walk_logits(walk(model, shape, chunk=chunk))
+                                 for walk in (float_walk, certify.certified_walk))
+        assert plain_walk.keys() == certified.keys() == shape.contexts
+        for context, logits in plain_walk.items():
+            assert (np.abs(logits - certified[context][:3]) <= certified[context][3:]).all()
+
+
+def test_numpy_exp_is_within_the_stated_ulps():
+    """The one function the bounds trust: numpy's exp on this platform, against 50 digits, over the whole range
+    softmax and GELU use (including where it underflows to subnormals)."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-745, 709, 20_000), rng.uniform(-1, 1, 5_000), rng.uniform(-745, -700, 2_000),
+                        -np.logspace(-300, 2.8, 2_000)])
+    got = np.exp(x)
+    for value, result in zip(x, got):
+        real = mp.exp(mp.mpf(float(value)))
+        ulp = mp.mpf(float(np.spacing(result))) if result > 0 else mp.mpf(2) ** -1074
+        assert abs(mp.mpf(float(result)) - real) <= interval.EXP_ULPS * ulp, value
+
+
+def test_the_gelu_constants_bound_the_real_function():
+    """GELU's slope never exceeds GELU_SLOPE in size; the constants bounding |t| are above the real ones; and the
+    bound of an interval straddling the minimum near -0.75 holds."""
+    k, a = mp.sqrt(2 / mp.pi), mp.mpf("0.044715")
+
+    def real(x):
+        return x / 2 * (1 + mp.tanh(k * (x + a * x**3)))
+
+    slopes = [abs(mp.diff(real, mp.mpf(x) / 50)) for x in range(-500, 501)]
+    assert max(slopes) < interval.GELU_SLOPE
+    assert interval.GELU_C1 > 2 * a * k and interval.GELU_C2 > 2 * k
+    mid, rad = interval.gelu_bounds((np.array([-0.75, -0.7, 3.0, -30.0]), np.array([0.2, 0.01, 1e-9, 1.0])))
+    assert np.array_equal(mid, gelu(np.array([-0.75, -0.7, 3.0, -30.0])))
+    for m, r, c, w in zip(mid, rad, [-0.75, -0.7, 3.0, -30.0], [0.2, 0.01, 1e-9, 1.0]):
+        for t in np.linspace(c - w, c + w, 41):
+            assert abs(real(mp.mpf(float(t))) - mp.mpf(float(m))) <= r
+
+
+def test_a_model_whose_lead_is_below_the_rounding_is_not_proved(tmp_path):
+    """float64 and real arithmetic agree on the winner, but the lead is smaller than what rounding could move."""
+    from typer.testing import CliRunner
+
+    from handwired.cli import app
+
+    path = ROOT / "tests" / "data" / "crafted" / "thin_lead.json"
+    model = load(str(path))
+    mid, _ = certify.certified_logits(model, np.array([[0]]))
+    real = ExactModel(model.params, 1).logits((0,))
+    assert real[1] > real[0] and mid[0, 1] > mid[0, 0]  # both say b
+    result = CliRunner().invoke(app, ["check", str(path), "--exhaustive", "--json"])
+    assert result.exit_code == 1
+    verdict = json.loads(result.stdout)
+    assert verdict["failed"] == 0 and verdict["passed"] == 1
+    assert verdict["proved"] == 0 and verdict["unproved"] == 1 and verdict["first_unproved"]["context"] == "a"
+    assert verdict["widest_bound"] > 0
+
+
+def test_check_names_the_first_unproved_context_in_one_line_and_exits_1(monkeypatch):
+    from test_cli import invoke
+
+    monkeypatch.setenv("COLUMNS", "300")
+    path = str(ROOT / "tests" / "data" / "crafted" / "rounded.json")
+    result = invoke("check", path, "--exhaustive")
+    assert result.exit_code == 1
+    lines = [line for line in result.stdout.splitlines() if "proved" in line and "Not proved" in line]
+    assert len(lines) == 1
+    assert re.match(r"Not proved: 'a' passes in float64, but the bounds overlap by \d\.\d+ logits \(a's upper bound "
+                    r"over b's lower bound\); 1 context not proved$", lines[0].strip())
+    assert "Proved on every context" not in result.stdout
+    skipped = invoke("check", path, "--exhaustive", "--no-proof", "--json")
+    verdict = json.loads(skipped.stdout)
+    assert skipped.exit_code == 0 and verdict["proof"] is False and verdict["proved"] == 0
+    assert "proved" not in invoke("check", path, "--exhaustive", "--no-proof").stdout.replace("not proved", "")
+
+
+def test_a_puzzle_is_solved_and_recorded_only_when_proved(monkeypatch, handwired_home):
+    """The reference of aab: proved, solved, recorded. Without the proof, or with bounds that do not separate
+    the logits, it passes in float64 yet is not solved, and nothing reaches the progress file."""
+    from test_cli import invoke
+
+    from handwired.judge import report as reporting
+
+    reference = str(ROOT / "puzzles" / "solutions" / "aab.json")
+    skipped = invoke("puzzles", "check", "aab", reference, "--no-proof")
+    assert skipped.exit_code == 1 and "Passed in float64, not proved" in skipped.stdout
+    assert "a puzzle is solved only when every one is proved (this check skipped the proof)" in " ".join(
+        skipped.stdout.split())
+    assert "Solved" not in skipped.stdout and not (handwired_home / "progress.json").exists()
+    real = reporting.logit_bounds
+    monkeypatch.setattr(reporting, "logit_bounds", lambda logits, radius: real(logits, radius + 1e6))
+    wide = invoke("puzzles", "check", "aab", reference, "--json")
+    verdict = json.loads(wide.stdout)
+    assert wide.exit_code == 1 and not verdict["solved"] and verdict["score"] is None
+    assert verdict["proved"] == 0 and verdict["unproved"] == verdict["passed"] > 0
+    assert verdict["first_unproved"]["overlap"] > 1e6 and not (handwired_home / "progress.json").exists()
+    monkeypatch.setattr(reporting, "logit_bounds", real)
+    proved = invoke("puzzles", "check", "aab", reference)
+    assert proved.exit_code == 0 and "Proved on every context" in proved.stdout and "Solved" in proved.stdout
+    assert (handwired_home / "progress.json").exists()
+
+
+def test_watch_says_proved_only_when_proved():
+    from rich.console import Console
+
+    from handwired.views.watch import check_verdict, puzzle_verdict, verdict_view
+
+    def shown(verdict) -> str:
+        console = Console(width=300, record=True, color_system=None)
+        console.print(verdict_view(verdict))
+        return console.export_text()
+
+    reference = load(str(ROOT / "puzzles" / "solutions" / "aab.json"))
+    text = shown(puzzle_verdict(load_puzzle("aab"))(reference))
+    assert text.startswith("PASS") and "Proved on every context" in text
+    rounded = load(str(ROOT / "tests" / "data" / "crafted" / "rounded.json"))
+    text = shown(check_verdict(rounded))
+    assert text.startswith("FAIL") and "Not proved: 'a' passes in float64" in text and "Proved on" not in text
+
+
+def test_the_estimate_before_a_certified_check_counts_the_proofs_cost():
+    """A check the float estimate would allow is refused when the proof's cost takes it over the limit."""
+    from handwired.errors import HandwiredError
+    from handwired.judge.contexts import count_contexts, estimated_seconds
+    from handwired.judge.plans import PROOF_COST, exhaustive_plan, pattern_rule
+
+    model = load(str(ROOT / "weights" / "aab.json"))
+    seconds = estimated_seconds(model, count_contexts(model))
+    limit = seconds * (1 + PROOF_COST) / 2  # between the float estimate and the certified one
+    exhaustive_plan(model, pattern_rule(model, "aab"), max_seconds=limit, proof=False)
+    with pytest.raises(HandwiredError, match="of checking for this model"):
+        exhaustive_plan(model, pattern_rule(model, "aab"), max_seconds=limit, proof=True)
+
+
+def test_the_walks_estimates_count_the_proofs_cost(monkeypatch):
+    """A domain, and every string over a wide vocabulary, walked: the float check within the limit and the certified
+    one over it are told apart before anything is walked (the walk patched to fail if called for the latter)."""
+    from handwired.engine import walk as walking
+    from handwired.errors import HandwiredError
+    from handwired.judge import contexts
+    from handwired.judge.plans import PROOF_COST, domain_plan, every_string_plan
+    from handwired.judge.rules import PatternRule
+
+    add = load(str(ROOT / "puzzles" / "solutions" / "add.json"))
+    domain = load_puzzle("add").domain
+    n_contexts, nodes = domain.bound()
+    wide = model_of(random_params(np.random.default_rng(2), n_vocab=70, n_ctx=2, n_embd=4, n_layer=1, n_hidden=4),
+                    list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&*+-"), 2, 1)
+    rule = PatternRule(np.array([0, 1]), 70, "ab")
+    for model, make, (judged, walked) in ((add, lambda proof: domain_plan(add, domain, load_puzzle("add").rule, proof),
+                                           (n_contexts, nodes)),
+                                          (wide, lambda proof: every_string_plan(wide, rule, proof),
+                                           (70 + 70**2, 70 + 70**2))):
+        seconds = contexts.walk_seconds(model, walked, judged)
+        monkeypatch.setattr(contexts, "MAX_EXHAUSTIVE_SECONDS", seconds * (1 + PROOF_COST) / 2)
+        make(False)
+        monkeypatch.setattr(walking, "walk", lambda *args: pytest.fail("walked"))
+        with pytest.raises(HandwiredError, match="to check for this model, more than"):
+            next(make(True).batches())
+        monkeypatch.undo()
