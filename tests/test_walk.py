@@ -232,6 +232,25 @@ def test_four_million_sums_are_read_and_estimated_not_refused_when_read(tmp_path
         submit(puzzle, model)
 
 
+def test_a_refused_proof_offers_the_float_check_in_each_command_that_has_it(tmp_path, monkeypatch):
+    """When only the proof's cost puts a check over the limit, the refusal says so and names --no-proof with the
+    float check's own estimate, in check, puzzles check and watch (whose verdict then walks in float64)."""
+    from handwired.views import watch as watching
+
+    puzzle, model = wide_add(tmp_path, "###+###")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(walking, "walk", _refuse)
+    for args in (["puzzles", "check", "wide.json", "model.json"], ["check", "-w", "model.json", "--puzzle", "wide.json"]):
+        message = user_error(*args)
+        assert "to check for this model, more than the 30 seconds" in message, (args, message)
+        assert "or judge it in float64 without the proof (--no-proof: about " in message, (args, message)
+        assert "\n" not in message.strip()
+    with pytest.raises(HandwiredError, match=r"\(no_proof: about "):
+        watching.puzzle_verdict(puzzle)(model)
+    with pytest.raises(AssertionError, match="called"):  # --no-proof: the float walk starts
+        watching.puzzle_verdict(puzzle, proof=False)(model)
+
+
 def test_a_wider_sum_is_counted_and_checked(tmp_path):
     """##+## with a 4-digit answer at add's caps (40,000 contexts): counted over its inputs alone, bounded by the
     formula, every context judged, and the walk's logits those of the batched forward pass on every 97th context."""

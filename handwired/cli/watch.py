@@ -3,6 +3,7 @@
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +14,7 @@ from rich.live import Live
 from handwired.cli.common import (
     BlockOption,
     HeadOption,
+    NoProofOption,
     PositionOption,
     ShowAllOption,
     WeightsOption,
@@ -52,6 +54,7 @@ def watch(
         str | None, typer.Option(help="Judge by this puzzle's rule (handwired puzzles); default: the puzzle the file "
                                       "names, else its target. While it fails, its shortest failure is drawn.")
     ] = None,
+    no_proof: NoProofOption = False,
 ) -> None:
     """Show the explain view and the check verdict of PATH, and redraw them each time it is saved (Ctrl-C quits)."""
     if weights is not None and text is None:  # watch -w PATH TEXT: the one positional is the text
@@ -62,7 +65,8 @@ def watch(
         raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
     wanted = explaining.expand(step or [])
     named = any(name in explaining.BLOCK_STEPS for name in step or [])  # heads/concat asked for by name
-    judge = watching.puzzle_verdict(load_puzzle(puzzle)) if puzzle is not None else watching.file_verdict
+    judge = (watching.puzzle_verdict(load_puzzle(puzzle), not no_proof) if puzzle is not None
+             else partial(watching.file_verdict, proof=not no_proof))
     console = SafeConsole(highlight=False)
     if not console.is_terminal:
         raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "

@@ -246,7 +246,10 @@ def refuse_large_walk(model: Model, what: str, contexts: int, nodes: int, longes
     narrow = f"; {instead}"
     seconds = walk_seconds(model, nodes, contexts) * cost
     if seconds > MAX_EXHAUSTIVE_SECONDS:
+        unproved = seconds / cost  # the float64 check alone, without the certified bounds
+        if cost > 1 and unproved <= MAX_EXHAUSTIVE_SECONDS:
+            narrow += f", or judge it in float64 without the proof ({{no_proof}}: about {duration(unproved)})"
         raise HandwiredError(f"{what}: about {duration(seconds)} to {verb} for this model, more than the "
-                             f"{duration(MAX_EXHAUSTIVE_SECONDS)} handwired will spend on one{narrow}")
+                             f"{duration(MAX_EXHAUSTIVE_SECONDS)} handwired will spend on one{narrow}", ("no_proof",))
     kept = _times(contexts, longest + KEPT_PER_CONTEXT) if verb == "spread" else 0.0
     refuse_large(what, walk_bytes(model, longest) + kept, narrow)

@@ -66,12 +66,13 @@ def check_verdict(model: Model, limit: int = QUICK_EXHAUSTIVE) -> Verdict:
     return Verdict(f"check, {how}", report)
 
 
-def puzzle_verdict(puzzle: Puzzle) -> Judge:
-    """The puzzle's verdict (handwired.judge.verdict.submit): does the file fit, and is every context right."""
+def puzzle_verdict(puzzle: Puzzle, proof: bool = True) -> Judge:
+    """The puzzle's verdict (handwired.judge.verdict.submit): does the file fit, and is every context right
+    (proved, unless ``proof`` is False)."""
 
     def judge(model: Model) -> Verdict:
         how = f"puzzle {puzzle.name}"
-        submission = submit(puzzle, model, show=FAILURES_SHOWN)
+        submission = submit(puzzle, model, show=FAILURES_SHOWN, proof=proof)
         if not submission.fits:
             return Verdict(how, None, "the file does not fit the puzzle: it expects " + "; ".join(submission.misfit))
         return Verdict(how, submission.report, follows_failure=True)
@@ -79,12 +80,12 @@ def puzzle_verdict(puzzle: Puzzle) -> Judge:
     return judge
 
 
-def file_verdict(model: Model) -> Verdict:
+def file_verdict(model: Model, proof: bool = True) -> Verdict:
     """The verdict of the puzzle the file names (as it names it at this save), else check's on its target."""
     puzzle, note = named_puzzle(model)
     if puzzle is None:
         return check_verdict(model)
-    return replace(puzzle_verdict(puzzle)(model), note=note or "")
+    return replace(puzzle_verdict(puzzle, proof)(model), note=note or "")
 
 
 @dataclass(frozen=True)
