@@ -240,7 +240,8 @@ def test_a_refused_proof_offers_the_float_check_in_each_command_that_has_it(tmp_
     puzzle, model = wide_add(tmp_path, "###+###")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(walking, "walk", _refuse)
-    for args in (["puzzles", "check", "wide.json", "model.json"], ["check", "-w", "model.json", "--puzzle", "wide.json"]):
+    for args in (["puzzles", "check", "wide.json", "model.json"],
+                 ["check", "-w", "model.json", "--puzzle", "wide.json"]):
         message = user_error(*args)
         assert "to check for this model, more than the 30 seconds" in message, (args, message)
         assert "or judge it in float64 without the proof (--no-proof: about " in message, (args, message)
