@@ -135,9 +135,10 @@ def attention_before(q, k, v, mask, hook=None):  # without a hook: the intermedi
 TREE_PLAN = exhaustive_plan
 
 
-def per_context_plan(model, rule, min_length: int = 1, limit: int = MAX_EXHAUSTIVE) -> Plan:
-    """The exhaustive plan as it was: batches of contexts, each evaluated from scratch by run_plan."""
-    tree_plan = TREE_PLAN(model, rule, min_length, limit)  # for its checks and description; never run
+def per_context_plan(model, rule, min_length: int = 1, limit: int = MAX_EXHAUSTIVE, proof: bool = True) -> Plan:
+    """The exhaustive plan as it was: batches of contexts, each evaluated from scratch by run_plan, in float64
+    alone (there was no proof then, so ``proof`` is taken and not used)."""
+    tree_plan = TREE_PLAN(model, rule, min_length, limit, proof=False)  # for its checks and description; never run
 
     def batches():
         for contexts in exhaustive_contexts(model, min_length):
