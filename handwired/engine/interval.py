@@ -6,6 +6,9 @@ function for it); ``rad`` bounds how far the value of the same formula in exact 
 The real formula is GPT-2's with the file's float64 numbers as exact constants: the weights, LayerNorm's eps
 (the float64 nearest 1e-5), and GELU's 0.044715 and √(2/π) taken as real numbers.
 
+Attention is bounded per query and head, not per score (:func:`attention_radius`): from the size of the query
+and the largest key and value it sees (and their radii), with no array the size of the scores.
+
 How each rounding is bounded (u = 2^-53, round to nearest):
 
 * one addition, subtraction, multiplication, division or square root is within u·|result| of the exact
@@ -28,10 +31,12 @@ from handwired.engine.forward import LN_EPS
 U = 2.0**-53  # the unit roundoff of float64
 TINY = 2.0**-1000  # above every underflow loss a bound here can meet (each at most 2^-1075, times few terms)
 EXP_ULPS = 4  # numpy's exp is trusted within this many ulps (tested against mpmath)
-EXP_LOW, EXP_HIGH = 1 - 16 * U, 1 + 16 * U  # exp's own error (2·EXP_ULPS·u relative), the product's rounding
+EXP_HIGH = 1 + 16 * U  # above exp's own error (2·EXP_ULPS·u relative) and the product's rounding
 GELU_SLOPE = 1.13  # sup |gelu'| over the real line is 1.12899… (at x ≈ 1.6), inf is -0.12899…
-GELU_C1 = 0.07135481627362  # above 2·0.044715·√(2/π): |t| ≤ |x|·(C2 + C1·x²), t = -2·√(2/π)·(x + 0.044715·x³)
-GELU_C2 = 1.5957691216058  # above 2·√(2/π)
+GELU_ROUNDING = 30  # forward.gelu(x) is within 30·u·|x| of the real gelu(x) (see gelu_bounds)
+SOFTMAX_LIMIT = 16  # a score's error beyond this: attention is not bounded (see attention_radius)
+SCORE_REACH = 400  # |s - M| ≤ 2·400: beyond, a key's weight is below 2^-1071 in float and in real arithmetic
+NORM_FLOOR = 2.0**-500  # above √m·2^-537, what underflowing squares can hide from a norm of m entries
 
 
 def gamma(n):  # -> a float above γ_n = n·u / (1 - n·u), the relative error of a sum of n terms in any order
@@ -97,80 +102,37 @@ def linear(x, weight, b):  # interval [..., n_in] @ exact [n_in, n_out] + exact 
     return mid, rad
 
 
-def operand(x, n, n_head):  # interval [..., E] -> packed [..., E + 2·n_head]: mid, then per head the largest
-    # γ_n·|mid| + rad and the largest |mid| + rad over its dimensions: what a product over at most n terms with x on
-    # its right needs (see the spreads), made once, as a key or value is read by every descendant of its position
-    mid, rad = x
-    heads = (*mid.shape[:-1], n_head, mid.shape[-1] // n_head)  # [..., head, d_head]
-    size = np.abs(mid).reshape(heads).max(axis=-1)  # [..., head]
-    spread = rad.reshape(heads).max(axis=-1)  # [..., head]
-    return np.concatenate([mid, up(size * gamma(n) + spread, 2), up(size + spread, 1)], axis=-1)
+def head_norms(x, d):  # [..., m] -> [..., m / d]: above the Euclidean norm of each run of d entries (a head's)
+    runs = x.reshape(*x.shape[:-1], -1, d)
+    squares = np.einsum("...d,...d->...", runs, runs)  # within γ_(d+1), in any order
+    return up(np.sqrt(squares), d + 3) + NORM_FLOOR
 
 
-def scores_spread(q, k_scaled, k_whole):
-    # q interval [..., n_q, d]; k's bounds [..., n_k] -> radius [..., n_q, n_k] around fl(qm @ kmᵀ):
-    # Σ|qm|·(γ_d·|km| + kr) covers the product's rounding and k's radius, Σ qr·(|km| + kr) q's; each bounded by
-    # Σ_d |q_d| times k's largest over d
-    (qm, qr), d = q, q[0].shape[-1]
-    size = np.abs(qm).sum(axis=-1, keepdims=True)  # [..., n_q, 1]
-    spread = size * k_scaled[..., None, :] + qr.sum(axis=-1, keepdims=True) * k_whole[..., None, :]  # [..., n_q, n_k]
-    return up(spread, 2 * d + 4) + (size + d) * TINY  # underflows in γ·|k| times Σ|q|, and the sum's own
-
-
-def mix_spread(p, v_scaled, v_whole):
-    # p interval [..., n_q, n_k] with entries in [0, 1]; v's bounds [..., n_k] -> radius [..., n_q, 1] around each
-    # fl(pm @ vm): Σ_k pm_k·(γ·|vm| + vr) + pr_k·(|vm| + vr), each v bounded by its largest over d
-    (pm, pr), n = p, p[0].shape[-1]
-    spread = (pm * v_scaled[..., None, :] + pr * v_whole[..., None, :]).sum(axis=-1, keepdims=True)  # [..., n_q, 1]
-    return up(spread, 2 * n + 4) + 2 * n * TINY
-
-
-def scaled_rad(rad, mid, d):  # the radius of x [...] before, fl(x / fl(√d)) [...] after, d whole -> radius after
-    root = math.sqrt(d)  # within u·√d of √d, as np.sqrt's
-    return up(rad / (root * (1 - 2 * U)) + np.abs(mid) * (4 * U), 3)
-
-
-def softmax_bounds(s, pattern):  # scores interval [..., n_key] (masked keys -inf), forward's softmax of them
-    # -> the pattern as an interval [..., n_key]: p_j = e_j / (e_j + Σ_{k≠j} e_k), e_k = exp(s_k - M), bounded below
-    # by e_lo_j / (e_lo_j + Σ_{k≠j} e_hi_k) and above by e_hi_j / (e_hi_j + Σ_{k≠j} e_lo_k) (any shift M cancels)
-    sm, sr = s
-    n = sm.shape[-1]
-    d = np.maximum(sm, -(2.0**1000))  # [..., n_key]: a masked key's exp underflows to 0 either way, without inf - inf
-    d -= np.max(sm, axis=-1, keepdims=True)  # ≤ 0, within u·|d|
-    err = np.abs(d)
-    err += sr
-    err *= 8 * U  # covers the roundings of d, of d ± sr and of subtracting or adding err
-    err += sr  # [..., n_key]: how far the real s_k - M can be from d, and more
-    e_lo, e_hi = np.subtract(d, err), np.add(d, err, out=d)  # [..., n_key] each
-    e_lo = np.maximum(np.exp(e_lo, out=e_lo) * EXP_LOW - TINY, 0)  # [..., n_key]
-    np.exp(e_hi, out=e_hi)
-    e_hi *= EXP_HIGH
-    e_hi += TINY  # [..., n_key]: a masked key's is TINY, above its 0
-    total_lo = np.sum(e_lo, axis=-1, keepdims=True) * (1 - 2 * gamma(n + 2))  # [..., 1]
-    total_hi = up(np.sum(e_hi, axis=-1, keepdims=True), n + 2)  # [..., 1]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # the others' sums, each the total less its own term: that subtraction is within u·total
-        others_hi = up(np.maximum(total_hi - e_hi, 0) + total_hi * (2 * U), 2)  # [..., n_key]
-        others_lo = np.maximum(total_lo * (1 - 4 * U) - e_lo, 0)  # [..., n_key]
-        others_hi += e_lo
-        np.divide(e_lo, others_hi, out=e_lo)
-        p_lo = np.fmax(e_lo * (1 - 4 * U), 0, out=e_lo)  # fmax/fmin: 0/0 or inf/inf gives the trivial bound
-        others_lo += e_hi
-        np.divide(e_hi, others_lo, out=e_hi)
-        p_hi = np.fmin(e_hi * (1 + 4 * U), 1, out=e_hi)
-    return hull(pattern, p_lo, p_hi)
-
-
-def attention(q, k, v, mask):
-    # q interval [batch, head, n_q, d_head]; k and v operands as (mid [batch, head, n_k, d_head], its two bounds
-    # [batch, head, n_k] each), k's made for d_head terms, v's for at least n_k; exact mask [n_q, n_k]
-    # -> interval [batch, head, n_q, d_head], its mid forward.attention's bits
-    seen = {}
-    z = forward.attention(q[0], k[0], v[0], mask, seen.__setitem__)  # [batch, head, n_q, d_head]
-    raw = scores_spread(q, k[1], k[2])  # [batch, head, n_q, n_k]
-    scores_rad = scaled_rad(raw, seen["scores_before_mask"], q[0].shape[-1])  # [batch, head, n_q, n_k]
-    pattern = softmax_bounds((seen["hook_attn_scores"], scores_rad), seen["hook_pattern"])
-    return z, np.broadcast_to(mix_spread(pattern, v[1], v[2]), z.shape)
+def attention_radius(q_size, q_rad, k_big, k_rad, v_big, v_rad, mixed, d, n):
+    # Per query and head [..., head], broadcast: q_size and q_rad the Euclidean norms of q and of its radii over the
+    # head's d dimensions; k_big, v_big, k_rad and v_rad the largest such norms of k, v and their radii over the keys
+    # the query sees; mixed [..., head, 2]: Σ_k p̃_k·|v_k| and Σ_k p̃_k·|r_k| as forward computes them (p̃ forward's
+    # pattern, |v_k| and |r_k| the norms of key k's value and of its radii); n the keys softmax adds (masked ones
+    # included) -> a radius of z [..., head], every dimension of forward.attention's output for that query and head.
+    # Scores s = q·k/√d: each within R of forward's (Σ_d |q_d·k_d| ≤ |q|·|k|: the product's γ_d·|q||k|, the radii,
+    # √d's rounding). Softmax subtracts the largest score M: each a_k = s_k - M within R + u·|s - M| of forward's
+    # ã_k, and |ã_k| ≤ 2·max|s|; a key with |ã_k| > 800 has exp(a_k) and forward's exp(ã_k) both below 2^-1071
+    # (while R ≤ SOFTMAX_LIMIT), an error the absolute terms cover, so Δ = R + u·min(2·max|s|, 800) serves every
+    # other key. Each exp is then within e^{±Δ} and exp's error, every weight p_k within (ρ - 1)·p̃_k of forward's
+    # p̃_k, ρ = e^{2Δ}·(1 + κ) (κ: the roundings of the sum and the division), ρ - 1 ≤ (2Δ + κ)·e^{2Δ} (e^x - 1 ≤
+    # x·e^x). Then z = Σ p_k·v_k is within γ_n·Σ p̃_k|v_k| + (ρ - 1)·Σ p̃_k|v_k| + ρ·Σ p̃_k|r_k| of forward's.
+    # Beyond Δ = SOFTMAX_LIMIT the radius is infinite: not proved. Masked keys weigh exactly 0 either way.
+    root = math.sqrt(d) * (1 - 2 * U)  # below √d and fl(√d)
+    product = q_size * k_big  # [..., head]: above Σ_d |q_d·k_d|
+    score = product * (1 + gamma(d + 4)) / root  # above every |s| forward computes
+    error = ((product * gamma(d) + q_size * k_rad + q_rad * (k_big + k_rad)) / root + score * (4 * U)
+             + np.minimum(score, SCORE_REACH) * (2 * U * (1 + 4 * U)))  # the product, the radii, √d; then s - M
+    delta = up(error, 20) + (d + 2) * TINY  # [..., head]: above |a_k - ã_k| for every key that weighs anything
+    with np.errstate(over="ignore", invalid="ignore"):
+        grow = up((2 * delta + 2 * gamma(n + 20)) * np.exp(2 * delta) * EXP_HIGH, 4)  # above ρ - 1
+        near = mixed[..., 0] * (gamma(n) + grow) + mixed[..., 1] * (1 + grow)  # [..., head]
+        near = up(near * (1 + 2 * gamma(n)), 4) + n * TINY * (v_big + v_rad + 1)  # the sums' own roundings
+        return np.where(delta <= SOFTMAX_LIMIT, near, np.inf)  # a NaN Δ: infinite too
 
 
 def layer_norm_bounds(x, g, b, eps=LN_EPS):  # interval [..., n] -> interval [..., n], mid forward.layer_norm's
@@ -200,10 +162,8 @@ def layer_norm_bounds(x, g, b, eps=LN_EPS):  # interval [..., n] -> interval [..
 def gelu_bounds(x):  # interval [...] -> interval [...], mid forward.gelu's
     # |gelu(a) - gelu(b)| ≤ GELU_SLOPE·|a - b| on the whole line, so an interval that straddles the minimum
     # (-0.17004… at -0.75246…) is covered too. Forward's float evaluation of gelu(x) = x / (1 + exp(t)) is within
-    # (12.2·|t| + 24)·u of it, relatively, where t > 0 (x < 0), and within 24·u where t ≤ 0 (x ≥ 0: exp(t) ≤ 1
-    # absorbs t's rounding); once exp(t) overflows, the real |gelu(x)| is below TINY.
+    # (12.2·t + 24)·u of it, relatively, where t = -2·√(2/π)·(x + 0.044715·x³) > 0 (x < 0), and within 24·u where
+    # x ≥ 0; as |gelu(x)| = |x| / (1 + e^t) and t / (1 + e^t) ≤ 0.2785, that is within (12.2·0.2785 + 24)·u·|x| <
+    # GELU_ROUNDING·u·|x|; once exp(t) overflows, the real |gelu(x)| is below TINY.
     xm, xr = x
-    mid = forward.gelu(xm)  # [...]
-    a = np.abs(xm)
-    t = np.where(xm < 0, a * (GELU_C2 + GELU_C1 * a * a), 0)  # [...] ≥ |t| where it matters
-    return mid, up(GELU_SLOPE * xr + (12.2 * U * t + 24 * U) * np.abs(mid), 6) + TINY
+    return forward.gelu(xm), up(GELU_SLOPE * xr + (GELU_ROUNDING * U) * np.abs(xm), 3) + TINY
