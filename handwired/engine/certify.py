@@ -30,7 +30,7 @@ CHUNK_POSITIONS = 8192  # positions per certified pass over whole contexts
 _LAST_PREPARED: dict = {}  # the last model certified_logits prepared, and its prepared weights
 
 
-def prepare(params: dict) -> dict:
+def prepare(params: dict, n_head: int) -> dict:
     """The parameters with each matrix an :class:`~handwired.engine.interval.Weight` (|w| computed once)."""
 
     def layer(part: dict) -> dict:
@@ -40,7 +40,8 @@ def prepare(params: dict) -> dict:
     for block in params["blocks"]:
         n_embd = block["attn"]["c_attn"]["w"].shape[0]
         attn, w, b = block["attn"], block["attn"]["c_attn"]["w"], block["attn"]["c_attn"]["b"]
-        out = {**block, "attn": {"c_attn": layer(attn["c_attn"]), "c_proj": layer(attn["c_proj"]),
+        c_proj = {"w": iv.Weight(attn["c_proj"]["w"], n_head), "b": attn["c_proj"]["b"]}  # its radius per head
+        out = {**block, "attn": {"c_attn": layer(attn["c_attn"]), "c_proj": c_proj,
                                  "q": {"w": iv.Weight(w[:, :n_embd]), "b": b[:n_embd]},  # forward.mha's slices
                                  "kv": {"w": iv.Weight(w[:, n_embd:]), "b": b[n_embd:]}}}
         if "mlp" in block:
@@ -107,8 +108,7 @@ def _mlp(x, block):  # interval [..., n_embd] -> x after the block's MLP, if it 
 def _after(x, block, z, zeta):  # x interval [n, n_embd]; z [n, n_embd] merged heads, its radius per head [n, head]
     # -> x after the attention's c_proj, the residual and the MLP
     proj = block["attn"]["c_proj"]
-    z = (z, np.repeat(zeta, z.shape[-1] // zeta.shape[-1], axis=-1))  # [n, n_embd]
-    return _mlp(iv.add(x, iv.linear(z, proj["w"], proj["b"])), block)
+    return _mlp(iv.add(x, iv.linear((z, None), proj["w"], proj["b"], zeta)), block)
 
 
 def _logits(prepared, x):  # interval [n, n_embd] -> packed [n, 2*n_vocab]: ln_f and the tied unembedding
@@ -120,7 +120,7 @@ def certified_table(model: Model):
     """What the walks pass their position functions: the prepared weights, and block 0's q, k and v for every
     (token, position) and their stats, [n_vocab, n_ctx, 3*n_embd + 6*n_head] (None without blocks)."""
     params = model.params
-    prepared = prepare(params)
+    prepared = prepare(params, model.n_head)
     if not params["blocks"]:
         return prepared, None
     x = iv.embed(params["wte"][:, None, :] + params["wpe"][None, :, :])  # [n_vocab, n_ctx, n_embd]
@@ -138,8 +138,9 @@ def _position_qkv(x, block, table_rows, n_head):  # -> q, k, v mids [n, 3*n_embd
 
 def tree_position(params, n_head, tokens, position, kv, setup):
     # As tree.new_position, in intervals: tokens [n]; kv per block, the parents' keys and values with room for the
-    # new ones, each key its mid and then its bounds (per head: the largest |k|, the largest radius)
-    # [c, position + sibling, n_embd + 2*n_head] -> packed logits [n, 2*n_vocab]
+    # new ones [c, position + sibling, n_embd + 4*n_head]: each key its mid, then the largest bounds of the keys up
+    # to its own (4*head); each value its mid, then its own bounds (2*head, and 2*head unused)
+    # -> packed logits [n, 2*n_vocab]
     prepared, table = setup
     x = iv.embed(np.take(params["wte"] + params["wpe"][position], tokens, axis=0))  # [n, n_embd]
     n, n_embd = x[0].shape
@@ -148,18 +149,17 @@ def tree_position(params, n_head, tokens, position, kv, setup):
         qkv, st = _position_qkv(x, block, np.take(table[:, position], tokens, axis=0) if i == 0 else None, h)
         c, n_keys, _ = keys.shape
         n_sibling = n // c
-        for j, part in enumerate((keys, values)):  # the new keys: mid, then per head the largest |k| and radius
-            own = np.concatenate([qkv[:, (j + 1) * n_embd:(j + 2) * n_embd], st[:, (2 + j) * h:(3 + j) * h],
-                                  st[:, (4 + j) * h:(5 + j) * h]], axis=1)
-            part[:, -n_sibling:] = own.reshape(c, n_sibling, -1)
-        seen = st[:, 2 * h:].reshape(c, n_sibling, 4 * h)
-        if n_keys > n_sibling:  # the parent's keys: their largest bounds, each query sees all of them
-            past = [part[:, :n_keys - n_sibling, n_embd:].max(axis=1) for part in (keys, values)]  # [c, 2*head] x2
-            seen = np.maximum(seen, np.concatenate([past[0][:, :h], past[1][:, :h], past[0][:, h:],
-                                                    past[1][:, h:]], axis=-1)[:, None])
+        seen = st[:, 2 * h:].reshape(c, n_sibling, 4 * h)  # [c, sibling, 4*head]: the largest bounds each sees
+        if n_keys > n_sibling:  # the parent's, up to its own key
+            seen = np.maximum(seen, keys[:, n_keys - n_sibling - 1, None, n_embd:])
+        keys[:, -n_sibling:, :n_embd] = qkv[:, n_embd:2 * n_embd].reshape(c, n_sibling, n_embd)
+        keys[:, -n_sibling:, n_embd:] = seen
+        values[:, -n_sibling:, :n_embd] = qkv[:, 2 * n_embd:].reshape(c, n_sibling, n_embd)
+        values[:, -n_sibling:, n_embd:n_embd + h] = st[:, 3 * h:4 * h].reshape(c, n_sibling, h)
+        values[:, -n_sibling:, n_embd + h:n_embd + 2 * h] = st[:, 5 * h:].reshape(c, n_sibling, h)
         q = split_heads(qkv[:, :n_embd].reshape(c, n_sibling, n_embd), h)  # [c, head, sibling, d_head]
         z, mixed = _attention(q, split_heads(keys[..., :n_embd], h), split_heads(values[..., :n_embd], h),
-                              values[..., n_embd:], sibling_mask(n_keys - n_sibling, n_sibling))  # [c, head, sibling, ·]
+                              values[..., n_embd:n_embd + 2 * h], sibling_mask(n_keys - n_sibling, n_sibling))
         mixed = np.swapaxes(mixed, 1, 2).reshape(n, h, 2)  # [n, head, 2]
         zeta = z_radius(st[:, :2 * h], seen.reshape(n, -1), mixed, h, n_embd // h, n_keys)  # [n, head]
         x = _after(x, block, merge_heads(z).reshape(n, n_embd), zeta)
@@ -239,7 +239,7 @@ def certified_step(model: Model, setup, past: list, family: Family, length: int,
 
 
 # The certified pass of engine.tree's walk: keys and values with their bounds, logits as mid | rad
-TREE = Pass(certified_table, tree_position, extra=2, logits=2)
+TREE = Pass(certified_table, tree_position, extra=4, logits=2)
 
 
 def _block(x, block, n_head, n_query):
@@ -283,7 +283,7 @@ def certified_logits(model: Model, contexts: np.ndarray) -> tuple[np.ndarray, np
     a bound on their distance from the real-arithmetic ones."""
     last = _LAST_PREPARED.get("model")
     if last is None or last[0] is not model:  # a stream check asks batch after batch for the same model
-        last = _LAST_PREPARED["model"] = (model, {**prepare(model.params), "n_head": model.n_head})
+        last = _LAST_PREPARED["model"] = (model, {**prepare(model.params, model.n_head), "n_head": model.n_head})
     prepared = last[1]
     contexts = np.asarray(contexts)
     if len(contexts) == 0:

@@ -55,7 +55,11 @@ def exact(mid):  # [...] -> an interval of zero radius: a float64 the model hold
 
 def add(a, b):  # intervals [...] + [...] -> [...]: one rounding, within u·|sum|; adding never underflows
     mid = a[0] + b[0]
-    return mid, up(a[1] + b[1] + U * np.abs(mid), 3)
+    rad = np.abs(mid)
+    rad *= U
+    rad += a[1]
+    rad += b[1]
+    return mid, up(rad, 3)
 
 
 def embed(mid):  # [...] the float sum of two exact embeddings -> an interval: that one rounding
@@ -75,18 +79,22 @@ def upper(x, n=1):  # [...] -> above the real value
 
 
 class Weight:
-    """An exact float64 matrix, with what every product by it needs: |w| and the underflow floor of its columns."""
+    """An exact float64 matrix, with what every product by it needs: |w|, the sums of |w| over each of its
+    ``groups`` of rows (c_proj's heads: for a radius constant over a group) and the underflow floor of its columns."""
 
-    def __init__(self, w):  # [n_in, n_out]
+    def __init__(self, w, groups=1):  # [n_in, n_out]
         self.w = w
         self.abs = np.abs(w)  # [n_in, n_out]
         self.n = w.shape[0]
         self.zero = not w.any()  # a silent layer: x·0 is exactly 0
+        self.grouped = up(self.abs.reshape(groups, -1, w.shape[1]).sum(axis=1), self.n)  # [groups, n_out]
         # an underflow in γ·|x| (2^-1075 each) reaches the output times a column's Σ|w|; the product's own, n of them
-        self.floor = (self.abs.sum(axis=0) + self.n) * 2.0**-1070  # [n_out]
+        self.floor = (self.abs.sum(axis=0) + self.n) * 2.0**-1070 + TINY  # [n_out]
+        self.scale = 1 + gamma(self.n + 12)  # the radius's own roundings (the products, the sums, the bias's), and more
 
 
-def linear(x, weight, b):  # interval [..., n_in] @ exact [n_in, n_out] + exact [n_out] -> [..., n_out]
+def linear(x, weight, b, grouped=None):  # interval [..., n_in] @ exact [n_in, n_out] + exact [n_out] -> [..., n_out];
+    # ``grouped`` [..., groups]: x's radius given per group of rows instead (x[1] is then unread)
     xm, xr = x
     if weight.zero:  # 0·x + b: exactly b, as forward computes it
         mid = np.broadcast_to(b, (*xm.shape[:-1], b.shape[-1])).copy()
@@ -94,11 +102,15 @@ def linear(x, weight, b):  # interval [..., n_in] @ exact [n_in, n_out] + exact 
     mid = forward.linear(xm, weight.w, b)  # forward's bits
     size = np.abs(xm)  # [..., n_in]
     size *= gamma(weight.n)
-    size += xr
-    rad = up((size.reshape(-1, weight.n) @ weight.abs).reshape(mid.shape), weight.n + 3)  # [..., n_out]
+    if grouped is None:
+        size += xr
+    rad = forward.matmul(size, weight.abs)  # [..., n_out]: Σ_i (γ_n·|x_i| + r_i)·|w_ij|
+    if grouped is not None:
+        rad += forward.matmul(grouped, weight.grouped)
+    rad *= weight.scale
     rad += weight.floor
-    if b.any():  # the bias was added after the product: one more rounding
-        rad = up(rad + U * np.abs(mid), 2)
+    if b.any():  # the bias was added after the product: one more rounding, within u·|mid|
+        rad += np.abs(mid) * (U * weight.scale)
     return mid, rad
 
 

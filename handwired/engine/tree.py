@@ -107,7 +107,7 @@ class Pass:
     """How a walk evaluates a batch's new position: ``position(params, n_head, tokens, position, kv, setup)``, as
     :func:`new_position` (or :func:`handwired.engine.trie`'s, as it walks), given ``setup(model)`` made once per
     walk, each of its keys and values n_embd + ``extra``·n_head numbers and its logits ``logits`` per token
-    (:mod:`handwired.engine.certify`'s: 2 and 2)."""
+    (:mod:`handwired.engine.certify`'s: 4 and 2)."""
 
     setup: Callable
     position: Callable
