@@ -33,21 +33,20 @@ _LAST_PREPARED: dict = {}  # the last model certified_logits prepared, and its p
 def prepare(params: dict, n_head: int) -> dict:
     """The parameters with each matrix an :class:`~handwired.engine.interval.Weight` (|w| computed once)."""
 
-    def layer(part: dict) -> dict:
-        return {"w": iv.Weight(part["w"]), "b": part["b"]}
+    def layer(part: dict, groups: int = 1) -> dict:
+        return {"w": iv.Weight(part["w"], part["b"], groups), "b": part["b"]}
 
     blocks = []
     for block in params["blocks"]:
         n_embd = block["attn"]["c_attn"]["w"].shape[0]
         attn, w, b = block["attn"], block["attn"]["c_attn"]["w"], block["attn"]["c_attn"]["b"]
-        c_proj = {"w": iv.Weight(attn["c_proj"]["w"], n_head), "b": attn["c_proj"]["b"]}  # its radius per head
-        out = {**block, "attn": {"c_attn": layer(attn["c_attn"]), "c_proj": c_proj,
-                                 "q": {"w": iv.Weight(w[:, :n_embd]), "b": b[:n_embd]},  # forward.mha's slices
-                                 "kv": {"w": iv.Weight(w[:, n_embd:]), "b": b[n_embd:]}}}
+        out = {**block, "attn": {"c_attn": layer(attn["c_attn"]), "c_proj": layer(attn["c_proj"], n_head),  # per head
+                                 "q": layer({"w": w[:, :n_embd], "b": b[:n_embd]}),  # forward.mha's slices
+                                 "kv": layer({"w": w[:, n_embd:], "b": b[n_embd:]})}}
         if "mlp" in block:
             out["mlp"] = {"c_fc": layer(block["mlp"]["c_fc"]), "c_proj": layer(block["mlp"]["c_proj"])}
         blocks.append(out)
-    unembed = {"w": iv.Weight(params["wte"].T), "b": np.zeros(params["wte"].shape[0])}  # tied, no bias
+    unembed = layer({"w": params["wte"].T, "b": np.zeros(params["wte"].shape[0])})  # tied, no bias
     return {**params, "blocks": blocks, "unembed": unembed}
 
 

@@ -79,38 +79,40 @@ def upper(x, n=1):  # [...] -> above the real value
 
 
 class Weight:
-    """An exact float64 matrix, with what every product by it needs: |w|, the sums of |w| over each of its
-    ``groups`` of rows (c_proj's heads: for a radius constant over a group) and the underflow floor of its columns."""
+    """An exact float64 matrix and the bias added after it, with what a product by it needs, made once: |w|, the sums
+    of |w| over each of its ``groups`` of rows (c_proj's heads: for a radius constant over a group), both enlarged to
+    cover the radius's own roundings, and a floor per column: the bias's rounding and every underflow."""
 
-    def __init__(self, w, groups=1):  # [n_in, n_out]
-        self.w = w
-        self.abs = np.abs(w)  # [n_in, n_out]
-        self.n = w.shape[0]
+    def __init__(self, w, b, groups=1):  # [n_in, n_out], [n_out]
+        self.w, self.n = w, w.shape[0]
         self.zero = not w.any()  # a silent layer: x·0 is exactly 0
-        self.grouped = up(self.abs.reshape(groups, -1, w.shape[1]).sum(axis=1), self.n)  # [groups, n_out]
-        # an underflow in γ·|x| (2^-1075 each) reaches the output times a column's Σ|w|; the product's own, n of them
-        self.floor = (self.abs.sum(axis=0) + self.n) * 2.0**-1070 + TINY  # [n_out]
-        self.scale = 1 + gamma(self.n + 12)  # the radius's own roundings (the products, the sums, the bias's), and more
+        scale = 1 + gamma(self.n + 12)  # the radius's roundings: the products, the sums, the additions, and more
+        size = np.abs(w)  # [n_in, n_out]
+        self.abs = size * scale
+        self.grouped = up(size.reshape(groups, -1, w.shape[1]).sum(axis=1), self.n) * scale  # [groups, n_out]
+        # |mid| ≤ (1 + γ_n)·Σ|x||w| + |b|: the bias's rounding within u·|mid| is covered by ``size``'s u·(1 + γ_n)·|x|
+        # and u·|b| here; an underflow in γ·|x| (2^-1075 each) reaches the output times a column's Σ|w|, the
+        # product's own n of them
+        self.size = gamma(self.n) + U * (1 + gamma(self.n)) if b.any() else gamma(self.n)  # the factor of |x|
+        self.floor = up(U * np.abs(b) + (size.sum(axis=0) + self.n) * 2.0**-1070, 2)  # [n_out]
 
 
 def linear(x, weight, b, grouped=None):  # interval [..., n_in] @ exact [n_in, n_out] + exact [n_out] -> [..., n_out];
     # ``grouped`` [..., groups]: x's radius given per group of rows instead (x[1] is then unread)
+    # The radius: Σ_i (c·|x_i| + r_i)·|w_ij| + u·|b_j|, c = γ_n for the product, and u·(1 + γ_n) for the bias
     xm, xr = x
     if weight.zero:  # 0·x + b: exactly b, as forward computes it
         mid = np.broadcast_to(b, (*xm.shape[:-1], b.shape[-1])).copy()
         return mid, np.zeros_like(mid)
     mid = forward.linear(xm, weight.w, b)  # forward's bits
     size = np.abs(xm)  # [..., n_in]
-    size *= gamma(weight.n)
+    size *= weight.size
     if grouped is None:
         size += xr
-    rad = forward.matmul(size, weight.abs)  # [..., n_out]: Σ_i (γ_n·|x_i| + r_i)·|w_ij|
-    if grouped is not None:
-        rad += forward.matmul(grouped, weight.grouped)
-    rad *= weight.scale
+    rad = forward.matmul(size, weight.abs)  # [..., n_out]
+    if grouped is not None:  # one group: a product of a column by a row
+        rad += grouped * weight.grouped[0] if len(weight.grouped) == 1 else forward.matmul(grouped, weight.grouped)
     rad += weight.floor
-    if b.any():  # the bias was added after the product: one more rounding, within u·|mid|
-        rad += np.abs(mid) * (U * weight.scale)
     return mid, rad
 
 
