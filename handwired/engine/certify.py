@@ -93,6 +93,10 @@ def _attention(q, k, v, values_bounds, mask):  # forward.attention's q, k, v [..
     return pattern @ v, pattern @ np.moveaxis(bounds, -1, -3)  # [..., head, n_q, ·]
 
 
+def _bias(x, block):  # interval [n, n_embd] -> x after a silent attention: its c_proj.b alone
+    return iv.add(x, iv.exact(np.broadcast_to(block["attn"]["c_proj"]["b"], x[0].shape)))
+
+
 def _mlp(x, block):  # interval [..., n_embd] -> x after the block's MLP, if it has one
     if "mlp" not in block:
         return x
@@ -144,7 +148,11 @@ def tree_position(params, n_head, tokens, position, kv, setup):
     x = iv.embed(np.take(params["wte"] + params["wpe"][position], tokens, axis=0))  # [n, n_embd]
     n, n_embd = x[0].shape
     h = n_head
-    for i, (block, (keys, values)) in enumerate(zip(prepared["blocks"], kv)):
+    for i, (block, past) in enumerate(zip(prepared["blocks"], kv)):
+        if past is None:  # a silent attention: its bias, then the MLP
+            x = _mlp(_bias(x, block), block)
+            continue
+        keys, values = past
         qkv, st = _position_qkv(x, block, np.take(table[:, position], tokens, axis=0) if i == 0 else None, h)
         c, n_keys, _ = keys.shape
         n_sibling = n // c
@@ -216,7 +224,7 @@ def certified_step(model: Model, setup, past: list, family: Family, length: int,
     for b, (block, kv) in enumerate(zip(prepared["blocks"], past)):
         if kv is None:  # silent attention: only its bias reaches the residual stream
             kept.append(None)
-            x = iv.add(x, iv.exact(np.broadcast_to(block["attn"]["c_proj"]["b"], x[0].shape)))  # [n, n_embd]
+            x = _bias(x, block)  # [n, n_embd]
         else:
             qkv, st = _position_qkv(x, block, table[tokens, length - 1] if b == 0 else None, h)
             mine = _extend(kv, qkv, st, family, length, h)
