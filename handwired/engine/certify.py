@@ -69,9 +69,10 @@ def _qkv(x, block):  # interval [n, n_embd] -> interval [n, 3*n_embd]: ln_1 and 
 
 def stats(qkv, n_head):  # interval [..., 3*n_embd] -> [..., 6*n_head]: per head, the Euclidean norms of q and of
     # its radii, then the key's bounds: the norms of k, of v, of k's radii, of v's radii
-    mid, rad = (iv.head_norms(part, qkv[0].shape[-1] // (3 * n_head)) for part in qkv)  # [..., 3*head] each
     h = n_head
-    return np.concatenate([mid[..., :h], rad[..., :h], mid[..., h:], rad[..., h:]], axis=-1)
+    norms = iv.head_norms(np.stack(qkv, axis=-2), qkv[0].shape[-1] // (3 * h))  # [..., 2, 3*head]: mid's, rad's
+    return np.concatenate([norms[..., :, :h].reshape(*norms.shape[:-2], 2 * h), norms[..., 0, h:], norms[..., 1, h:]],
+                          axis=-1)
 
 
 def z_radius(q, seen, mixed, n_head, d, n):  # q's Σ|q| and Σ radii [..., 2*head], the largest bounds of the keys

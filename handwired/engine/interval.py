@@ -35,7 +35,7 @@ EXP_HIGH = 1 + 16 * U  # above exp's own error (2·EXP_ULPS·u relative) and the
 GELU_SLOPE = 1.13  # sup |gelu'| over the real line is 1.12899… (at x ≈ 1.6), inf is -0.12899…
 GELU_ROUNDING = 30  # forward.gelu(x) is within 30·u·|x| of the real gelu(x) (see gelu_bounds)
 SOFTMAX_LIMIT = 16  # a score's error beyond this: attention is not bounded (see attention_radius)
-SCORE_REACH = 400  # |s - M| ≤ 2·400: beyond, a key's weight is below 2^-1071 in float and in real arithmetic
+SCORE_REACH = 800  # |s - M| beyond this: a key's weight is below 2^-1071 in float and in real arithmetic
 NORM_FLOOR = 2.0**-500  # above √m·2^-537, what underflowing squares can hide from a norm of m entries
 
 
@@ -129,23 +129,32 @@ def attention_radius(q_size, q_rad, k_big, k_rad, v_big, v_rad, mixed, d, n):
     # pattern, |v_k| and |r_k| the norms of key k's value and of its radii); n the keys softmax adds (masked ones
     # included) -> a radius of z [..., head], every dimension of forward.attention's output for that query and head.
     # Scores s = q·k/√d: each within R of forward's (Σ_d |q_d·k_d| ≤ |q|·|k|: the product's γ_d·|q||k|, the radii,
-    # √d's rounding). Softmax subtracts the largest score M: each a_k = s_k - M within R + u·|s - M| of forward's
-    # ã_k, and |ã_k| ≤ 2·max|s|; a key with |ã_k| > 800 has exp(a_k) and forward's exp(ã_k) both below 2^-1071
-    # (while R ≤ SOFTMAX_LIMIT), an error the absolute terms cover, so Δ = R + u·min(2·max|s|, 800) serves every
-    # other key. Each exp is then within e^{±Δ} and exp's error, every weight p_k within (ρ - 1)·p̃_k of forward's
+    # √d's rounding). Softmax subtracts the largest score M: each a_k = s_k - M within R + u·|ã_k| of forward's
+    # ã_k; a key with |ã_k| > 800 has exp(a_k) and forward's exp(ã_k) both below 2^-1071 (while R ≤ SOFTMAX_LIMIT),
+    # an error the absolute terms cover, so Δ = R + 800·u serves every other key. Each exp is then within e^{±Δ} and exp's error, every weight p_k within (ρ - 1)·p̃_k of forward's
     # p̃_k, ρ = e^{2Δ}·(1 + κ) (κ: the roundings of the sum and the division), ρ - 1 ≤ (2Δ + κ)·e^{2Δ} (e^x - 1 ≤
     # x·e^x). Then z = Σ p_k·v_k is within γ_n·Σ p̃_k|v_k| + (ρ - 1)·Σ p̃_k|v_k| + ρ·Σ p̃_k|r_k| of forward's.
     # Beyond Δ = SOFTMAX_LIMIT the radius is infinite: not proved. Masked keys weigh exactly 0 either way.
     root = math.sqrt(d) * (1 - 2 * U)  # below √d and fl(√d)
     product = q_size * k_big  # [..., head]: above Σ_d |q_d·k_d|
-    score = product * (1 + gamma(d + 4)) / root  # above every |s| forward computes
-    error = ((product * gamma(d) + q_size * k_rad + q_rad * (k_big + k_rad)) / root + score * (4 * U)
-             + np.minimum(score, SCORE_REACH) * (2 * U * (1 + 4 * U)))  # the product, the radii, √d; then s - M
-    delta = up(error, 20) + (d + 2) * TINY  # [..., head]: above |a_k - ã_k| for every key that weighs anything
+    radii = k_big + k_rad
+    radii *= q_rad
+    radii += q_size * k_rad  # [..., head]: what q's and k's radii move q·k by
+    # the product's γ_d·|q||k| and √d's rounding (4u·|s|, |s| ≤ (1 + γ_(d+4))·|q||k| / √d), the radii, then s - M's
+    # rounding, within u·min(2·max|s|, 800)
+    delta = product * ((gamma(d) + 4 * U * (1 + gamma(d + 4))) / root)
+    delta += radii * (1 / root)
+    delta *= 1 + gamma(24)
+    delta += U * SCORE_REACH * (1 + gamma(24)) + (d + 2) * TINY  # [..., head]: above |a_k - ã_k|, every key
     with np.errstate(over="ignore", invalid="ignore"):
-        grow = up((2 * delta + 2 * gamma(n + 20)) * np.exp(2 * delta) * EXP_HIGH, 4)  # above ρ - 1
-        near = mixed[..., 0] * (gamma(n) + grow) + mixed[..., 1] * (1 + grow)  # [..., head]
-        near = up(near * (1 + 2 * gamma(n)), 4) + n * TINY * (v_big + v_rad + 1)  # the sums' own roundings
+        grow = 2 * delta  # then above ρ - 1:
+        grow += 2 * gamma(n + 20)
+        grow *= np.exp(2 * delta)
+        grow *= EXP_HIGH * (1 + gamma(6))
+        near = mixed[..., 0] * (gamma(n) + grow)
+        near += mixed[..., 1] * (1 + grow)  # [..., head]
+        near *= (1 + 2 * gamma(n)) * (1 + gamma(6))  # the sums' own roundings
+        near += v_big * (n * TINY) + (v_rad + 1) * (n * TINY)
         return np.where(delta <= SOFTMAX_LIMIT, near, np.inf)  # a NaN Δ: infinite too
 
 
