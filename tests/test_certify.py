@@ -139,6 +139,60 @@ def test_the_bounds_hold_through_tree_walks_and_layer_norm_extremes():
     assert real[0] > real[1] and mid[0, 1] > mid[0, 0]  # the real winner is a, float64's is b
 
 
+def adversarial_model(kind: str, seed: int) -> Model:
+    """A small random model (3 tokens, n_ctx 4, two heads, LayerNorm, GELU) pushed where the bounds are tested hardest."""
+    rng = np.random.default_rng(seed)
+    params = random_params(rng, n_vocab=3, n_ctx=4, n_embd=4, n_layer=2, n_hidden=6)
+    blocks = params["blocks"]
+    if kind == "huge scores":  # scores of 1e6..1e9: keys far beyond the reach where they weigh anything, and not
+        for block in blocks:
+            block["attn"]["c_attn"]["w"][:, :4] *= 3e3 * rng.choice([1, 30], 4)
+            block["attn"]["c_attn"]["w"][:, 4:8] *= 1e3
+    elif kind == "near-constant rows":  # LayerNorm of rows equal to within 1e-9 of their size: eps dominates
+        params["wte"] = 1e6 + rng.normal(0, 1e-3, (3, 4))
+        params["wpe"] = rng.normal(0, 1e-3, (4, 4)) + 1e6
+    elif kind == "gelu minimum":  # pre-activations straddling GELU's minimum at -0.75246…
+        for block in blocks:
+            block["mlp"]["c_fc"]["w"] *= 1e-3
+            block["mlp"]["c_fc"]["b"] = -0.75246 + rng.normal(0, 1e-4, 6)
+    elif kind == "cancellation":  # embeddings of ±1e8 that cancel to a few units, wide residuals
+        big = rng.choice([-1e8, 1e8], (3, 4))
+        params["wte"] = big + rng.normal(0, 1, (3, 4))
+        params["wpe"] = rng.normal(0, 1, (4, 4))
+        params["wpe"][1:] -= big[rng.integers(0, 3, 3)]
+    return model_of(params, ["a", "b", "c"], 4, 2)
+
+
+@pytest.mark.parametrize("kind", ["huge scores", "near-constant rows", "gelu minimum", "cancellation"])
+def test_the_bounds_hold_in_50_digit_arithmetic_on_adversarial_models(kind):
+    """Every pass (whole contexts, the domain walk, the tree) bounds the real logits on models built to strain the
+    bounds: huge attention scores, LayerNorm of near-constant rows, GELU near its minimum, cancelling residuals."""
+    for seed in range(2):
+        model = adversarial_model(kind, seed)
+        exact = ExactModel(model.params, model.n_head)
+        contexts = [tuple(int(t) for t in row) for length in range(1, 5)
+                    for row in np.random.default_rng(seed).integers(0, 3, (8, length))]
+        groups = {length: np.array(sorted({c for c in contexts if len(c) == length})) for length in range(1, 5)}
+        walked = walk_logits(certify.certified_walk(model, Listed(list(groups.values()), 3), chunk=5))
+        tree = {}
+        for batch in evaluate_tree(model, evaluator=certify.TREE, workers=1):
+            for row in range(len(batch.logits)):
+                index, context = batch.first + row, []
+                for _ in range(batch.length):
+                    context.insert(0, index % 3)
+                    index //= 3
+                tree[tuple(context)] = batch.logits[row]
+        for length, tokens in groups.items():
+            whole = certify.certified_logits(model, tokens)
+            for row, context in enumerate(map(tuple, tokens)):
+                real = exact.logits(context)
+                for mid, rad in ((whole[0][row], whole[1][row]), (walked[context][:3], walked[context][3:]),
+                                 (tree[context][:3], tree[context][3:])):
+                    lo, hi = certify.logit_bounds(mid, rad)
+                    assert all(mp.mpf(float(lo[t])) <= real[t] <= mp.mpf(float(hi[t])) for t in range(3)), (
+                        kind, seed, context, [float(v) for v in real], lo, hi)
+
+
 @pytest.mark.parametrize("path", REFERENCES + RECORDS, ids=lambda p: f"{Path(p).parent.name}/{Path(p).stem}")
 def test_every_reference_and_record_is_proved_on_its_whole_domain(path):
     submission = submit(puzzle_of(path), load(path))

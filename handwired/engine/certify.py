@@ -75,8 +75,8 @@ def stats(qkv, n_head):  # interval [..., 3*n_embd] -> [..., 6*n_head]: per head
                           axis=-1)
 
 
-def z_radius(q, seen, mixed, n_head, d, n):  # q's Σ|q| and Σ radii [..., 2*head], the largest bounds of the keys
-    # it sees [..., 4*head], the pattern times the values' bounds [..., head, 2], d_head, n keys in its softmax
+def z_radius(q, seen, mixed, n_head, d, n):  # q's norms [..., 2*head], the largest bounds of the keys it sees
+    # [..., 4*head], the pattern times the values' bounds [..., head, 3] (see _attention), d_head, n keys in its softmax
     # -> z's radius [..., head]
     h = n_head
     return iv.attention_radius(q[..., :h], q[..., h:], seen[..., :h], seen[..., 2 * h:3 * h], seen[..., h:2 * h],
@@ -85,13 +85,15 @@ def z_radius(q, seen, mixed, n_head, d, n):  # q's Σ|q| and Σ radii [..., 2*he
 
 def _attention(q, k, v, values_bounds, mask):  # forward.attention's q, k, v [..., head, n, d_head] and mask; each
     # value's bounds per head [..., n_keys, 2*head] -> z [..., head, n_q, d_head], forward.attention's bits, and the
-    # pattern times the values' bounds [..., head, n_q, 2]
+    # pattern p̃ times the values' bounds, and p̃·(1 - p̃) times their norms [..., head, n_q, 3]
     scores = q @ np.swapaxes(k, -1, -2)  # [..., head, n_q, n_keys]: forward.attention's steps, keeping the pattern
     scores /= np.sqrt(q.shape[-1])
     scores += mask
     pattern = softmax(scores, out=scores)
-    bounds = values_bounds.reshape(*values_bounds.shape[:-1], 2, -1)  # [..., n_keys, 2, head]
-    return pattern @ v, pattern @ np.moveaxis(bounds, -1, -3)  # [..., head, n_q, ·]
+    bounds = np.moveaxis(values_bounds.reshape(*values_bounds.shape[:-1], 2, -1), -1, -3)  # [..., head, n_keys, 2]
+    spread = 1 - pattern
+    spread *= pattern  # p̃·(1 - p̃), each within 2u: how far a weight can move, relatively
+    return pattern @ v, np.concatenate([pattern @ bounds, spread @ bounds[..., :1]], axis=-1)  # [..., head, n_q, ·]
 
 
 def _bias(x, block):  # interval [n, n_embd] -> x after a silent attention: its c_proj.b alone
@@ -168,7 +170,7 @@ def tree_position(params, n_head, tokens, position, kv, setup):
         q = split_heads(qkv[:, :n_embd].reshape(c, n_sibling, n_embd), h)  # [c, head, sibling, d_head]
         z, mixed = _attention(q, split_heads(keys[..., :n_embd], h), split_heads(values[..., :n_embd], h),
                               values[..., n_embd:n_embd + 2 * h], sibling_mask(n_keys - n_sibling, n_sibling))
-        mixed = np.swapaxes(mixed, 1, 2).reshape(n, h, 2)  # [n, head, 2]
+        mixed = np.swapaxes(mixed, 1, 2).reshape(n, h, 3)  # [n, head, 3]
         zeta = z_radius(st[:, :2 * h], seen.reshape(n, -1), mixed, h, n_embd // h, n_keys)  # [n, head]
         x = _after(x, block, merge_heads(z).reshape(n, n_embd), zeta)
     return _logits(prepared, x)

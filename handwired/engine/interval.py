@@ -125,15 +125,18 @@ def head_norms(x, d):  # [..., m] -> [..., m / d]: above the Euclidean norm of e
 def attention_radius(q_size, q_rad, k_big, k_rad, v_big, v_rad, mixed, d, n):
     # Per query and head [..., head], broadcast: q_size and q_rad the Euclidean norms of q and of its radii over the
     # head's d dimensions; k_big, v_big, k_rad and v_rad the largest such norms of k, v and their radii over the keys
-    # the query sees; mixed [..., head, 2]: Σ_k p̃_k·|v_k| and Σ_k p̃_k·|r_k| as forward computes them (p̃ forward's
-    # pattern, |v_k| and |r_k| the norms of key k's value and of its radii); n the keys softmax adds (masked ones
-    # included) -> a radius of z [..., head], every dimension of forward.attention's output for that query and head.
+    # the query sees; mixed [..., head, 3]: Σ_k p̃_k·|v_k|, Σ_k p̃_k·|r_k| and Σ_k p̃_k·(1 - p̃_k)·|v_k| as forward
+    # computes them (p̃ forward's pattern, |v_k| and |r_k| the norms of key k's value and of its radii); n the keys
+    # softmax adds (masked ones included) -> a radius of z [..., head], every dimension of forward.attention's
+    # output for that query and head.
     # Scores s = q·k/√d: each within R of forward's (Σ_d |q_d·k_d| ≤ |q|·|k|: the product's γ_d·|q||k|, the radii,
     # √d's rounding). Softmax subtracts the largest score M: each a_k = s_k - M within R + u·|ã_k| of forward's
     # ã_k; a key with |ã_k| > 800 has exp(a_k) and forward's exp(ã_k) both below 2^-1071 (while R ≤ SOFTMAX_LIMIT),
-    # an error the absolute terms cover, so Δ = R + 800·u serves every other key. Each exp is then within e^{±Δ} and exp's error, every weight p_k within (ρ - 1)·p̃_k of forward's
-    # p̃_k, ρ = e^{2Δ}·(1 + κ) (κ: the roundings of the sum and the division), ρ - 1 ≤ (2Δ + κ)·e^{2Δ} (e^x - 1 ≤
-    # x·e^x). Then z = Σ p_k·v_k is within γ_n·Σ p̃_k|v_k| + (ρ - 1)·Σ p̃_k|v_k| + ρ·Σ p̃_k|r_k| of forward's.
+    # an error the absolute terms cover, so Δ = R + 800·u serves every other key, and every ratio of two exps is
+    # within e^{±2Δ'} of forward's, Δ' = Δ + exp's error. A weight is p_j = 1 / (1 + r_j), r_j = Σ_{k≠j} e_k / e_j,
+    # so |p_j - p̂_j| ≤ p̂_j·(1 - p̂_j)·(e^{2Δ'} - 1) around p̂_j, the exact softmax of forward's exps, and forward's
+    # p̃_j is within γ_(n+2)·p̃_j of p̂_j (the sum, the division): a weight near 1 barely moves (e^x - 1 ≤ x·e^x).
+    # Then z = Σ p_k·v_k is within γ_n·Σ p̃_k|v_k| + Σ|p_k - p̃_k|·|v_k| + Σ p_k·|r_k| of forward's.
     # Beyond Δ = SOFTMAX_LIMIT the radius is infinite: not proved. Masked keys weigh exactly 0 either way.
     root = math.sqrt(d) * (1 - 2 * U)  # below √d and fl(√d)
     product = q_size * k_big  # [..., head]: above Σ_d |q_d·k_d|
@@ -141,18 +144,19 @@ def attention_radius(q_size, q_rad, k_big, k_rad, v_big, v_rad, mixed, d, n):
     radii *= q_rad
     radii += q_size * k_rad  # [..., head]: what q's and k's radii move q·k by
     # the product's γ_d·|q||k| and √d's rounding (4u·|s|, |s| ≤ (1 + γ_(d+4))·|q||k| / √d), the radii, then s - M's
-    # rounding, within u·min(2·max|s|, 800)
+    # rounding, within u·min(2·max|s|, 800), and exp's
     delta = product * ((gamma(d) + 4 * U * (1 + gamma(d + 4))) / root)
     delta += radii * (1 / root)
     delta *= 1 + gamma(24)
-    delta += U * SCORE_REACH * (1 + gamma(24)) + (d + 2) * TINY  # [..., head]: above |a_k - ã_k|, every key
+    delta += U * (SCORE_REACH + 2 * EXP_ULPS) * (1 + gamma(24)) + (d + 2) * TINY  # [..., head]: Δ'
+    kappa = 2 * gamma(n + 2)
     with np.errstate(over="ignore", invalid="ignore"):
-        grow = 2 * delta  # then above ρ - 1:
-        grow += 2 * gamma(n + 20)
+        grow = 2 * delta  # then above (e^{2Δ'} - 1)·(1 + κ):
         grow *= np.exp(2 * delta)
-        grow *= EXP_HIGH * (1 + gamma(6))
-        near = mixed[..., 0] * (gamma(n) + grow)
-        near += mixed[..., 1] * (1 + grow)  # [..., head]
+        grow *= EXP_HIGH * (1 + gamma(6)) * (1 + kappa)
+        near = mixed[..., 0] * (gamma(n) + kappa + kappa * grow)  # [..., head]
+        near += mixed[..., 2] * grow
+        near += mixed[..., 1] * (1 + kappa + grow)
         near *= (1 + 2 * gamma(n)) * (1 + gamma(6))  # the sums' own roundings
         near += v_big * (n * TINY) + (v_rad + 1) * (n * TINY)
         return np.where(delta <= SOFTMAX_LIMIT, near, np.inf)  # a NaN Δ: infinite too
