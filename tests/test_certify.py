@@ -140,7 +140,7 @@ def test_the_bounds_hold_through_tree_walks_and_layer_norm_extremes():
 
 
 def adversarial_model(kind: str, seed: int) -> Model:
-    """A small random model (3 tokens, n_ctx 4, two heads, LayerNorm, GELU) pushed where the bounds are tested hardest."""
+    """A small random model (3 tokens, n_ctx 4, two heads, LayerNorm, GELU) pushed where bounds are tested hardest."""
     rng = np.random.default_rng(seed)
     params = random_params(rng, n_vocab=3, n_ctx=4, n_embd=4, n_layer=2, n_hidden=6)
     blocks = params["blocks"]
@@ -182,7 +182,7 @@ def test_the_bounds_hold_in_50_digit_arithmetic_on_adversarial_models(kind):
                     context.insert(0, index % 3)
                     index //= 3
                 tree[tuple(context)] = batch.logits[row]
-        for length, tokens in groups.items():
+        for tokens in groups.values():
             whole = certify.certified_logits(model, tokens)
             for row, context in enumerate(map(tuple, tokens)):
                 real = exact.logits(context)
