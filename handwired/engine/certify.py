@@ -9,7 +9,7 @@ The passes here are the float ones with intervals: :func:`certified_logits` for 
 and :func:`certified_step` for a puzzle's domain, and every string beyond the tree (:mod:`handwired.engine.walk`);
 each walk calls them in place of its float function. Attention's radius is one number per query and head,
 made from what each key contributes: per head, the largest |k| and |v| of its dimensions and their largest radii,
-its *bounds* (``4·n_head`` numbers: |k|'s, |v|'s, k's radii, v's radii), so a query needs only the largest bounds
+its *bounds* (``4·n_head`` numbers: |k|'s, k's radii, |v|'s, v's radii), so a query needs only the largest bounds
 over the keys it sees. Logits come packed,
 ``[..., mid | rad]``. The mids of the tree and the whole-context pass are the float pass's numbers, bit for bit;
 the domain walk's are computed in its own order (within their radii of the float walk's).
@@ -68,18 +68,17 @@ def _qkv(x, block):  # interval [n, n_embd] -> interval [n, 3*n_embd]: ln_1 and 
 
 
 def stats(qkv, n_head):  # interval [..., 3*n_embd] -> [..., 6*n_head]: per head, the Euclidean norms of q and of
-    # its radii, then the key's bounds: the norms of k, of v, of k's radii, of v's radii
-    h = n_head
-    norms = iv.head_norms(np.stack(qkv, axis=-2), qkv[0].shape[-1] // (3 * h))  # [..., 2, 3*head]: mid's, rad's
-    return np.concatenate([norms[..., :, :h].reshape(*norms.shape[:-2], 2 * h), norms[..., 0, h:], norms[..., 1, h:]],
-                          axis=-1)
+    # its radii, then the key's bounds: the norms of k, of k's radii, of v, of v's radii
+    d = qkv[0].shape[-1] // (3 * n_head)
+    mid, rad = (iv.head_norms(part, d).reshape(*part.shape[:-1], 3, n_head) for part in qkv)  # [..., q k v, head]
+    return np.stack((mid, rad), axis=-2).reshape(*qkv[0].shape[:-1], 6 * n_head)
 
 
 def z_radius(q, seen, mixed, n_head, d, n):  # q's norms [..., 2*head], the largest bounds of the keys it sees
     # [..., 4*head], the pattern times the values' bounds [..., head, 3] (see _attention), d_head, n keys in its softmax
     # -> z's radius [..., head]
     h = n_head
-    return iv.attention_radius(q[..., :h], q[..., h:], seen[..., :h], seen[..., 2 * h:3 * h], seen[..., h:2 * h],
+    return iv.attention_radius(q[..., :h], q[..., h:], seen[..., :h], seen[..., h:2 * h], seen[..., 2 * h:3 * h],
                                seen[..., 3 * h:], mixed, d, n)
 
 
@@ -165,8 +164,7 @@ def tree_position(params, n_head, tokens, position, kv, setup):
         keys[:, -n_sibling:, :n_embd] = qkv[:, n_embd:2 * n_embd].reshape(c, n_sibling, n_embd)
         keys[:, -n_sibling:, n_embd:] = seen
         values[:, -n_sibling:, :n_embd] = qkv[:, 2 * n_embd:].reshape(c, n_sibling, n_embd)
-        values[:, -n_sibling:, n_embd:n_embd + h] = st[:, 3 * h:4 * h].reshape(c, n_sibling, h)
-        values[:, -n_sibling:, n_embd + h:n_embd + 2 * h] = st[:, 5 * h:].reshape(c, n_sibling, h)
+        values[:, -n_sibling:, n_embd:n_embd + 2 * h] = st[:, 4 * h:].reshape(c, n_sibling, 2 * h)
         q = split_heads(qkv[:, :n_embd].reshape(c, n_sibling, n_embd), h)  # [c, head, sibling, d_head]
         z, mixed = _attention(q, split_heads(keys[..., :n_embd], h), split_heads(values[..., :n_embd], h),
                               values[..., n_embd:n_embd + 2 * h], sibling_mask(n_keys - n_sibling, n_sibling))
@@ -198,7 +196,7 @@ def _extend(kv, qkv, st, family: Family, length: int, n_head: int):
     [c, room, 2*head], [c, 4*head]), then their own (from qkv [n, 3*n_embd] and its stats). An only child writes its
     own into its parent's room and shares it; siblings each get a copy of their parent's, with room."""
     n_embd, h = qkv.shape[1] // 3, n_head
-    own = qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:], np.concatenate([st[:, 3 * h:4 * h], st[:, 5 * h:]], axis=1)
+    own = qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:], st[:, 4 * h:]
     bounds = np.maximum(kv[3][family.parent], st[:, 2 * h:])  # [n, 4*head]: the largest a child sees
     if family.width == 1 and family.uniform:
         for past, new in zip(kv[:3], own):
@@ -261,11 +259,11 @@ def _block(x, block, n_head, n_query):
     kv = iv.linear(h, attn["kv"]["w"], attn["kv"]["b"])  # [batch, n_seq, 2*n_embd]
     k, v = kv[0][..., :n_embd], kv[0][..., n_embd:]
     d = n_embd // n_head
-    bounds = np.concatenate([iv.head_norms(kv[0], d), iv.head_norms(kv[1], d)], axis=-1)  # [batch, n_seq, 4*head]:
-    # the norms of k, v, k's radii, v's radii
+    bounds = np.stack([iv.head_norms(part, d).reshape(batch, n_seq, 2, n_head) for part in kv], axis=-2).reshape(
+        batch, n_seq, 4 * n_head)  # the norms of k, of k's radii, of v, of v's radii
     seen = np.maximum.accumulate(bounds, axis=1)[:, -n_query:]  # [batch, n_query, 4*head]: keys 0…its own
     z, mixed = _attention(split_heads(q[0], n_head), split_heads(k, n_head), split_heads(v, n_head),
-                          np.concatenate([bounds[..., n_head:2 * n_head], bounds[..., 3 * n_head:]], axis=-1),
+                          bounds[..., 2 * n_head:],
                           causal_mask(n_query, n_seq))  # [batch, head, n_query, ·]
     q_stats = np.concatenate([iv.head_norms(q[0], d), iv.head_norms(q[1], d)], axis=-1)  # [batch, n_query, 2*head]
     zeta = z_radius(q_stats, seen, np.swapaxes(mixed, 1, 2), n_head, n_embd // n_head, n_seq)  # [batch, n_q, head]

@@ -150,16 +150,16 @@ def attention_radius(q_size, q_rad, k_big, k_rad, v_big, v_rad, mixed, d, n):
     delta *= 1 + gamma(24)
     delta += U * (SCORE_REACH + 2 * EXP_ULPS) * (1 + gamma(24)) + (d + 2) * TINY  # [..., head]: Δ'
     kappa = 2 * gamma(n + 2)
-    with np.errstate(over="ignore", invalid="ignore"):
-        grow = 2 * delta  # then above (e^{2Δ'} - 1)·(1 + κ):
-        grow *= np.exp(2 * delta)
-        grow *= EXP_HIGH * (1 + gamma(6)) * (1 + kappa)
-        near = mixed[..., 0] * (gamma(n) + kappa + kappa * grow)  # [..., head]
-        near += mixed[..., 2] * grow
-        near += mixed[..., 1] * (1 + kappa + grow)
-        near *= (1 + 2 * gamma(n)) * (1 + gamma(6))  # the sums' own roundings
-        near += v_big * (n * TINY) + (v_rad + 1) * (n * TINY)
-        return np.where(delta <= SOFTMAX_LIMIT, near, np.inf)  # a NaN Δ: infinite too
+    grow = np.minimum(delta, 2 * SOFTMAX_LIMIT)  # beyond the limit unused: kept finite, nothing overflows
+    grow *= 2  # then above (e^{2Δ'} - 1)·(1 + κ):
+    grow *= np.exp(grow)
+    grow *= EXP_HIGH * (1 + gamma(6)) * (1 + kappa)
+    near = mixed[..., 0] * (gamma(n) + kappa + kappa * grow)  # [..., head]
+    near += mixed[..., 2] * grow
+    near += mixed[..., 1] * (1 + kappa + grow)
+    near *= (1 + 2 * gamma(n)) * (1 + gamma(6))  # the sums' own roundings
+    near += (v_big + v_rad + 1) * (n * TINY)
+    return np.where(delta <= SOFTMAX_LIMIT, near, np.inf)  # a NaN Δ: infinite too
 
 
 def layer_norm_bounds(x, g, b, eps=LN_EPS):  # interval [..., n] -> interval [..., n], mid forward.layer_norm's
