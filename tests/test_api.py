@@ -130,7 +130,7 @@ def test_the_residual_stream_decomposes_and_the_shares_add_up_to_the_logits(laye
         np.testing.assert_array_equal(grown, np.stack([cache[hooks[name]] for name in expected]))
     for stack in (cache.accumulated_resid, cache.decompose_resid):
         for layer in (3, -2):
-            with pytest.raises(HandwiredError, match=f"layer {layer}: the model has blocks 0…1"):
+            with pytest.raises(HandwiredError, match=f"layer={layer}: the model has blocks 0…1"):
                 stack(layer)
     # with the final LayerNorm frozen at each position's scale, each part's share of each logit adds up to the logit
     shares = cache.decompose_resid(apply_ln=True) @ params["wte"].T  # [part, batch, pos, vocab]
@@ -145,7 +145,7 @@ def test_logit_attribution_is_what_why_shows_and_adds_up(layered):
     assert split.parts[2:4] == ("block 0 head 0", "block 0 head 1")
     expected = reference_forward(params, list(model.to_tokens("zzyxy")[0]), 2)[0][-1]
     np.testing.assert_allclose(split.total, expected, rtol=1e-9, atol=1e-9)
-    with pytest.raises(HandwiredError, match="batch 2: the cache holds contexts 0…1"):
+    with pytest.raises(HandwiredError, match="batch=2: the cache holds contexts 0…1"):
         cache.logit_attribution(batch=2)
 
 
@@ -208,7 +208,7 @@ def test_check_and_puzzle_give_the_cores_verdicts():
              if model.vocab[int(model(text)[0, -1].argmax())] != {"a": "b", "b": "a"}[text[-1]]]
     assert not broken.ok and broken.report.failed == len(wrong) == 4
     assert broken.report.shortest_failure.context == min(wrong, key=len) == "ba"
-    with pytest.raises(HandwiredError, match="exhaustive and sample: choose one"):
+    with pytest.raises(HandwiredError, match="exhaustive=True and sample: choose one"):
         handwired.check(model, exhaustive=True, sample=3)
     aab = handwired.puzzle("aab")
     verdict = aab.submit(aab.reference())
@@ -235,7 +235,7 @@ def test_check_by_a_python_rule_judges_every_context_as_brute_force_does():
     assert sampled.checked == 200 and sampled.passed + sampled.failed + sampled.ambiguous == 200
     assert sampled.failed > 0 and {f.context for f in sampled.failures} <= set(wrong)
     for given, message in [({"target": "ab"}, "rule judges instead of a target: target and length do not apply"),
-                           ({"exhaustive": True, "sample": 3}, "exhaustive and sample: choose one")]:
+                           ({"exhaustive": True, "sample": 3}, "exhaustive=True and sample: choose one")]:
         with pytest.raises(HandwiredError, match=message):
             handwired.check(model, rule=after_two, **given)
     with pytest.raises(HandwiredError, match="on 'a' the rule function returned 1, a number"):
@@ -348,3 +348,43 @@ def test_a_view_too_slow_to_make_is_refused_before_the_trace(monkeypatch):
     for make in (lambda: model.explain("aabaa"), lambda: model.predict("aabaa")):
         with pytest.raises(HandwiredError, match="more than"):
             make()
+
+
+def test_errors_from_python_name_the_keywords_a_caller_writes(layered):
+    """The core names its parameters; from Python each reads as the keyword given (``sample=…``, ``seed=-1``,
+    ``by='…'``), a switch as its value (``exhaustive=True``), never a flag or the command line's spelling."""
+    model, _ = layered
+    cases = [(lambda: handwired.check(model, target="xy", sample=10**9), "sample=1000000000: about "),
+             (lambda: handwired.check(model, target="xy", sample=5, seed=-1), "seed=-1: expected a whole number"),
+             (lambda: handwired.check(model, target="xy", exhaustive=True, sample=5),
+              "exhaustive=True and sample: choose one"),
+             (lambda: handwired.check(model, target="xy", min_length=0, exhaustive=True), "min_length=0: expected"),
+             (lambda: model.spread("lead", by="zzz"), "by='zzz': expected one of"),
+             (lambda: model.explain("xyz", head=7), "head=7: the model has heads 0…1"),
+             (lambda: model.run_with_cache("xyz")[1].accumulated_resid(layer=9), "layer=9: the model has blocks")]
+    for call, start in cases:
+        with pytest.raises(HandwiredError) as error:
+            call()
+        message = str(error.value)
+        assert message.startswith(start), message
+        assert "--" not in message and "{" not in message, message
+        flag = error.value.render(lambda name: "--" + name.replace("_", "-"))  # the command line's, unchanged
+        assert flag.startswith("--"), flag
+
+
+def test_a_refused_proof_offers_proof_false_from_python(tmp_path, monkeypatch):
+    """A puzzle whose certified check is over the limit but whose float64 check is not: from Python the refusal
+    offers the keyword submit takes (``proof=False``), not the command line's flag, and that keyword works."""
+    from test_walk import _refuse, wide_add
+
+    from handwired.engine import walk as walking
+
+    wide_add(tmp_path, "###+###")
+    monkeypatch.setattr(walking, "walk", _refuse)
+    puzzle = handwired.puzzle(tmp_path / "wide.json")
+    with pytest.raises(HandwiredError) as error:
+        puzzle.submit(tmp_path / "model.json")
+    assert "or judge it in float64 without the proof (proof=False: about " in str(error.value), str(error.value)
+    assert "no_proof" not in str(error.value)
+    with pytest.raises(AssertionError, match="called"):  # proof=False: the float walk starts
+        puzzle.submit(tmp_path / "model.json", proof=False)

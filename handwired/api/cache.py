@@ -5,6 +5,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
+from handwired.api.keywords import speaks_python
 from handwired.api.names import key_name
 from handwired.engine.attribution import Attribution, attribute, centre_and_scale
 from handwired.engine.forward import LN_EPS
@@ -50,10 +51,12 @@ class ActivationCache(Mapping[str, np.ndarray]):
                        for name, value in self._record.items())
         return f"<p>{escape(repr(self))}</p><table><tr><th>hook</th><th>shape</th></tr>{rows}</table>"
 
+    @speaks_python
     def stack_activation(self, name: str) -> np.ndarray:  # -> [layer, batch, …]
         """One hook of every block, stacked: ``stack_activation("resid_post")``."""
         return np.stack([self[name, layer] for layer in range(self.model.n_layer)])
 
+    @speaks_python
     def accumulated_resid(self, layer: int | None = None, incl_mid: bool = False, apply_ln: bool = False,
                           return_labels: bool = False, mlp_input: bool = False):
         """The residual stream as it grows, as TransformerLens stacks it: each block's ``resid_pre`` (and, with
@@ -73,6 +76,7 @@ class ActivationCache(Mapping[str, np.ndarray]):
                 parts.append(self["resid_mid", i])
         return self._finish(np.stack(parts), labels, apply_ln, return_labels)
 
+    @speaks_python
     def decompose_resid(self, layer: int | None = None, mode: str = "all", incl_embeds: bool = True,
                         apply_ln: bool = False, return_labels: bool = False):
         """What each part wrote into the residual stream (they add up to it): ``embed``, ``pos_embed``, then each
@@ -106,6 +110,7 @@ class ActivationCache(Mapping[str, np.ndarray]):
             stack = self.apply_ln_to_stack(stack)
         return (stack, labels) if return_labels else stack
 
+    @speaks_python
     def apply_ln_to_stack(self, stack: np.ndarray) -> np.ndarray:  # [component, batch, pos, n_embd] -> the same
         """The final LayerNorm applied to each component with its scale frozen at the whole stream's, as ``why``
         does: centred, divided by σ = √(var(x) + eps) of the final residual, times the gain g (no bias). Then
@@ -118,6 +123,7 @@ class ActivationCache(Mapping[str, np.ndarray]):
         scale = np.sqrt(np.var(final, axis=-1, keepdims=True) + LN_EPS)  # [batch, pos, 1]
         return centre_and_scale(stack, self.model.params["ln_f"]["g"], scale)
 
+    @speaks_python
     def logit_attribution(self, position: int = -1, batch: int = 0) -> Attribution:
         """Each logit at one position of one context split into every part's share — the numbers
         ``explain --step why`` shows: ``.parts`` (labels), ``.contributions`` [part, vocab], ``.total``."""

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from handwired.api.keywords import speaks_python
 from handwired.api.loading import load
 from handwired.api.model import HookedModel
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED
@@ -58,6 +59,7 @@ class CheckReport:
         return self.view()._repr_html_()
 
 
+@speaks_python
 def check(model, target: str | None = None, *, rule: Callable[[str], Any] | None = None, exhaustive: bool = False,
           sample: int | None = None, seed: int = SEED, min_length: int | None = None, length: int | None = None,
           show: int = FAILURES_SHOWN, near_miss: float = NEAR_MISS, proof: bool = True) -> CheckReport:
@@ -165,9 +167,11 @@ class PuzzleHandle:
     def name(self) -> str:
         return self.puzzle.name
 
+    @speaks_python
     def answer(self, context: str) -> Answer:
         return answer(self.puzzle, context)
 
+    @speaks_python
     def reference(self) -> HookedModel:
         """The puzzle's reference solution (a bundled puzzle's; a written one has none)."""
         model = reference_solution(self.puzzle)
@@ -175,9 +179,11 @@ class PuzzleHandle:
             raise HandwiredError(f"puzzle {self.puzzle.name!r}: has no bundled reference solution")
         return HookedModel(model)
 
-    def submit(self, model, show: int = FAILURES_SHOWN) -> Verdict:
-        """The verdict on ``model`` (a HookedModel, name, path or dict) as an answer: fit, every context, score."""
-        return Verdict(submit(self.puzzle, _model(model).model, show))
+    @speaks_python
+    def submit(self, model, show: int = FAILURES_SHOWN, proof: bool = True) -> Verdict:
+        """The verdict on ``model`` (a HookedModel, name, path or dict) as an answer: fit, every context, score.
+        ``proof=False`` judges in float64 alone, as ``--no-proof`` does: then nothing is proved or solved."""
+        return Verdict(submit(self.puzzle, _model(model).model, show, proof=proof))
 
     def __repr__(self) -> str:
         p = self.puzzle
@@ -189,6 +195,7 @@ class PuzzleHandle:
         return html_fragment([statement_view(self.puzzle, player)])
 
 
+@speaks_python
 def puzzle(name: str | os.PathLike[str]) -> PuzzleHandle:
     """A bundled puzzle by name, or a statement someone wrote by its path."""
     return PuzzleHandle(load_puzzle(os.fspath(name)))

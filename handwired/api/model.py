@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from handwired.api.cache import ActivationCache
+from handwired.api.keywords import speaks_python
 from handwired.api.tokens import to_tokens, token_ids
 from handwired.engine.forward import forward
 from handwired.engine.logits import raise_not_finite
@@ -74,18 +75,22 @@ class HookedModel:
         forward(self.model.params, np.zeros((1, 1), dtype=np.intp), self.model.n_head, record=record)
         return list(record)
 
+    @speaks_python
     def to_tokens(self, input: object) -> np.ndarray:  # -> [batch, pos]
         return to_tokens(self.model, input)
 
+    @speaks_python
     def to_string(self, tokens: object) -> str | list[str]:
         """Token ids [pos] -> text; [batch, pos] -> a list of texts."""
         ids = token_ids(self.model, tokens, "tokens", "token ids [pos] or [batch, pos]")
         texts = [self.model.decode(row) for row in ids]
         return texts[0] if np.asarray(tokens).ndim == 1 else texts
 
+    @speaks_python
     def __call__(self, input: object) -> np.ndarray:  # -> [batch, pos, n_vocab]
         return self._run(self.to_tokens(input))
 
+    @speaks_python
     def run_with_cache(self, input: object, names_filter: NamesFilter = None) -> tuple[np.ndarray, ActivationCache]:
         """(logits [batch, pos, vocab], the cache of every hook, or of those ``names_filter`` keeps)."""
         tokens = self.to_tokens(input)
@@ -94,6 +99,7 @@ class HookedModel:
         keep = _names_filter(names_filter)
         return logits, ActivationCache(self.model, tokens, {k: v for k, v in record.items() if keep(k)})
 
+    @speaks_python
     def run_with_hooks(self, input: object, fwd_hooks: Iterable[tuple[str | Callable[[str], bool], HookFunction]] = (),
                        ) -> np.ndarray:
         """Logits [batch, pos, vocab] of a run where each ``(name, fn)`` sees its hook's value: ``fn(value, hook)``
@@ -127,6 +133,7 @@ class HookedModel:
             raise_not_finite(self.model, "on this input, the logits are not finite numbers")
         return logits
 
+    @speaks_python
     def predict(self, text: str, every_position: bool = False) -> View:
         """The next token after ``text``, as ``handwired predict`` shows it."""
         refuse_slow_predict(self.model, min(len(self.model.encode(text, "text")), self.model.n_ctx), every_position)
@@ -134,6 +141,7 @@ class HookedModel:
         return View(f"predict {text!r} · model {self.name}",
                     lambda everything: [prediction_view(self.model, run, every_position)])
 
+    @speaks_python
     def explain(self, text: str | None = None, step: str | list[str] | None = None, block: int | None = None,
                 head: int | None = None) -> View:
         """Every step of the forward pass on ``text`` (default: the file's example), or the ``step`` asked for
@@ -150,6 +158,7 @@ class HookedModel:
         return View(f"explain {text!r} · model {self.name}",
                     lambda everything: explain_parts(self.model, run, panels, everything))
 
+    @speaks_python
     def spread(self, value: str, puzzle: str | None = None, by: str = "", position: int = -1,
                head: int | None = None) -> View:
         """One value (``HOOK:COLUMN``, e.g. ``"blocks.0.hook_resid_post:out"``, or ``"lead"``) over every context a
