@@ -388,3 +388,32 @@ def test_a_refused_proof_offers_proof_false_from_python(tmp_path, monkeypatch):
     assert "no_proof" not in str(error.value)
     with pytest.raises(AssertionError, match="called"):  # proof=False: the float walk starts
         puzzle.submit(tmp_path / "model.json", proof=False)
+
+
+def test_spread_and_submit_from_python_warn_as_the_command_line_does(tmp_path, monkeypatch):
+    """A statement changed since the file was started, or a puzzle asked for that is not the one the file names:
+    the command line warns on stderr, Python with a UserWarning pointing at the caller's line."""
+    import warnings
+
+    from test_cli import invoke
+
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "new", "-o", "mine.json")
+    assert invoke("puzzles", "start", "mine.json", "-o", "ans.json").exit_code == 0
+    model = handwired.load("ans.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing changed: no warning
+        model.spread("lead")
+    statement = tmp_path / "mine.json"
+    statement.write_text(statement.read_text() + "\n")
+    cli = invoke("spread", "lead", "-w", "ans.json").stderr
+    assert "it has changed since" in cli
+    with pytest.warns(UserWarning) as caught:
+        model.spread("lead")
+    assert [str(w.message) for w in caught] == [" ".join(cli.removeprefix("warning: ").split())]
+    assert caught[0].filename == __file__
+    with pytest.warns(UserWarning, match=r"ans.json names the puzzle 'mine.json#[0-9a-f]+'; judged by 'aab', as asked"):
+        handwired.puzzle("aab").submit(model)
+    (tmp_path / "other.json").write_text(statement.read_text())
+    with pytest.warns(UserWarning, match=r"names the puzzle 'mine.json#[0-9a-f]+'; judged by 'mine', as asked"):
+        model.spread("lead", puzzle="other.json")

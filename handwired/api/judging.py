@@ -9,7 +9,7 @@ from typing import Any
 
 from handwired.api.keywords import speaks_python
 from handwired.api.loading import load
-from handwired.api.model import HookedModel
+from handwired.api.model import HookedModel, warn_other_puzzle
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED
 from handwired.errors import HandwiredError
 from handwired.judge import progress
@@ -183,7 +183,10 @@ class PuzzleHandle:
     def submit(self, model, show: int = FAILURES_SHOWN, proof: bool = True) -> Verdict:
         """The verdict on ``model`` (a HookedModel, name, path or dict) as an answer: fit, every context, score.
         ``proof=False`` judges in float64 alone, as ``--no-proof`` does: then nothing is proved or solved."""
-        return Verdict(submit(self.puzzle, _model(model).model, show, proof=proof))
+        hooked = _model(model)
+        verdict = Verdict(submit(self.puzzle, hooked.model, show, proof=proof))
+        warn_other_puzzle(self.puzzle, hooked.model)
+        return verdict
 
     def __repr__(self) -> str:
         p = self.puzzle

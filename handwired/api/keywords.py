@@ -1,5 +1,6 @@
-"""Errors as Python reads them: the core names a caller's parameter as ``{sample}``, the command line spells it as
-its flag (``--sample 1,000``) and the Python face as the keyword a caller writes (``sample=1000``, ``proof=False``).
+"""Errors and warnings as Python reads them: the core names a caller's parameter as ``{sample}``, the command line
+spells it as its flag (``--sample 1,000``) and the Python face as the keyword a caller writes (``sample=1000``,
+``proof=False``); what the command line prints as a warning on stderr is a Python warning.
 
 Every public function and method of the Python face is wrapped in :func:`speaks_python`: a HandwiredError it
 raises keeps its template and parameters (``error.render`` still spells them any way) and reads, as ``str(error)``,
@@ -8,6 +9,8 @@ in the caller's keywords.
 
 import functools
 import re
+import sys
+import warnings
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -45,3 +48,13 @@ def speaks_python(function: Function) -> Function:
             raise
 
     return spoken  # type: ignore[return-value]
+
+
+def warn(message: str) -> None:
+    """What the command line prints as ``warning:`` on stderr, as a Python warning (UserWarning) pointing at the
+    caller's own line, the first outside handwired."""
+    package = __name__.split(".")[0]
+    level, frame = 2, sys._getframe(1)  # 1 is this line, 2 its caller
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == package:
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, UserWarning, stacklevel=level)

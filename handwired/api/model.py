@@ -9,14 +9,15 @@ from typing import Any
 import numpy as np
 
 from handwired.api.cache import ActivationCache
-from handwired.api.keywords import speaks_python
+from handwired.api.keywords import speaks_python, warn
 from handwired.api.tokens import to_tokens, token_ids
 from handwired.engine.forward import forward
 from handwired.engine.logits import raise_not_finite
 from handwired.engine.trace import trace
 from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
-from handwired.judge.catalogue import load_puzzle, named_puzzle
+from handwired.judge.catalogue import load_puzzle, named_puzzle, other_puzzle
+from handwired.judge.puzzle import Puzzle
 from handwired.views import steps as explaining
 from handwired.views.cost import refuse_slow_drawing, refuse_slow_explain, refuse_slow_predict
 from handwired.views.display import View, escape, html_fragment
@@ -185,12 +186,25 @@ class HookedModel:
 
 def _spread_source(model: Model, puzzle: str | None) -> spreading.Source:
     """The contexts spread reads: the puzzle's, else the one the file names, else its target's, else every one."""
-    judge = load_puzzle(puzzle) if puzzle is not None else named_puzzle(model)[0]
+    if puzzle is not None:
+        judge = load_puzzle(puzzle)
+        warn_other_puzzle(judge, model)
+    else:
+        judge, note = named_puzzle(model)
+        if note:  # the statement has changed since the file was started: judged as it is now, as the command says
+            warn(note)
     if judge is not None:
         return spreading.puzzle_source(judge, model)
     if model.target is not None:
         return spreading.target_source(model, model.target)
     return spreading.every_source(model)
+
+
+def warn_other_puzzle(puzzle: Puzzle, model: Model) -> None:
+    """Judging by a puzzle asked for, a warning when the file names another, as the command line gives it."""
+    named = other_puzzle(model, puzzle)
+    if named is not None:
+        warn(f"{model.source} names the puzzle {named!r}; judged by {puzzle.name!r}, as asked")
 
 
 def _names_filter(names: NamesFilter) -> Callable[[str], bool]:
