@@ -133,7 +133,7 @@ def test_the_residual_stream_decomposes_and_the_shares_add_up_to_the_logits(laye
             with pytest.raises(HandwiredError, match=f"layer={layer}: the model has blocks 0…1"):
                 stack(layer)
     # with the final LayerNorm frozen at each position's scale, each part's share of each logit adds up to the logit
-    shares = cache.decompose_resid(apply_ln=True) @ params["wte"].T  # [part, batch, pos, vocab]
+    shares = cache.decompose_resid(apply_ln=True) * params["ln_f"]["g"] @ params["wte"].T  # [part, batch, pos, vocab]
     bias = params["ln_f"]["b"] @ params["wte"].T
     np.testing.assert_allclose(shares.sum(axis=0) + bias, logits, rtol=1e-9, atol=1e-9)
 
@@ -417,3 +417,28 @@ def test_spread_and_submit_from_python_warn_as_the_command_line_does(tmp_path, m
     (tmp_path / "other.json").write_text(statement.read_text())
     with pytest.warns(UserWarning, match=r"names the puzzle 'mine.json#[0-9a-f]+'; judged by 'mine', as asked"):
         model.spread("lead", puzzle="other.json")
+
+
+def test_apply_ln_holds_what_transformer_lens_holds_the_stream_as_its_layernorm_normalises_it(layered):
+    """apply_ln=True, as TransformerLens's apply_ln_to_stack: each component centred and divided by the scale of the
+    LayerNorm that reads the stream there (ln_f's after the last block, block k's ln_1 before it, ln_2 with
+    mlp_input), no gain and no bias: so the components add up to that LayerNorm's hook_normalized, which the forward
+    pass records on its own path (and which the TransformerLens comparison checks hook by hook)."""
+    model, params = layered
+    _, cache = model.run_with_cache(["xyzzx", "zzyxy", "yxzxz"])
+    normalised = {None: "ln_final.hook_normalized", -1: "ln_final.hook_normalized", 2: "ln_final.hook_normalized",
+                  0: "blocks.0.ln1.hook_normalized", 1: "blocks.1.ln1.hook_normalized"}
+    for layer, hook in normalised.items():
+        parts = cache.decompose_resid(layer, apply_ln=True)
+        np.testing.assert_allclose(parts.sum(axis=0), cache[hook], rtol=1e-12, atol=1e-12)
+        grown = cache.accumulated_resid(layer, apply_ln=True)
+        np.testing.assert_allclose(grown[-1], cache[hook], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(cache.apply_ln_to_stack(cache.accumulated_resid(layer), layer), grown)
+    grown = cache.accumulated_resid(1, apply_ln=True, mlp_input=True)
+    np.testing.assert_allclose(grown[-1], cache["blocks.1.ln2.hook_normalized"], rtol=1e-12, atol=1e-12)
+    assert not np.allclose(params["ln_f"]["g"], 1)  # a gain that would show if it were applied
+    with pytest.raises(HandwiredError, match="^mlp_input=True: the final LayerNorm reads the stream after every"):
+        cache.accumulated_resid(apply_ln=True, mlp_input=True)
+    plain = handwired.load("aab")  # no LayerNorm anywhere: the stack as it is
+    _, cache = plain.run_with_cache("aabaa")
+    np.testing.assert_array_equal(cache.decompose_resid(apply_ln=True), cache.decompose_resid())

@@ -1,7 +1,7 @@
 """The activations of a run, keyed by TransformerLens hook names with the batch axis kept, and the residual
 stream taken apart as ``explain --step why`` takes it."""
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -74,7 +74,7 @@ class ActivationCache(Mapping[str, np.ndarray]):
             if ((incl_mid and i < last) or (mlp_input and i == last)) and ("resid_mid", i) in self:
                 labels.append(f"{i}_mid")
                 parts.append(self["resid_mid", i])
-        return self._finish(np.stack(parts), labels, apply_ln, return_labels)
+        return self._finish(np.stack(parts), labels, apply_ln, return_labels, layer, mlp_input)
 
     @speaks_python
     def decompose_resid(self, layer: int | None = None, mode: str = "all", incl_embeds: bool = True,
@@ -95,7 +95,7 @@ class ActivationCache(Mapping[str, np.ndarray]):
                     parts.append(self[f"{kind}_out", i])
         if not parts:
             raise HandwiredError("decompose_resid: no part to show; include the embeddings or a block", ())
-        return self._finish(np.stack(parts), labels, apply_ln, return_labels)
+        return self._finish(np.stack(parts), labels, apply_ln, return_labels, layer)
 
     def _last(self, layer: int | None) -> int:
         """The block a stack stops before: ``layer``, or every one for None, -1 or n_layer."""
@@ -105,23 +105,38 @@ class ActivationCache(Mapping[str, np.ndarray]):
             raise bad_value("layer", layer, f"the model has blocks 0…{n_layer - 1}; {n_layer}, -1 or None is every one")
         return last
 
-    def _finish(self, stack: np.ndarray, labels: list[str], apply_ln: bool, return_labels: bool):
+    def _finish(self, stack: np.ndarray, labels: list[str], apply_ln: bool, return_labels: bool, layer: int | None,
+                mlp_input: bool = False):
         if apply_ln:
-            stack = self.apply_ln_to_stack(stack)
+            stack = self.apply_ln_to_stack(stack, layer, mlp_input)
         return (stack, labels) if return_labels else stack
 
     @speaks_python
-    def apply_ln_to_stack(self, stack: np.ndarray) -> np.ndarray:  # [component, batch, pos, n_embd] -> the same
-        """The final LayerNorm applied to each component with its scale frozen at the whole stream's, as ``why``
-        does: centred, divided by σ = √(var(x) + eps) of the final residual, times the gain g (no bias). Then
-        ``stack @ wte.T`` gives each component's share of each logit, and the shares and ``ln_f.b @ wte.T`` add
-        up to the logits. A model without ``ln_f``: the stack as it is."""
-        if "ln_f" not in self.model.params:
+    def apply_ln_to_stack(self, stack: np.ndarray, layer: int | None = None, mlp_input: bool = False) -> np.ndarray:
+        """Each component [component, batch, pos, n_embd] as the LayerNorm that reads the stream at ``layer`` sees
+        it, as TransformerLens's ``apply_ln_to_stack``: centred and divided by that LayerNorm's scale σ = √(var(x) +
+        eps), frozen at the whole stream's value (TransformerLens's cached ``hook_scale``), with no gain and no bias.
+        ``layer`` None, -1 or n_layer: ``ln_f``, then ``(stack * ln_f.g) @ wte.T`` gives each component's share of
+        each logit, and the shares and ``ln_f.b @ wte.T`` add up to the logits; ``layer=k``: block k's ``ln_1``
+        (``ln_2`` with ``mlp_input``). Where the model has no LayerNorm there: the stack as it is."""
+        norm, read = self._reader(self._last(layer), mlp_input)
+        if norm is None:
             return stack
-        n_layer = self.model.n_layer
-        final = self["resid_post", n_layer - 1] if n_layer else self["hook_embed"] + self["hook_pos_embed"]
-        scale = np.sqrt(np.var(final, axis=-1, keepdims=True) + LN_EPS)  # [batch, pos, 1]
-        return centre_and_scale(stack, self.model.params["ln_f"]["g"], scale)
+        scale = np.sqrt(np.var(read(), axis=-1, keepdims=True) + LN_EPS)  # [batch, pos, 1]
+        return centre_and_scale(stack, 1.0, scale)
+
+    def _reader(self, last: int, mlp_input: bool) -> tuple[dict | None, Callable[[], np.ndarray]]:
+        """The LayerNorm that reads the stream before block ``last`` (``ln_f`` after the last block), or None, and
+        the stream it reads."""
+        n_layer, params = self.model.n_layer, self.model.params
+        if last == n_layer:
+            if mlp_input:
+                raise HandwiredError("{mlp_input}: the final LayerNorm reads the stream after every block; mlp_input "
+                                     "is for a block's ln_2, given its layer", ("mlp_input",))
+            final = ("resid_post", n_layer - 1) if n_layer else None
+            return params.get("ln_f"), lambda: self[final] if final else self["hook_embed"] + self["hook_pos_embed"]
+        stream = ("resid_mid" if mlp_input else "resid_pre", last)
+        return params["blocks"][last].get("ln_2" if mlp_input else "ln_1"), lambda: self[stream]
 
     @speaks_python
     def logit_attribution(self, position: int = -1, batch: int = 0) -> Attribution:
