@@ -181,7 +181,7 @@ def heatmap(sweep: Sweep) -> Group:
                 cells[-1].append(Text(f" {PASS} ", style=f"bold rgb(255,255,255) on rgb(0,{90 + int(120 * shade)},60)"))
             else:
                 cells[-1].append(Text(f" {FAIL} ", style="bold rgb(255,255,255) on rgb(200,40,40)"))
-    scale = ", log scale" if across.log or down.log else ""
+    scale = ", log scale" if across.log else ""
 
     def axis(start: int, stop: int) -> list[Text]:
         ticks, labels = value_axis([value(x) for x in across.values[start:stop]], HEAT_CELL)
@@ -192,7 +192,8 @@ def heatmap(sweep: Sweep) -> Group:
                 Text(f"{' ' * width}   {across.name} {_axis_note(across.values, start, stop)} →{scale}{labelled}; "
                      f"{PASS} passes (brighter: a larger smallest lead), {FAIL} fails", style="dim")]
 
-    return Group(Text(f"{down.name:>{width}}", style="bold"), Paged(labels, cells, HEAT_CELL, axis))
+    return Group(Text.assemble((f"{down.name:>{width}}", "bold"), (" ↑, log scale" if down.log else "", "dim")),
+                 Paged(labels, cells, HEAT_CELL, axis))
 
 
 def sweep_view(model, sweep: Sweep) -> Group:
