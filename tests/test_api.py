@@ -442,3 +442,22 @@ def test_apply_ln_holds_what_transformer_lens_holds_the_stream_as_its_layernorm_
     plain = handwired.load("aab")  # no LayerNorm anywhere: the stack as it is
     _, cache = plain.run_with_cache("aabaa")
     np.testing.assert_array_equal(cache.decompose_resid(apply_ln=True), cache.decompose_resid())
+
+
+@pytest.mark.parametrize("name", ["successor", "add", "aab"])
+def test_a_statement_in_jupyter_wraps_its_story_as_a_terminal_does(name, handwired_home):
+    """A statement's HTML is as wide as a saved view (120 columns), its story and sentences wrapped in it, every
+    word kept; a part that must not wrap (a table wider than that) still widens the view, as before."""
+    from rich.table import Table
+
+    from handwired.views.display import EXPORT_WIDTH, recorded
+
+    puzzle = handwired.puzzle(name)
+    lines = html.unescape(re.sub(r"<[^>]+>", "", puzzle._repr_html_())).splitlines()
+    assert max(map(len, lines)) == EXPORT_WIDTH, max(map(len, lines))
+    shown = " ".join(" ".join(line.strip("│ ") for line in lines).split())
+    assert " ".join(puzzle.puzzle.story.split()) in shown
+    wide = Table(*[f"column{i:02}" for i in range(20)])
+    wide.add_row(*[f"{i * 1e6:.6g}" for i in range(20)])
+    console = recorded([puzzle.puzzle.story, wide])
+    assert console.width > EXPORT_WIDTH and max(map(len, console.export_text().splitlines())) == console.width
