@@ -8,7 +8,7 @@ import numpy as np
 from handwired.api.keywords import speaks_python
 from handwired.api.names import key_name
 from handwired.engine.attribution import Attribution, attribute, centre_and_scale
-from handwired.engine.forward import LN_EPS
+from handwired.engine.forward import LN_EPS, layer_norm
 from handwired.engine.trace import Trace
 from handwired.errors import HandwiredError, bad_value
 from handwired.views.display import escape
@@ -61,7 +61,10 @@ class ActivationCache(Mapping[str, np.ndarray]):
                           return_labels: bool = False, mlp_input: bool = False):
         """The residual stream as it grows, as TransformerLens stacks it: each block's ``resid_pre`` (and, with
         ``incl_mid``, ``resid_mid``) up to the input of block ``layer``, then (for ``layer`` None, -1 or n_layer)
-        the final ``resid_post``; ``mlp_input``: block ``layer``'s ``resid_mid`` too. [component, batch, pos, n_embd]"""
+        the final ``resid_post``; ``mlp_input``: block ``layer``'s ``resid_mid`` too. [component, batch, pos, n_embd]
+        ``apply_ln``: up to a block, as :meth:`apply_ln_to_stack`; up to the end, as TransformerLens 3.x and 4.x do it
+        there, the whole final LayerNorm applied to each component on its own statistics, gain and bias included
+        (a logit lens: ``stack @ wte.T`` are the logits each stage of the stream would give)."""
         n_layer, last = self.model.n_layer, self._last(layer)
         labels, parts = [], []
         for i in range(last + 1):
@@ -74,7 +77,11 @@ class ActivationCache(Mapping[str, np.ndarray]):
             if ((incl_mid and i < last) or (mlp_input and i == last)) and ("resid_mid", i) in self:
                 labels.append(f"{i}_mid")
                 parts.append(self["resid_mid", i])
-        return self._finish(np.stack(parts), labels, apply_ln, return_labels, layer, mlp_input)
+        stack = np.stack(parts)  # [component, batch, pos, n_embd]
+        if apply_ln and last == n_layer and "ln_f" in self.model.params:  # a logit lens, as TransformerLens's
+            ln_f = self.model.params["ln_f"]
+            return self._finish(layer_norm(stack, ln_f["g"], ln_f["b"]), labels, False, return_labels, layer)
+        return self._finish(stack, labels, apply_ln, return_labels, layer, mlp_input)
 
     @speaks_python
     def decompose_resid(self, layer: int | None = None, mode: str = "all", incl_embeds: bool = True,
@@ -129,10 +136,7 @@ class ActivationCache(Mapping[str, np.ndarray]):
         """The LayerNorm that reads the stream before block ``last`` (``ln_f`` after the last block), or None, and
         the stream it reads."""
         n_layer, params = self.model.n_layer, self.model.params
-        if last == n_layer:
-            if mlp_input:
-                raise HandwiredError("{mlp_input}: the final LayerNorm reads the stream after every block; mlp_input "
-                                     "is for a block's ln_2, given its layer", ("mlp_input",))
+        if last == n_layer:  # mlp_input has no meaning there: ignored, as TransformerLens ignores it
             final = ("resid_post", n_layer - 1) if n_layer else None
             return params.get("ln_f"), lambda: self[final] if final else self["hook_embed"] + self["hook_pos_embed"]
         stream = ("resid_mid" if mlp_input else "resid_pre", last)
