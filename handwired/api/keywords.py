@@ -18,7 +18,7 @@ from handwired.errors import HandwiredError
 
 # a core parameter given with no value: the keyword and value that ask for it (the rest are their own names)
 SWITCHES = {"no_proof": "proof=False", "exhaustive": "exhaustive=True"}
-NUMBER = r"(-?\d[\d,]*)"  # a whole number as the core prints it, with thousands separators
+NUMBER = r"(-?\d+(?:,\d{3})*)"  # a whole number as the core prints it, with thousands separators
 QUOTED = r"(?=['\"])"  # a string the core quotes with repr
 
 Function = TypeVar("Function", bound=Callable)
@@ -33,6 +33,9 @@ def python_message(error: HandwiredError) -> str:
         text = re.sub(here + " " + NUMBER, lambda match, name=name: f"{name}={match[1].replace(',', '')}", text)
         text = re.sub(here + " " + QUOTED, f"{name}=", text)
         text = text.replace("{" + name + "}", SWITCHES.get(name, name))
+    keywords = "|".join(map(re.escape, error.parameters))
+    if keywords:  # one keyword given after another, as a call writes them: sample=1000000, seed=0
+        text = re.sub(rf"\b((?:{keywords})=[^\s,;:)]+) (?=(?:{keywords})=)", r"\1, ", text)
     return text
 
 
