@@ -188,11 +188,12 @@ def _spread_source(model: Model, puzzle: str | None) -> spreading.Source:
     """The contexts spread reads: the puzzle's, else the one the file names, else its target's, else every one."""
     if puzzle is not None:
         judge = load_puzzle(puzzle)
+        source = spreading.puzzle_source(judge, model)  # the file fits it: then a warning if it names another
         warn_other_puzzle(judge, model)
-    else:
-        judge, note = named_puzzle(model)
-        if note:  # the statement has changed since the file was started: judged as it is now, as the command says
-            warn(note)
+        return source
+    judge, note = named_puzzle(model)
+    if note:  # the statement has changed since the file was started: judged as it is now, as the command says
+        warn(note)
     if judge is not None:
         return spreading.puzzle_source(judge, model)
     if model.target is not None:
