@@ -258,7 +258,10 @@ def test_check_on_a_model_without_a_target_says_how_to_judge_it_from_python(tmp_
     (tmp_path / "sub" / "ans.json").write_text(json.dumps(doc))
     with pytest.raises(HandwiredError, match=re.escape("handwired.puzzle('sub/mine.json').submit(model)")):
         handwired.check("sub/ans.json")
-    assert handwired.check(doc, target="aab", exhaustive=True).ok  # a target given is checked
+    with pytest.warns(UserWarning, match=re.escape(  # a target given is checked, with a word on the puzzle
+            "<dict> names the puzzle 'mine.json#0123456789ab'; checked on the target 'aab' instead (as the puzzle's "
+            "answer: handwired.puzzle('mine.json').submit(model))")):
+        assert handwired.check(doc, target="aab", exhaustive=True).ok
 
 
 def test_text_from_a_file_is_shown_escaped_in_reprs_and_html(tmp_path):

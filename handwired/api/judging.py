@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from handwired.api.keywords import speaks_python
+from handwired.api.keywords import speaks_python, warn
 from handwired.api.loading import load
 from handwired.api.model import HookedModel, warn_other_puzzle
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED
@@ -74,6 +74,10 @@ def check(model, target: str | None = None, *, rule: Callable[[str], Any] | None
         raise _no_target(hooked.model)
     else:
         plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length, proof=proof)
+        if hooked.model.puzzle is not None:  # as the command line says when a flag asks for the target check
+            warn(f"{hooked.model.source} names the puzzle {hooked.model.puzzle!r}; checked on the target "
+                 f"{target if target is not None else hooked.model.target!r} instead (as the puzzle's answer: "
+                 f"{_puzzle_call(hooked.model)}.submit(model))")
     return CheckReport(hooked, run(hooked.model, plan, show), near_miss)
 
 
@@ -96,11 +100,15 @@ def _no_target(model: Model) -> HandwiredError:
     """A model with no target to check, and how to judge it from Python (by the puzzle it names, if it names one)."""
     how = "give one"
     if model.puzzle is not None:
-        path, mark, _ = model.puzzle.rpartition(HASH_MARK)
-        named = str(Path(model.source).parent / path) if mark else model.puzzle
-        how = f"it names a puzzle: judge it with handwired.puzzle({named!r}).submit(model), or give a target"
+        how = f"it names a puzzle: judge it with {_puzzle_call(model)}.submit(model), or give a target"
     return HandwiredError(f"{model.source}: has no 'target'; {how} as target=, e.g. "
                           f"check(model, target={model.vocab[0] * 2!r})")
+
+
+def _puzzle_call(model: Model) -> str:
+    """The call that reads the puzzle a file names: a bundled one by name, a statement beside the file by its path."""
+    path, mark, _ = model.puzzle.rpartition(HASH_MARK) if model.puzzle else ("", "", "")
+    return f"handwired.puzzle({str(Path(model.source).parent / path) if mark else model.puzzle!r})"
 
 
 class Verdict:
