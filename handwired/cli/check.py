@@ -84,12 +84,16 @@ def check(
     plan = chosen_plan(model, target, length, exhaustive, sample, seed, min_length, _named_after(model),
                        proof=not no_proof)
     if model.puzzle is not None:  # a flag asked for the target check: say which judges the file
-        asked = "--target" if "--target" in given else given[0]
-        warn(f"{model.source} names the puzzle {model.puzzle!r}; checked on the target "
-             f"{target if target is not None else model.target!r} instead, as {asked} asks (with no flag, it is "
-             "judged as the puzzle's answer)")
+        _target_instead(model, given, target if target is not None else model.target)
     _check_plan(model, spec, plan, show, near_miss, as_json, Output(svg, html, force, reading=(Path(model.source),),
                                                                      as_json=as_json), show_all)
+
+
+def _target_instead(model: Model, given: list[str], pattern: str | None) -> None:
+    """A file that names a puzzle, checked on a target because a flag asks: a warning saying which judges it."""
+    asked = "--target" if "--target" in given else given[0]
+    warn(f"{model.source} names the puzzle {model.puzzle!r}; checked on the target {pattern!r} instead, as {asked} "
+         "asks (with no flag, it is judged as the puzzle's answer)")
 
 
 def _check_plan(model: Model, spec: str, plan: Plan, show: int, near_miss: float, as_json: bool, out: Output,
