@@ -477,3 +477,15 @@ def test_a_statement_in_jupyter_wraps_its_story_as_a_terminal_does(name, handwir
 def reference_layer_norm(x, ln):  # [..., n_embd] -> the same: LayerNorm written out from its formula
     mean = x.mean(axis=-1, keepdims=True)
     return ln["g"] * (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + 1e-5) + ln["b"]
+
+
+def test_stack_activation_takes_transformer_lens_layer_and_sublayer_type(layered):
+    model, _ = layered
+    _, cache = model.run_with_cache(["xyzzx", "zzyxy"])
+    np.testing.assert_array_equal(cache.stack_activation("resid_post"),
+                                  np.stack([cache["blocks.0.hook_resid_post"], cache["blocks.1.hook_resid_post"]]))
+    np.testing.assert_array_equal(cache.stack_activation("normalized", 1, "ln1"),
+                                  cache["blocks.0.ln1.hook_normalized"][None])
+    assert cache.stack_activation("pattern", -1).shape == (2, 2, 2, 5, 5)  # [layer, batch, head, query, key]
+    with pytest.raises(HandwiredError, match="^layer=0: no block comes before block 0"):
+        cache.stack_activation("resid_post", 0)

@@ -238,6 +238,9 @@ def test_the_residual_stream_helpers_apply_ln_as_transformer_lens_does(name, tmp
         found, labels = cache.accumulated_resid(layer, incl_mid=mids, apply_ln=True, return_labels=True)
         expected, tl_labels = tl_cache.accumulated_resid(layer, incl_mid=mids, apply_ln=True, return_labels=True)
         assert by_label(found, labels, expected, tl_labels), layer
+        if layer:  # and one hook of each block before it, stacked
+            expected = tl_cache.stack_activation("normalized", layer, "ln1").detach().numpy()
+            assert relative_error(cache.stack_activation("normalized", layer, "ln1"), expected) <= TOLERANCE
     grown = cache.accumulated_resid(apply_ln=True)  # the logit lens: ln_f whole, on each component's own statistics
     assert relative_error(grown[-1], cache["ln_final.hook_out"]) <= TOLERANCE
 

@@ -52,9 +52,14 @@ class ActivationCache(Mapping[str, np.ndarray]):
         return f"<p>{escape(repr(self))}</p><table><tr><th>hook</th><th>shape</th></tr>{rows}</table>"
 
     @speaks_python
-    def stack_activation(self, name: str) -> np.ndarray:  # -> [layer, batch, …]
-        """One hook of every block, stacked: ``stack_activation("resid_post")``."""
-        return np.stack([self[name, layer] for layer in range(self.model.n_layer)])
+    def stack_activation(self, name: str, layer: int | None = None,
+                         sublayer_type: str | None = None) -> np.ndarray:  # -> [layer, batch, …]
+        """One hook of every block, stacked, as TransformerLens's: ``stack_activation("resid_post")``; ``layer``:
+        the blocks before that one only; ``sublayer_type``: as in ``cache["normalized", 0, "ln1"]``."""
+        last = self._last(layer)
+        if last == 0:
+            raise bad_value("layer", layer, "no block comes before block 0: nothing to stack")
+        return np.stack([self[name, i, sublayer_type] for i in range(last)])
 
     @speaks_python
     def accumulated_resid(self, layer: int | None = None, incl_mid: bool = False, apply_ln: bool = False,
