@@ -21,7 +21,7 @@ import numpy as np
 
 from handwired.engine import interval as iv
 from handwired.engine import walk as walking
-from handwired.engine.forward import causal_mask, merge_heads, softmax, split_heads
+from handwired.engine.forward import causal_mask, linear, matmul, merge_heads, softmax, split_heads
 from handwired.engine.tree import Pass, sibling_mask
 from handwired.engine.walk import Family, Shape, Visit, batch_nodes
 from handwired.weightfile import Model
@@ -40,7 +40,8 @@ def prepare(params: dict, n_head: int) -> dict:
     for block in params["blocks"]:
         n_embd = block["attn"]["c_attn"]["w"].shape[0]
         attn, w, b = block["attn"], block["attn"]["c_attn"]["w"], block["attn"]["c_attn"]["b"]
-        out = {**block, "attn": {"c_attn": layer(attn["c_attn"]), "c_proj": layer(attn["c_proj"], n_head),  # per head
+        c_attn = {**layer(attn["c_attn"]), "reach": _reach(attn["c_attn"]["w"], attn["c_attn"]["b"], n_head)}
+        out = {**block, "attn": {"c_attn": c_attn, "c_proj": layer(attn["c_proj"], n_head),  # per head
                                  "q": layer({"w": w[:, :n_embd], "b": b[:n_embd]}),  # forward.mha's slices
                                  "kv": layer({"w": w[:, n_embd:], "b": b[n_embd:]})}}
         if "mlp" in block:
@@ -48,6 +49,14 @@ def prepare(params: dict, n_head: int) -> dict:
         blocks.append(out)
     unembed = layer({"w": params["wte"].T, "b": np.zeros(params["wte"].shape[0])})  # tied, no bias
     return {**params, "blocks": blocks, "unembed": unembed}
+
+
+def _reach(w, b, n_head):  # c_attn's w [n_embd, 3*n_embd] and b -> (above the Euclidean norm of each row of |w|
+    # over each head's columns of q, k and v [n_embd, 3*head], above the norm of the floor there [3*head]): what a
+    # radius per dimension of the input becomes, per head, as a norm (‖Σ_i s_i·|w_i|‖ ≤ Σ_i s_i·‖w_i‖)
+    weight = iv.Weight(w, b)
+    d = w.shape[1] // (3 * n_head)
+    return iv.head_norms(weight.abs, d), iv.head_norms(weight.floor, d)
 
 
 def pack(x):  # interval ([..., n], [..., n]) -> [..., 2n]: mid | rad
@@ -137,8 +146,18 @@ def _position_qkv(x, block, table_rows, n_head):  # -> q, k, v mids [n, 3*n_embd
     if table_rows is not None:
         n_embd3 = table_rows.shape[-1] - 6 * n_head
         return table_rows[:, :n_embd3], table_rows[:, n_embd3:]
-    qkv = _qkv(x, block)
-    return qkv[0], stats(qkv, n_head)
+    h, c_attn = _norm(x, block, "ln_1"), block["attn"]["c_attn"]
+    mid = linear(h[0], c_attn["w"].w, c_attn["b"])  # [n, 3*n_embd], forward's bits
+    size = np.abs(h[0])  # the radius's norms per head at once, not the radius: as iv.linear's, through ‖|w|‖
+    size *= c_attn["w"].size
+    size += h[1]
+    rows, floor = c_attn["reach"]
+    reach = matmul(size, rows)  # [n, 3*head]
+    reach *= 1 + iv.gamma(len(rows) + 6)  # the sums, size's two roundings, this one and the next
+    reach += floor
+    norms = iv.head_norms(mid, mid.shape[-1] // (3 * n_head))  # [n, 3*head]
+    return mid, np.stack([part.reshape(len(mid), 3, n_head) for part in (norms, reach)], axis=-2).reshape(
+        len(mid), 6 * n_head)
 
 
 def tree_position(params, n_head, tokens, position, kv, setup):
