@@ -139,6 +139,41 @@ def test_the_bounds_hold_through_tree_walks_and_layer_norm_extremes():
     assert real[0] > real[1] and mid[0, 1] > mid[0, 0]  # the real winner is a, float64's is b
 
 
+@pytest.mark.parametrize("scale", [1.0, 30.0, 3e3, 1e5])
+def test_attention_radius_holds_for_real_q_k_v_anywhere_within_their_radii(scale):
+    """One query over masked and visible keys, its q, k and v drawn within their radii (the interval's corners and
+    points inside): the real attention, in 50 digits, stays within the radius of forward's output, for diffuse
+    attention, one key outweighing the rest, and scores so far apart that keys weigh nothing (beyond e^-800)."""
+    rng = np.random.default_rng(int(scale))
+    d, n = 4, 6
+    for _ in range(6):
+        q, k, v = rng.normal(0, 1, d) * scale, rng.normal(0, 1, (n, d)), rng.normal(0, 3, (n, d))
+        q_r, k_r, v_r = (np.abs(rng.normal(0, 1, shape)) * 10.0 ** rng.integers(-15, -9) for shape in
+                         ((d,), (n, d), (n, d)))
+        mask = np.where(rng.random(n) < 0.3, -np.inf, 0.0)
+        mask[rng.integers(0, n)] = 0.0  # at least one key seen
+        z, mixed = certify._attention(q[None, None, None], k[None, None], v[None, None],
+                                      np.concatenate([interval.head_norms(v, d), interval.head_norms(v_r, d)], -1)[None],
+                                      mask[None])  # [1, 1, 1, d], [1, 1, 1, 3]
+        seen = mask == 0
+        norms = [interval.head_norms(a, d) for a in (k, k_r, v, v_r)]  # [n, 1] each
+        radius = interval.attention_radius(interval.head_norms(q, d), interval.head_norms(q_r, d),
+                                           *(a[seen].max() for a in norms), mixed[0, 0, 0], d, n)
+        for trial in range(12):
+            pick = (lambda c, r: c + r * rng.choice([-1.0, 1.0], c.shape)) if trial < 6 else (
+                lambda c, r: c + r * rng.uniform(-1, 1, c.shape))
+            real_q, real_k, real_v = pick(q, q_r), pick(k, k_r), pick(v, v_r)
+            scores = [mp.fdot([mp.mpf(float(a)) for a in real_q], [mp.mpf(float(b)) for b in real_k[j]]) / mp.sqrt(d)
+                      for j in range(n) if seen[j]]
+            top = max(scores)
+            weights = [mp.exp(s_ - top) for s_ in scores]
+            total = mp.fsum(weights)
+            values = real_v[seen]
+            for j in range(d):
+                real = mp.fsum(w * mp.mpf(float(values[i, j])) for i, w in enumerate(weights)) / total
+                assert abs(real - mp.mpf(float(z[0, 0, 0, j]))) <= mp.mpf(float(radius[0])), (scale, trial, j)
+
+
 def adversarial_model(kind: str, seed: int) -> Model:
     """A small random model (3 tokens, n_ctx 4, two heads, LayerNorm, GELU) pushed where bounds are tested hardest."""
     rng = np.random.default_rng(seed)
