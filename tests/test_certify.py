@@ -152,8 +152,8 @@ def test_attention_radius_holds_for_real_q_k_v_anywhere_within_their_radii(scale
                          ((d,), (n, d), (n, d)))
         mask = np.where(rng.random(n) < 0.3, -np.inf, 0.0)
         mask[rng.integers(0, n)] = 0.0  # at least one key seen
-        z, mixed = certify._attention(q[None, None, None], k[None, None], v[None, None],
-                                      np.concatenate([interval.head_norms(v, d), interval.head_norms(v_r, d)], -1)[None],
+        bounds = np.concatenate([interval.head_norms(v, d), interval.head_norms(v_r, d)], -1)  # [n, 2]
+        z, mixed = certify._attention(q[None, None, None], k[None, None], v[None, None], bounds[None],
                                       mask[None])  # [1, 1, 1, d], [1, 1, 1, 3]
         seen = mask == 0
         norms = [interval.head_norms(a, d) for a in (k, k_r, v, v_r)]  # [n, 1] each
