@@ -35,7 +35,8 @@ EXP_HIGH = 1 + 16 * U  # above exp's own error (2·EXP_ULPS·u relative) and the
 GELU_SLOPE = 1.13  # sup |gelu'| over the real line is 1.12899… (at x ≈ 1.6), inf is -0.12899…
 GELU_ROUNDING = 30  # forward.gelu(x) is within 30·u·|x| of the real gelu(x) (see gelu_bounds)
 SOFTMAX_LIMIT = 16  # a score's error beyond this: attention is not bounded (see attention_radius)
-SCORE_REACH = 800  # |s - M| beyond this: a key's weight is below 2^-1071 in float and in real arithmetic
+SCORE_REACH = 700  # a key this far below the largest score: float64's exp of it is normal, a key further weighs little
+FAR = 2.0**-950  # above 4·2^-962, what a key beyond the reach can weigh (times n_keys), and its effect on the others
 NORM_FLOOR = 2.0**-500  # above √m·2^-537, what underflowing squares can hide from a norm of m entries
 
 
@@ -131,11 +132,13 @@ def attention_radius(q_size, q_rad, k_big, k_rad, v_big, v_rad, mixed, d, n):
     # output for that query and head.
     # Scores s = q·k/√d: each within R of forward's (Σ_d |q_d·k_d| ≤ |q|·|k|: the product's γ_d·|q||k|, the radii,
     # √d's rounding). Softmax subtracts the largest score M: each a_k = s_k - M within R + u·|ã_k| of forward's
-    # ã_k; a key with |ã_k| > 800 has exp(a_k) and forward's exp(ã_k) both below 2^-1071 (while R ≤ SOFTMAX_LIMIT),
-    # an error the absolute terms cover, so Δ = R + 800·u serves every other key, and every ratio of two exps is
-    # within e^{±2Δ'} of forward's, Δ' = Δ + exp's error. A weight is p_j = 1 / (1 + r_j), r_j = Σ_{k≠j} e_k / e_j,
-    # so |p_j - p̂_j| ≤ p̂_j·(1 - p̂_j)·(e^{2Δ'} - 1) around p̂_j, the exact softmax of forward's exps, and forward's
-    # p̃_j is within γ_(n+2)·p̃_j of p̂_j (the sum, the division): a weight near 1 barely moves (e^x - 1 ≤ x·e^x).
+    # ã_k. A key with |ã_k| > 700 weighs below e^{-700 + 2R}·(1 + …) < 2^-962 in real arithmetic (while R ≤
+    # SOFTMAX_LIMIT) and below 2^-1009 in float64, and moves the others' weights by as little, relatively: an error
+    # the absolute term n·FAR·(|v| + |r| + 1) covers. For the others (forward's exp of them normal) Δ = R + 700·u,
+    # and every ratio of two of their exps is within e^{±2Δ'} of forward's, Δ' = Δ + exp's error. A weight is p_j =
+    # 1 / (1 + r_j), r_j = Σ_{k≠j} e_k / e_j, so |p_j - p̂_j| ≤ p_j·(1 - p̂_j)·(e^{2Δ'} - 1) ≤ p̂_j·(1 - p̂_j)·
+    # (e^{2Δ'} - 1)·e^{2Δ'} around p̂_j, the exact softmax of forward's exps, and forward's p̃_j is within γ_(n+2)·p̃_j
+    # of p̂_j (the sum, the division): a weight near 1 barely moves ((e^x - 1)·e^x ≤ x·e^{2x}).
     # Then z = Σ p_k·v_k is within γ_n·Σ p̃_k|v_k| + Σ|p_k - p̃_k|·|v_k| + Σ p_k·|r_k| of forward's.
     # Beyond Δ = SOFTMAX_LIMIT the radius is infinite: not proved. Masked keys weigh exactly 0 either way.
     root = math.sqrt(d) * (1 - 2 * U)  # below √d and fl(√d)
@@ -151,14 +154,14 @@ def attention_radius(q_size, q_rad, k_big, k_rad, v_big, v_rad, mixed, d, n):
     delta += U * (SCORE_REACH + 2 * EXP_ULPS) * (1 + gamma(24)) + (d + 2) * TINY  # [..., head]: Δ'
     kappa = 2 * gamma(n + 2)
     grow = np.minimum(delta, 2 * SOFTMAX_LIMIT)  # beyond the limit unused: kept finite, nothing overflows
-    grow *= 2  # then above (e^{2Δ'} - 1)·(1 + κ):
-    grow *= np.exp(grow)
+    grow *= 2  # then above (e^{2Δ'} - 1)·e^{2Δ'}·(1 + κ):
+    grow *= np.exp(2 * grow)
     grow *= EXP_HIGH * (1 + gamma(6)) * (1 + kappa)
     near = mixed[..., 0] * (gamma(n) + kappa + kappa * grow)  # [..., head]
     near += mixed[..., 2] * grow
     near += mixed[..., 1] * (1 + kappa + grow)
     near *= (1 + 2 * gamma(n)) * (1 + gamma(6))  # the sums' own roundings
-    near += (v_big + v_rad + 1) * (n * TINY)
+    near += (v_big + v_rad + 1) * (n * FAR)
     return np.where(delta <= SOFTMAX_LIMIT, near, np.inf)  # a NaN Δ: infinite too
 
 
