@@ -36,11 +36,11 @@ def gelu(x):
     return np.divide(x, u, out=u)
 
 
-def softmax(x, out=None):
+def softmax(x, out=None, axis=-1):
     # subtracting the row max keeps exp from overflowing; exp(-inf) is exactly 0. out=x: in place
-    e = np.subtract(x, np.max(x, axis=-1, keepdims=True), out=out)
+    e = np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
     np.exp(e, out=e)
-    e /= np.sum(e, axis=-1, keepdims=True)
+    e /= np.sum(e, axis=axis, keepdims=True)
     return e
 
 
@@ -50,10 +50,10 @@ def hooked(hook, name, value):
     return value if new is None else new
 
 
-def layer_norm(x, g, b, eps=LN_EPS):  # [..., n_embd] -> [..., n_embd]
-    mean = np.mean(x, axis=-1, keepdims=True)
+def layer_norm(x, g, b, eps=LN_EPS, axis=-1):  # [..., n_embd] -> [..., n_embd] (axis: where n_embd is)
+    mean = np.mean(x, axis=axis, keepdims=True)
     centred = x - mean
-    variance = np.mean(centred * centred, axis=-1, keepdims=True)  # what np.var computes, without a second mean
+    variance = np.mean(centred * centred, axis=axis, keepdims=True)  # what np.var computes, without a second mean
     centred *= g  # in place: the same operations in the same order as g * (x - mean) / √(variance + eps) + b
     centred /= np.sqrt(variance + eps)
     centred += b
