@@ -17,10 +17,12 @@ patching); returning None keeps the value.
 """
 
 import math
+import sys
 
 import numpy as np
 
 LN_EPS = 1e-5
+EXP_MAX = math.log(sys.float_info.max)  # exp of anything above is inf
 
 
 def gelu(x):
@@ -30,9 +32,18 @@ def gelu(x):
     u *= -2 * 0.044715 * math.sqrt(2 / math.pi)
     u -= 2 * math.sqrt(2 / math.pi)
     u *= x  # -2u
-    with np.errstate(over="ignore"):  # exp(-2u) = inf far below zero, where gelu is -0
-        np.exp(u, out=u)
+    # exp is many times slower where it overflows or nearly does, or falls below the normal numbers (an MLP unit
+    # gated far off), so it is spared where that changes no result: below -40, 1 + exp(-2u) is 1 exactly; above
+    # EXP_MAX exp is inf, and gelu x / inf (-0 far below zero)
+    np.maximum(u, -40.0, out=u)
+    over = u > EXP_MAX
+    far = bool(over.any())
+    if far:
+        np.putmask(u, over, 0.0)
+    np.exp(u, out=u)
     u += 1
+    if far:
+        np.putmask(u, over, np.inf)
     return np.divide(x, u, out=u)
 
 
