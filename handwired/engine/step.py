@@ -250,13 +250,13 @@ def _attention(block, heads: Heads, qkv, seen, n_head, at=_ignore):
         for i, name in enumerate(("hook_q", "hook_k", "hook_v")):
             at(f"attn.{name}", qkv[i * n_embd:(i + 1) * n_embd].reshape(n_head, n_embd // n_head, n))
     q = qkv[:split].reshape(n_head, heads.qk, n)  # [head, qk, n]
-    scores = (q * seen[0].reshape(length, n_head, heads.qk, n)).sum(axis=2)  # [L, head, n]
+    scores = np.einsum("hdn,lhdn->lhn", q, seen[0].reshape(length, n_head, heads.qk, n))  # [L, head, n]
     scores /= np.sqrt(n_embd // n_head)
     for name in ("attn.scores_before_mask", "attn.hook_attn_scores"):  # the mask hides nothing here
         at(name, scores.copy(), (2, 1, 0))
     pattern = softmax(scores, out=scores, axis=0)  # [L, head, n]
     at("attn.hook_pattern", pattern, (2, 1, 0))
-    z = (pattern[:, :, None] * seen[1].reshape(length, n_head, heads.v, n)).sum(axis=0)  # [head, v, n]
+    z = np.einsum("lhn,lhdn->hdn", pattern, seen[1].reshape(length, n_head, heads.v, n))  # [head, v, n]
     at("attn.hook_z", z)
     out = _linear(z.reshape(-1, n), heads.proj, block["attn"]["c_proj"]["b"])  # [n_embd, n]
     at("hook_attn_out", out)
