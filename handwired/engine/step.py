@@ -158,7 +158,7 @@ def float_step(model: Model, prepared: Prepared, past: list, family: Family, len
     their past: per block, every position's keys and values [room, n_head * qk, n] and [room, n_head * v, n]
     (see :class:`Heads`; None: a silent attention)."""
     params, tokens, at = model.params, family.tokens, _Named(hook, "", names)
-    x = prepared.embed[length - 1][:, tokens]  # [n_embd, n]
+    x = np.take(prepared.embed[length - 1], tokens, axis=1)  # [n_embd, n] (take: a C-ordered copy; [:, tokens] is not)
     at("hook_embed", params["wte"][tokens].T)
     at("hook_pos_embed", np.broadcast_to(params["wpe"][length - 1][:, None], x.shape))
     kept: list = []
@@ -171,7 +171,7 @@ def float_step(model: Model, prepared: Prepared, past: list, family: Family, len
             x = x + block["attn"]["c_proj"]["b"][:, None]  # [n_embd, n]
         else:
             if heads.b is None:  # block 0: looked up
-                qkv = heads.w[length - 1][:, tokens]  # [rows, n]
+                qkv = np.take(heads.w[length - 1], tokens, axis=1)  # [rows, n]
                 if "ln_1" in block:
                     _normalized(x, named, "ln1")
             else:
