@@ -2,11 +2,12 @@
 
 forward.py's functions in float64, on columns: every array holds its nodes along its last axis ([n_embd, n], not
 [n, n_embd]), so a LayerNorm's mean, a softmax over keys and a sum over a head's dimensions add whole rows of n
-numbers at a time instead of a few numbers per node. A node's past is, per block, its keys and values at every
-position ([room, n_embd, n] each, room for n_ctx positions): an only child writes its own into its parent's room
-and shares it; siblings get a copy of their parent's, with room when they will have children. A silent attention
-(c_proj.w all zeros) keeps no past and adds its bias alone, unless an intermediate is recorded. The hook sees
-forward's shapes less the position axis ([n, …]).
+numbers at a time instead of a few numbers per node. Only the attention dimensions that can reach the output are
+computed (:class:`Heads`). A node's past is, per block, its keys and values at every position ([room, rows, n]
+each, room for n_ctx positions): an only child writes its own into its parent's room and shares it; siblings get a
+copy of their parent's, with room when they will have children. A silent attention (c_proj.w all zeros) keeps no
+past and adds its bias alone, unless an intermediate is recorded. The hook sees forward's shapes less the position
+axis ([n, …]), and with a hook nothing is skipped.
 """
 
 from collections.abc import Callable, Iterator
@@ -54,10 +55,10 @@ class Prepared:
     heads: list[Heads | None]
     rooms: dict = field(default_factory=dict)
 
-    def room(self, length: int, block: int, shape: tuple[int, ...]) -> np.ndarray:
-        """An uninitialised array of ``shape`` for block ``block`` of the batch of ``length`` (its buffer kept for the
-        next one)."""
-        size, key = int(np.prod(shape)), (length, block)
+    def room(self, key: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
+        """An uninitialised array of ``shape`` for ``key`` (the batch's length, the block, keys 0 or values 1), its
+        buffer kept for the next batch of that length."""
+        size = int(np.prod(shape))
         if len(self.rooms.get(key, ())) < size:
             self.rooms[key] = np.empty(size)
         return self.rooms[key][:size].reshape(shape)
@@ -218,7 +219,7 @@ def _extend(room, block: int, kv, qkv, family: Family, length: int, keep: bool):
     """The keys and values each child sees ([length, rows, n] x2: its parent's, then its own), and the children's
     past (when ``keep``). A parent's past has room for n_ctx positions: an only child writes its own into its
     parent's room, and the two share it (no copy); several siblings each get a copy of their parent's, in the
-    ``room(length, block, shape)`` their length keeps (see :class:`Prepared`), with room for their children's."""
+    ``room(key, shape)`` their length keeps (see :class:`Prepared`), with room for their children's."""
     split = len(kv[0][0])  # rows of q, and of k
     own = qkv[split:2 * split], qkv[2 * split:]  # [n_head * qk, n], [n_head * v, n]
     if family.width == 1 and family.uniform and len(kv[0]) >= length:
@@ -226,15 +227,14 @@ def _extend(room, block: int, kv, qkv, family: Family, length: int, keep: bool):
             past[length - 1] = new
         return (kv[0][:length], kv[1][:length]), kv
     rows = len(kv[0]) if keep else length
-    mine = inherit(kv, own, family, length, room(length, block, (rows, split + len(own[1]), len(family.tokens))))
+    mine = inherit(kv, own, family, length, tuple(room((length, block, part), (rows, len(new), len(family.tokens)))
+                                                  for part, new in enumerate(own)))
     return (mine[0][:length], mine[1][:length]), (mine if keep else None)
 
 
-def inherit(kv, own, family: Family, length: int, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each child's past: its parent's keys and values (positions 0…length-2), then its own, written into ``out``
-    [room, k rows + v rows, n]. [room, rows, c] x2, [rows, n] x2 -> [room, rows, n] x2 (views of out)."""
-    split = len(own[0])
-    children = out[:, :split], out[:, split:]
+def inherit(kv, own, family: Family, length: int, children: tuple) -> tuple:
+    """Each child's past: its parent's keys and values (positions 0…length-2), then its own, written into
+    ``children``. [room, rows, c] x2, [rows, n] x2 -> [room, rows, n] x2 (``children``)."""
     for past, new, child in zip(kv, own, children):
         np.take(past[:length - 1], family.parent, axis=2, out=child[:length - 1])
         child[length - 1] = new
