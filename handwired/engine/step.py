@@ -160,8 +160,9 @@ def float_step(model: Model, prepared: Prepared, past: list, family: Family, len
     (see :class:`Heads`; None: a silent attention)."""
     params, tokens, at = model.params, family.tokens, _Named(hook, "", names)
     x = np.take(prepared.embed[length - 1], tokens, axis=1)  # [n_embd, n] (take: a C-ordered copy; [:, tokens] is not)
-    at("hook_embed", params["wte"][tokens].T)
-    at("hook_pos_embed", np.broadcast_to(params["wpe"][length - 1][:, None], x.shape))
+    if at.hook is not None:  # (arguments are made only when they are wanted)
+        at("hook_embed", params["wte"][tokens].T)
+        at("hook_pos_embed", np.broadcast_to(params["wpe"][length - 1][:, None], x.shape))
     kept: list = []
     last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
     for b, (block, kv, heads) in enumerate(zip(params["blocks"], past, prepared.heads)):
@@ -253,7 +254,8 @@ def _attention(block, heads: Heads, qkv, seen, n_head, at=_ignore):
     scores = np.einsum("hdn,lhdn->lhn", q, seen[0].reshape(length, n_head, heads.qk, n))  # [L, head, n]
     scores /= np.sqrt(n_embd // n_head)
     for name in ("attn.scores_before_mask", "attn.hook_attn_scores"):  # the mask hides nothing here
-        at(name, scores.copy(), (2, 1, 0))
+        if at.wants(name):
+            at(name, scores.copy(), (2, 1, 0))
     pattern = softmax(scores, out=scores, axis=0)  # [L, head, n]
     at("attn.hook_pattern", pattern, (2, 1, 0))
     z = np.einsum("lhn,lhdn->hdn", pattern, seen[1].reshape(length, n_head, heads.v, n))  # [head, v, n]
