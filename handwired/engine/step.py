@@ -170,7 +170,7 @@ def float_step(model: Model, prepared: Prepared, past: list, family: Family, len
         named("hook_resid_pre", x)
         if kv is None:  # silent attention: only its bias reaches the residual stream
             kept.append(None)
-            x = x + block["attn"]["c_proj"]["b"][:, None]  # [n_embd, n]
+            x = _residual(x, block["attn"]["c_proj"]["b"][:, None], named)  # [n_embd, n]
         else:
             if heads.b is None:  # block 0: looked up
                 qkv = np.take(heads.w[length - 1], tokens, axis=1)  # [rows, n]
@@ -183,7 +183,7 @@ def float_step(model: Model, prepared: Prepared, past: list, family: Family, len
             kept.append(mine)
             if not logits and b >= last:  # nothing later reads this batch's residual stream
                 return None, kept + [None] * (len(past) - len(kept))
-            x = x + _attention(block, heads, qkv, seen, model.n_head, named)
+            x = _residual(x, _attention(block, heads, qkv, seen, model.n_head, named), named)
         if not logits and b >= last:
             return None, kept + [None] * (len(past) - len(kept))
         x = _mlp(x, block, named)
@@ -197,6 +197,10 @@ def float_step(model: Model, prepared: Prepared, past: list, family: Family, len
     if at.wants("probs"):
         at("probs", softmax(out), (0, 1))
     return out, kept
+
+
+def _residual(x, out, at):  # [n_embd, n] + what a layer adds: in place when no hook may hold x (it is the step's own)
+    return x + out if at.hook is not None else np.add(x, out, out=x)
 
 
 def _linear(x, w, b):  # [n_in, n] -> [n_out, n]: forward's linear on columns, w.T @ x + b
@@ -270,7 +274,7 @@ def _mlp(x, block, at):  # [n_embd, n] -> [n_embd, n]: after the block's MLP, if
         return x
     layer = block["mlp"]
     if at.hook is None and silent(layer):  # nothing captured: a silent MLP adds its bias alone
-        return x + layer["c_proj"]["b"][:, None]
+        return _residual(x, layer["c_proj"]["b"][:, None], at)
     at("hook_resid_mid", x)
     h = _norm(x, block["ln_2"], at, "ln2") if "ln_2" in block else x
     pre = _linear(h, **layer["c_fc"])  # [n_hidden, n]
@@ -279,4 +283,4 @@ def _mlp(x, block, at):  # [n_embd, n] -> [n_embd, n]: after the block's MLP, if
     at("mlp.hook_post", post)
     mlp_out = _linear(post, **layer["c_proj"])  # [n_embd, n]
     at("hook_mlp_out", mlp_out)
-    return x + mlp_out
+    return _residual(x, mlp_out, at)
