@@ -223,7 +223,7 @@ def _extend(kv, qkv, st, family: Family, length: int, n_head: int):
         return (*kv[:3], bounds)
     out = []
     for past, new in zip(kv[:3], own):
-        child = np.take(past, family.parent, axis=0)  # [n, room, n_embd]: whole rows, a fraction of fancy indexing's cost
+        child = np.take(past, family.parent, axis=0)  # [n, room, n_embd]: whole rows, cheaper than fancy indexing
         child[:, length - 1] = new
         out.append(child)
     return (*out, bounds)
