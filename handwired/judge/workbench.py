@@ -2,28 +2,28 @@
 
 ``sweep`` (a constant changed) and ``ablate`` (a part removed) judge many variants of a model on the same
 contexts — a puzzle's, or every context by the file's target, as :mod:`handwired.judge.spread` finds them. The
-contexts are judged by the rule once; the variants are evaluated over the contexts' prefix trie, sharing every
-stage of the forward pass they do not change (:mod:`handwired.engine.resume`). A context passes as in ``check``:
-the right token's logit strictly above every other token's, in float64.
+contexts are walked as a trie of their prefixes, depth first in bounded batches, once for a group of variants
+(:mod:`handwired.engine.resume`): each batch is judged by the rule once, the base model runs on it once, and every
+variant resumes from the first stage it changes. A context passes as in ``check``: the right token's logit strictly
+above every other token's, in float64. Nothing is kept per context: each verdict is tallied batch by batch.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from handwired.engine.logits import require_finite
 from handwired.engine.memory import refuse_large
-from handwired.engine.resume import share, shared_stages, variant_logits
-from handwired.engine.trie import build_trie
+from handwired.engine.resume import VARIANT_MEMORY, groups, resumed, variant_walk
+from handwired.engine.walk import EveryString, batch_nodes, walk_bytes
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import MAX_RUN_SECONDS, duration, estimated_seconds, how_many
+from handwired.judge.contexts import MAX_RUN_SECONDS, duration, every_length, how_many, walk_seconds
+from handwired.judge.domains import Domain
 from handwired.judge.report import leads
 from handwired.judge.rules import DECIDED
 from handwired.judge.spread import Source
 from handwired.weightfile import Model
-
-MAX_SHARES = 4  # evaluations of the base model kept for its variants to resume from
 
 
 @dataclass(frozen=True)
@@ -43,75 +43,115 @@ class Verdict:
         return self.failed == 0 and self.finite
 
 
-class Bench:
-    """A base model, the contexts it is judged on, and what its variants share with it."""
+class _Tally:
+    """One variant's verdict, batch by batch (batches come depth first: ties go to the shortest, then vocab
+    order, as reports list contexts)."""
 
-    def __init__(self, model: Model, source: Source, variants: Sequence[Model] = ()) -> None:
+    def __init__(self) -> None:
+        self.passed, self.total, self.broken, self.finite = 0, 0, 0, True
+        self.worst: tuple | None = None  # (lead, length, tokens): the smallest lead below +inf, and where
+        self.first_broken: tuple | None = None  # (length, tokens)
+
+    def add(self, model: Model, contexts: np.ndarray, acceptable: np.ndarray, logits: np.ndarray,
+            base: np.ndarray) -> None:
+        """A batch of judged contexts [n, L], their acceptable tokens, the variant's logits, the base's passes."""
+        try:
+            require_finite(model, contexts, logits)
+        except HandwiredError:
+            self.finite = False
+        lead = leads(logits, acceptable)  # [n]
+        passes = lead > 0
+        self.passed += int(passes.sum())
+        self.total += len(lead)
+        if len(lead) and lead.min() < np.inf:  # the first smallest of a batch in vocab order
+            row = int(np.argmin(lead))
+            here = (float(lead[row]), contexts.shape[1], tuple(contexts[row].tolist()))
+            self.worst = here if self.worst is None else min(self.worst, here)
+        newly = base & ~passes
+        self.broken += int(newly.sum())
+        if newly.any():
+            shortest = (contexts.shape[1], tuple(contexts[int(np.argmax(newly))].tolist()))
+            self.first_broken = min(self.first_broken or shortest, shortest)
+
+    def verdict(self, model: Model, base_passed: int) -> Verdict:
+        if not self.finite:
+            return Verdict(0, self.total, np.nan, "", base_passed, None, False)
+        worst = np.nan if not self.total else np.inf if self.worst is None else self.worst[0]
+        where = "" if self.worst is None else model.decode(np.array(self.worst[2]))
+        first = None if self.first_broken is None else model.decode(np.array(self.first_broken[1]))
+        return Verdict(self.passed, self.total - self.passed, worst, where, self.broken, first)
+
+
+class Bench:
+    """A base model, the contexts it is judged on, and its variants' verdicts there."""
+
+    def __init__(self, model: Model, source: Source) -> None:
         if source.rule is None:
             raise HandwiredError(f"{model.source}: nothing to judge by: give a puzzle, or a file with a target")
         self.model, self.source = model, source
-        self.trie = source.trie if source.trie is not None else build_trie(list(source.contexts))
-        self.lengths = {batch.shape[1] for batch in source.contexts}
-        self.judged = []  # per batch, its decided contexts [n, L], their acceptable tokens [n, n_vocab], trie rows [n]
-        for batch in source.contexts:
-            judgement = source.rule.judge(batch)
-            decided = judgement.status == DECIDED
-            self.judged.append((batch[decided], judgement.acceptable[decided], self.trie.find(batch[decided])))
-        self.total = sum(len(contexts) for contexts, _, _ in self.judged)
-        if not self.total:
-            raise HandwiredError(f"{model.source}: the rule judges none of these contexts")
-        stages = sorted({shared_stages(model.params, variant.params) for variant in variants} or {0})
-        if len(stages) > MAX_SHARES:  # each is one evaluation of the model, and its memory: the latest few
-            stages = stages[:1] + stages[1 - MAX_SHARES:]
-        self.shares = [share(model, self.trie, stage, self.lengths) for stage in stages]
-        logits = list(self.shares[0].logits)
-        self._base_passes = [lead > 0 for lead in self._leads(logits, model)[0]]
-        self.base = self._verdict(logits, model)
+        self.base: Verdict | None = None  # known after the first walk
+        self.total = 0
 
-    def verdict(self, variant: Model) -> Verdict:
-        """The variant's verdict: evaluated from the first stage it changes, judged as ``check`` judges."""
-        same = shared_stages(self.model.params, variant.params)
-        shared = max((s for s in self.shares if s.stage <= same), key=lambda s: s.stage, default=self.shares[0])
-        return self._verdict(variant_logits(shared, variant, self.trie, self.lengths, self.model), variant)
+    def shares_work(self, variant: Model) -> bool:
+        """Whether the variant resumes past the embeddings, so that walking it beside others saves work."""
+        return resumed(self.model, variant).stage > 0
 
-    def _leads(self, logits: list, variant: Model) -> tuple[list[np.ndarray], bool]:
-        """Each judged context's lead [n] per batch, and whether every logit is a number."""
-        out, finite = [], True
-        for contexts, acceptable, rows in self.judged:
-            level = logits[contexts.shape[1] - 1][rows]  # [n, n_vocab]
-            try:
-                require_finite(variant, contexts, level)
-            except HandwiredError:
-                finite = False
-            out.append(leads(level, acceptable))  # [n]
-        return out, finite
+    def verdicts(self, variants: Sequence[Model], tick: Callable[[int], None] = lambda done: None) -> list[Verdict]:
+        """Each variant's verdict, evaluated from the first stage it changes, judged as ``check`` judges;
+        ``tick(done)`` is told after each batch of each walk how many of the variants have their verdict."""
+        plans = [resumed(self.model, variant) for variant in variants]
+        out: list[Verdict] = []
+        for group in groups(self.model, plans, batch_nodes(self.model, self.model.n_ctx)):
+            chosen = [plans[i] for i in group]
+            tallies = [_Tally() for _ in range(len(chosen) + 1)]  # the base model's first
+            for visit, logits in variant_walk(self.model, chosen, self.source.shape):
+                self._judge(visit, logits, chosen, tallies)
+                tick(len(out))
+            if self.base is None:
+                self._set_base(tallies[0])
+            base_passed = self.base.passed if self.base is not None else 0
+            out += [tally.verdict(plan.model, base_passed) for tally, plan in zip(tallies[1:], chosen)]
+            tick(len(out))
+        return out
 
-    def _verdict(self, logits: list, variant: Model) -> Verdict:
-        lead, finite = self._leads(logits, variant)
-        if not finite:
-            return Verdict(0, self.total, np.nan, "", sum(int(p.sum()) for p in self._base_passes), None, False)
-        passed, worst, worst_context, broken, first_broken = 0, np.inf, "", 0, None
-        for (contexts, _, _), batch, base in zip(self.judged, lead, self._base_passes):
-            passed += int((batch > 0).sum())
-            if len(batch) and batch.min() < worst:  # the first smallest: batches run shortest first, in vocab order
-                row = int(np.argmin(batch))
-                worst, worst_context = float(batch[row]), variant.decode(contexts[row])
-            newly = base & ~(batch > 0)
-            broken += int(newly.sum())
-            if first_broken is None and newly.any():
-                first_broken = variant.decode(contexts[int(np.argmax(newly))])
-        return Verdict(passed, self.total - passed, worst, worst_context, broken, first_broken)
+    def _judge(self, visit, logits: list[np.ndarray], chosen, tallies: list[_Tally]) -> None:
+        if not visit.judged.any() or visit.logits is None:
+            return
+        contexts = visit.prefixes[visit.judged]
+        judgement = self.source.rule.judge(contexts)
+        decided = judgement.status == DECIDED  # [n]
+        contexts, acceptable = contexts[decided], judgement.acceptable[decided]
+        mine = visit.logits[visit.judged][decided]  # [n, n_vocab]
+        base = leads(mine, acceptable) > 0  # [n]
+        tallies[0].add(self.model, contexts, acceptable, mine, base)
+        for tally, plan, theirs in zip(tallies[1:], chosen, logits):
+            tally.add(plan.model, contexts, acceptable, theirs[visit.judged][decided], base)
+
+    def _set_base(self, tally: _Tally) -> None:
+        if not tally.total:
+            raise HandwiredError(f"{self.model.source}: the rule judges none of these contexts")
+        self.total = tally.total
+        self.base = tally.verdict(self.model, tally.passed)
+
+
+def size(model: Model, source: Source) -> tuple[int, int, int]:
+    """The contexts, the prefixes walked and the longest context of ``source``, from its shape alone."""
+    if isinstance(source.shape, Domain):
+        contexts, nodes = source.shape.bound()
+        return contexts, nodes, source.shape.longest
+    assert isinstance(source.shape, EveryString), "a source is every string or a puzzle's domain"
+    total = every_length(model.n_vocab, model.n_ctx)
+    return total, total, model.n_ctx
 
 
 def refuse_long(model: Model, source: Source, runs: int, what: str, instead: str, parameters=()) -> None:
-    """Refuse ``runs`` checks of ``source``'s contexts estimated at more than MAX_RUN_SECONDS, before any runs."""
-    contexts = sum(len(batch) for batch in source.contexts)
-    # every prefix's keys and values in each block, twice (the base model's and a variant's), and what is shared
-    nodes = source.trie.nodes if source.trie is not None else sum(batch.size for batch in source.contexts)  # or fewer
-    kept = nodes * model.n_embd * 8 * (4 * model.n_layer + 2 * MAX_SHARES)  # bytes
+    """Refuse ``runs`` walks of ``source``'s contexts (each a variant's verdict) estimated at more than
+    MAX_RUN_SECONDS, or a walk whose memory is over MAX_MEMORY, before any runs."""
+    contexts, nodes, longest = size(model, source)
+    kept = walk_bytes(model, longest) + VARIANT_MEMORY  # the base model's path and batch, the variants' paths
     refuse_large(f"{what}: {how_many(contexts)} contexts at n_embd {model.n_embd}", kept, "; judge fewer contexts",
                  parameters)
-    seconds = runs * estimated_seconds(model, contexts)
+    seconds = runs * walk_seconds(model, nodes, contexts)
     if seconds > MAX_RUN_SECONDS:
         raise HandwiredError(f"{what}: {runs:,} checks of {how_many(contexts)} contexts, about {duration(seconds)} "
                              f"for this model, more than the {duration(MAX_RUN_SECONDS)} handwired will spend on "
