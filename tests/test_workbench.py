@@ -171,14 +171,16 @@ def test_a_variant_resumed_where_it_differs_gives_the_logits_of_a_whole_evaluati
     assert plan.stage == (0 if stage < 2 else stage)  # every block has an MLP: each stage has its entry recorded
     shape = EveryString(3, 5)
     for chunk in (None, 7):  # the walk's own batches, and small ones: several per level, siblings split
-        walked = list(variant_walk(base, [plan, plan], shape, chunk))
+        walked = list(variant_walk(base, [plan, plan], shape, chunk, record=True))
+        replayed = list(variant_walk(base, [plan], shape, chunk, replay=[entries for _, _, entries in walked]))
         whole = list(float_walk(variant, shape, chunk))
         own = list(float_walk(base, shape, chunk))
-        assert len(walked) == len(whole) == len(own)
-        for (visit, logits), alone, mine in zip(walked, whole, own):
+        assert len(walked) == len(replayed) == len(whole) == len(own)
+        for (visit, logits, _), (again, replay, _), alone, mine in zip(walked, replayed, whole, own):
             np.testing.assert_array_equal(visit.prefixes, alone.prefixes)
             np.testing.assert_array_equal(visit.logits, mine.logits)  # the base model's, as its own walk's
-            for got in logits:  # the same, bit for bit, as the variant's own walk
+            assert again.logits is None  # replayed: the base model did not run
+            for got in (*logits, *replay):  # the same, bit for bit, as the variant's own walk
                 np.testing.assert_array_equal(got, alone.logits)
             for row in (0, len(visit.prefixes) - 1):  # and the independent forward pass agrees
                 tokens = visit.prefixes[row].tolist()

@@ -13,7 +13,7 @@ walk's path. The logits are those of the variant's own walk: the same functions 
 batches.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,15 +103,19 @@ def resumed(base: Model, variant: Model) -> Resumed:
     return Resumed(variant, stage if entry is not None else 0, entry or ())
 
 
+LOGITS_KEPT = 5  # a variant's logits [n, n_vocab]: in the batch's block of them, and as they are judged
+
+
 def node_bytes(model: Model, variant: Resumed) -> int:
-    """Bytes of keys and values a variant keeps per node of a batch on a full path (the blocks it attends in)."""
+    """Bytes a variant keeps per node of a batch: its keys and values on a full path (the blocks it attends in),
+    and its logits while the batch is judged."""
     longest = model.n_ctx
-    return 8 * 2 * model.n_embd * longest * longest * len(variant.attends)
+    return 8 * (2 * model.n_embd * longest * longest * len(variant.attends) + LOGITS_KEPT * model.n_vocab)
 
 
 def groups(model: Model, variants: list[Resumed], chunk: int) -> list[list[int]]:
-    """The variants (by index) walked together: their keys and values within VARIANT_MEMORY per walk (one walk for
-    those that keep none); at least one walk, empty when there are no variants."""
+    """The variants (by index) walked together, in order: what they keep (:func:`node_bytes`) within VARIANT_MEMORY
+    per walk; at least one walk, empty when there are no variants."""
     out: list[list[int]] = [[]]
     used = 0
     for i, variant in enumerate(variants):
@@ -125,15 +129,21 @@ def groups(model: Model, variants: list[Resumed], chunk: int) -> list[list[int]]
 
 
 def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int | None = None,
-                 ) -> Iterator[tuple[Visit, list[np.ndarray]]]:
-    """Every batch of ``shape``'s walk: the visit (its logits the base model's) and each variant's logits, when the
-    batch has judged nodes ([n, n_vocab] each; an empty list otherwise)."""
+                 replay: Sequence[dict[str, np.ndarray]] | None = None, record: bool = False,
+                 ) -> Iterator[tuple[Visit, np.ndarray | None, dict[str, np.ndarray]]]:
+    """Every batch of ``shape``'s walk: the visit (its logits the base model's), the variants' logits when the
+    batch has judged nodes ([variants, n, n_vocab]; else None), and what the base model handed them at each node
+    (the hooks they enter with, [n, …] each). With ``replay``, what an earlier walk of the same shape handed over,
+    batch by batch, the base model is not run (the visit's logits are None); with ``record``, it hands over at
+    every batch that has children, so that a replay can serve variants that keep keys."""
     names = frozenset(hook for variant in variants for hook in variant.hooks)
     z_blocks = {int(hook.split(".")[1]) for hook in names if hook.endswith("attn.hook_z")}
-    reads = [not silent(block["attn"]) or b in z_blocks for b, block in enumerate(base.params["blocks"])]
+    reads = [replay is None and (not silent(block["attn"]) or b in z_blocks)
+             for b, block in enumerate(base.params["blocks"])]
     table = qkv_table(base.params) if base.n_layer and reads[0] else None
     tables = [qkv_table(v.model.params) if not v.stage and 0 in v.attends else None for v in variants]
-    keeps = any(v.attends for v in variants)
+    keeps = record or any(v.attends for v in variants)
+    batches = iter(replay or ())
 
     def room(reading: list[bool]) -> list:  # the empty prefix's past: no keys yet, room for n_ctx
         return [(np.zeros((1, base.n_ctx, base.n_embd)), np.zeros((1, base.n_ctx, base.n_embd))) if r else None
@@ -144,10 +154,12 @@ def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int 
     def step(past, rows, family, length, logits, keep):
         mine, *theirs = ([None if kv is None else (kv[0][rows], kv[1][rows]) for kv in one]  # the parents' rows
                          for one in (past[0], *past[1]))
-        entries: dict[str, np.ndarray] = {}
-        wanted = logits or (keep and keeps)  # the variants need what enters them
-        out, kept = float_step(base, table, mine, family, length, wanted, keep, entries.__setitem__, names)
-        outs, pasts = [out if logits else None], []
+        out, kept, entries = None, mine, next(batches, {})
+        if replay is None:
+            wanted = logits or (keep and keeps)  # the variants need what enters them
+            out, kept = float_step(base, table, mine, family, length, wanted, keep, entries.__setitem__, names)
+        outs = np.empty((len(variants), len(family.tokens), base.n_vocab)) if logits else None
+        pasts = []
         for variant, own, qkv in zip(variants, theirs, tables):
             if variant.stage == 0:
                 got, its = float_step(variant.model, qkv, own, family, length, logits, keep)
@@ -156,14 +168,15 @@ def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int 
                                        logits, keep)
             else:
                 got, its = None, own
-            outs.append(got)
+            if outs is not None:
+                outs[len(pasts)] = got
             pasts.append(its)
-        return outs, (kept, pasts)
+        return (out if logits else None, outs, entries), (kept, pasts)
 
     nodes = chunk or batch_nodes(base, base.n_ctx)
     for visit in walking.walk(shape, step, root, nodes):
-        base_logits, *logits = visit.logits
-        yield Visit(visit.prefixes, visit.judged, base_logits), [] if base_logits is None else logits
+        base_logits, logits, entries = visit.logits
+        yield Visit(visit.prefixes, visit.judged, base_logits), logits, entries
 
 
 def resume_step(variant: Resumed, past: list, entry: list[np.ndarray], family, length: int, logits: bool,

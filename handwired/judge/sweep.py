@@ -156,7 +156,7 @@ def sweep(model: Model, source: Source, ranges: list[Range], precision: float | 
     edges = sum(1 for a, b in zip(points, points[1:]) if a.verdict.ok != b.verdict.ok)
     if edges > 2:
         refuse_long(model, source, ranges, precision, edges)
-    depth = SPECULATE if bench.shares_work(variants[0]) else 1
+    depth = 1 if bench.replays(variants[0]) else SPECULATE
     intervals = tuple(_intervals(model, bench, ranges[0], points, precision, depth,
                                  lambda: report(len(grid), len(grid))))
     return Sweep(tuple(ranges), source.description, points, intervals, precision, bench.total, bench.base)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.engine.logits import require_finite
 from handwired.engine.memory import refuse_large
 from handwired.engine.resume import VARIANT_MEMORY, groups, resumed, variant_walk
 from handwired.engine.walk import EveryString, batch_nodes, walk_bytes
@@ -24,6 +23,8 @@ from handwired.judge.report import leads
 from handwired.judge.rules import DECIDED
 from handwired.judge.spread import Source
 from handwired.weightfile import Model
+
+SHARED_MEMORY = 64 * 2**20  # bytes of the base model's values and judgements kept across walks, at most
 
 
 @dataclass(frozen=True)
@@ -52,14 +53,10 @@ class _Tally:
         self.worst: tuple | None = None  # (lead, length, tokens): the smallest lead below +inf, and where
         self.first_broken: tuple | None = None  # (length, tokens)
 
-    def add(self, model: Model, contexts: np.ndarray, acceptable: np.ndarray, logits: np.ndarray,
-            base: np.ndarray) -> None:
-        """A batch of judged contexts [n, L], their acceptable tokens, the variant's logits, the base's passes."""
-        try:
-            require_finite(model, contexts, logits)
-        except HandwiredError:
-            self.finite = False
-        lead = leads(logits, acceptable)  # [n]
+    def add(self, contexts: np.ndarray, lead: np.ndarray, finite: bool, base: np.ndarray) -> None:
+        """A batch of judged contexts [n, L], the variant's leads there [n], whether its logits are all numbers,
+        and which of them the base model passes [n]."""
+        self.finite &= finite
         passes = lead > 0
         self.passed += int(passes.sum())
         self.total += len(lead)
@@ -82,8 +79,39 @@ class _Tally:
         return Verdict(self.passed, self.total - self.passed, worst, where, self.broken, first)
 
 
+def _leads(logits: np.ndarray, rows: np.ndarray, acceptable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every variant's leads at once, as report.leads computes each: [variants, m, n_vocab] logits, the rows judged
+    [n] and their acceptable tokens [n, n_vocab] -> the leads [variants, n], and whether each variant's logits
+    there are all numbers [variants]. The vocab is the first axis, so each max is over whole rows."""
+    by_token = np.moveaxis(logits[:, rows], 2, 0)  # [n_vocab, variants, n]
+    right = acceptable.T[:, None, :]  # [n_vocab, 1, n]
+    best_right = np.where(right, by_token, -np.inf).max(axis=0)  # [variants, n]
+    best_wrong = np.where(right, -np.inf, by_token).max(axis=0)  # [variants, n]
+    return best_right - best_wrong, np.isfinite(by_token).all(axis=(0, 2))
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """A batch's judged contexts: their rows in the batch [n], tokens [n, L], acceptable tokens [n, n_vocab], and
+    the base model's leads there [n] (and whether its logits are all numbers)."""
+
+    rows: np.ndarray
+    contexts: np.ndarray
+    acceptable: np.ndarray
+    base: np.ndarray
+    finite: bool
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows.nbytes + self.contexts.nbytes + self.acceptable.nbytes + self.base.nbytes
+
+
 class Bench:
-    """A base model, the contexts it is judged on, and its variants' verdicts there."""
+    """A base model, the contexts it is judged on, and its variants' verdicts there.
+
+    What the base model hands the variants at each batch, and the batch's judgement, are kept across walks when
+    all of them fit in SHARED_MEMORY (one walk finds out): the next walks replay them instead of running the base
+    model and the rule again. Past that, every walk computes them afresh."""
 
     def __init__(self, model: Model, source: Source) -> None:
         if source.rule is None:
@@ -91,10 +119,13 @@ class Bench:
         self.model, self.source = model, source
         self.base: Verdict | None = None  # known after the first walk
         self.total = 0
+        self._shared: list[tuple[dict, _Judged | None]] | None = None  # per batch, of the last walk that fitted
+        self._names: frozenset[str] = frozenset()  # the hooks _shared holds
+        self._fits = True  # False once a walk's shared values were found over SHARED_MEMORY
 
-    def shares_work(self, variant: Model) -> bool:
-        """Whether the variant resumes past the embeddings, so that walking it beside others saves work."""
-        return resumed(self.model, variant).stage > 0
+    def replays(self, variant: Model) -> bool:
+        """Whether walking the variant would replay what the base model shares with it, rather than run it."""
+        return self._shared is not None and set(resumed(self.model, variant).hooks) <= self._names
 
     def verdicts(self, variants: Sequence[Model], tick: Callable[[int], None] = lambda done: None) -> list[Verdict]:
         """Each variant's verdict, evaluated from the first stage it changes, judged as ``check`` judges;
@@ -104,9 +135,7 @@ class Bench:
         for group in groups(self.model, plans, batch_nodes(self.model, self.model.n_ctx)):
             chosen = [plans[i] for i in group]
             tallies = [_Tally() for _ in range(len(chosen) + 1)]  # the base model's first
-            for visit, logits in variant_walk(self.model, chosen, self.source.shape):
-                self._judge(visit, logits, chosen, tallies)
-                tick(len(out))
+            self._walk(chosen, tallies, lambda: tick(len(out)))  # noqa: B023 (out grows only between walks)
             if self.base is None:
                 self._set_base(tallies[0])
             base_passed = self.base.passed if self.base is not None else 0
@@ -114,18 +143,48 @@ class Bench:
             tick(len(out))
         return out
 
-    def _judge(self, visit, logits: list[np.ndarray], chosen, tallies: list[_Tally]) -> None:
+    def _walk(self, chosen: list, tallies: list[_Tally], tick: Callable[[], None]) -> None:
+        names = frozenset(hook for plan in chosen for hook in plan.hooks)
+        replay = self._shared if self._shared is not None and names <= self._names else None
+        recording: list | None = [] if replay is None and self._fits else None
+        size = 0
+        walk = variant_walk(self.model, chosen, self.source.shape, replay=replay and [entries for entries, _ in replay],
+                            record=recording is not None)
+        for i, (visit, logits, entries) in enumerate(walk):
+            judged = replay[i][1] if replay is not None else self._judge(visit)
+            if judged is not None:
+                self._tally(judged, logits, tallies)
+            if recording is not None:
+                size += sum(value.nbytes for value in entries.values()) + (judged.nbytes if judged else 0)
+                self._fits = size <= SHARED_MEMORY
+                recording = recording if self._fits else None
+                if recording is not None:
+                    recording.append((entries, judged))
+            tick()
+        if recording is not None:
+            self._shared, self._names = recording, names
+
+    def _judge(self, visit) -> _Judged | None:
+        """A batch's contexts judged by the rule, and the base model's leads there."""
         if not visit.judged.any() or visit.logits is None:
-            return
-        contexts = visit.prefixes[visit.judged]
-        judgement = self.source.rule.judge(contexts)
+            return None
+        rows = np.flatnonzero(visit.judged)
+        judgement = self.source.rule.judge(visit.prefixes[rows])
         decided = judgement.status == DECIDED  # [n]
-        contexts, acceptable = contexts[decided], judgement.acceptable[decided]
-        mine = visit.logits[visit.judged][decided]  # [n, n_vocab]
-        base = leads(mine, acceptable) > 0  # [n]
-        tallies[0].add(self.model, contexts, acceptable, mine, base)
-        for tally, plan, theirs in zip(tallies[1:], chosen, logits):
-            tally.add(plan.model, contexts, acceptable, theirs[visit.judged][decided], base)
+        rows, acceptable = rows[decided], judgement.acceptable[decided]
+        mine = visit.logits[rows]  # [n, n_vocab]
+        return _Judged(rows, visit.prefixes[rows], acceptable, leads(mine, acceptable), bool(np.isfinite(mine).all()))
+
+    @staticmethod
+    def _tally(judged: _Judged, logits: np.ndarray | None, tallies: list[_Tally]) -> None:
+        """Tally the base model's verdict and each variant's on a batch's judged contexts."""
+        passes = judged.base > 0
+        tallies[0].add(judged.contexts, judged.base, judged.finite, passes)
+        if logits is None or len(tallies) == 1:
+            return
+        lead, finite = _leads(logits, judged.rows, judged.acceptable)
+        for i, tally in enumerate(tallies[1:]):
+            tally.add(judged.contexts, lead[i], bool(finite[i]), passes)
 
     def _set_base(self, tally: _Tally) -> None:
         if not tally.total:
@@ -148,7 +207,7 @@ def refuse_long(model: Model, source: Source, runs: int, what: str, instead: str
     """Refuse ``runs`` walks of ``source``'s contexts (each a variant's verdict) estimated at more than
     MAX_RUN_SECONDS, or a walk whose memory is over MAX_MEMORY, before any runs."""
     contexts, nodes, longest = size(model, source)
-    kept = walk_bytes(model, longest) + VARIANT_MEMORY  # the base model's path and batch, the variants' paths
+    kept = walk_bytes(model, longest) + VARIANT_MEMORY + SHARED_MEMORY  # the walk, the variants' paths, the shared
     refuse_large(f"{what}: {how_many(contexts)} contexts at n_embd {model.n_embd}", kept, "; judge fewer contexts",
                  parameters)
     seconds = runs * walk_seconds(model, nodes, contexts)
