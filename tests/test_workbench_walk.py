@@ -138,3 +138,23 @@ def test_the_estimate_of_a_sweep_counts_the_bisection_of_its_edges(monkeypatch):
     assert "(and up to 120 values bisecting 2 edges)" in line  # 60 steps each at most
     line = user_error("sweep", add, "K=1..2", "G=1..2", "--puzzle", "add", "--steps", "8")  # a heatmap: no bisection
     assert "--steps 8: 64 checks" in line and "bisect" not in line and "--precision" not in line
+
+
+def test_bisecting_three_steps_per_walk_tries_the_values_one_step_at_a_time_tries(monkeypatch):
+    """When the file's run is not kept across walks, each walk judges the next three steps of every edge, whichever
+    way each goes: the same values tried, the same edges, in fewer walks."""
+    puzzle, model = load_puzzle("add"), load(str(solution_path("add")))
+    walks = []
+    original = workbench.variant_walk
+    monkeypatch.setattr(workbench, "variant_walk", lambda *args, **kwargs: walks.append(len(args[1])) or original(
+        *args, **kwargs))
+
+    def swept():
+        walks.clear()
+        return sweep(model, puzzle_source(puzzle, model), [parse_range(model, "K=1..40", 9, False)]), list(walks)
+
+    (kept, kept_walks), (alone, alone_walks) = swept(), (monkeypatch.setattr(workbench, "SHARED_MEMORY", 0), swept())[1]
+    assert (kept.points, kept.intervals) == (alone.points, alone.intervals) and kept.intervals[0].below.tried > 0
+    assert kept_walks[0] == alone_walks[0] == 9  # the grid, in one walk
+    assert set(kept_walks[1:]) == {1} and max(alone_walks[1:]) == 7  # a step per walk; three (7 values) per walk
+    assert len(alone_walks) - 1 < (len(kept_walks) - 1) / 2

@@ -20,6 +20,7 @@ import numpy as np
 
 from handwired.engine import walk as walking
 from handwired.engine.forward import layer_norm, linear, matmul, qkv_table
+from handwired.engine.memory import table_bytes
 from handwired.engine.step import _attention, _extend, _ignore, _mlp, float_step, float_walk, silent
 from handwired.engine.walk import Shape, Visit, batch_nodes
 from handwired.weightfile import Model
@@ -114,12 +115,12 @@ def node_bytes(model: Model, variant: Resumed) -> int:
 
 
 def groups(model: Model, variants: list[Resumed], chunk: int) -> list[list[int]]:
-    """The variants (by index) walked together, in order: what they keep (:func:`node_bytes`) within VARIANT_MEMORY
-    per walk; at least one walk, empty when there are no variants."""
+    """The variants (by index) walked together, in order: what they keep (:func:`node_bytes`, and the q, k, v table
+    of one run from its embeddings) within VARIANT_MEMORY per walk; at least one walk, empty with no variants."""
     out: list[list[int]] = [[]]
     used = 0
     for i, variant in enumerate(variants):
-        size = chunk * node_bytes(model, variant)
+        size = chunk * node_bytes(model, variant) + (table_bytes(model) if not variant.stage else 0)
         if out[-1] and used + size > VARIANT_MEMORY:
             out.append([])
             used = 0

@@ -26,7 +26,7 @@ MAX_STEPS = 1000  # values per constant
 MAX_POINTS = 10_000  # values in all, with two constants
 MAX_HALVINGS = 60  # bisection steps per edge, at most (each narrows the bracket to 3/5 of its width or less)
 REFINE = 1024  # by default an edge is refined to 1/REFINE of the grid step it lies in
-SPECULATE = 3  # bisection steps judged in one walk, when the values share work with the file (2^3 - 1 values)
+SPECULATE = 3  # bisection steps judged in one walk, when each walk runs the file too (2^3 - 1 values)
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def sweep(model: Model, source: Source, ranges: list[Range], precision: float | 
     edges = sum(1 for a, b in zip(points, points[1:]) if a.verdict.ok != b.verdict.ok)
     if edges > 2:
         refuse_long(model, source, ranges, precision, edges)
-    depth = 1 if bench.replays(variants[0]) else SPECULATE
+    depth = SPECULATE if bench.shares_run(variants[0]) else 1
     intervals = tuple(_intervals(model, bench, ranges[0], points, precision, depth,
                                  lambda: report(len(grid), len(grid))))
     return Sweep(tuple(ranges), source.description, points, intervals, precision, bench.total, bench.base)

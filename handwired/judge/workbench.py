@@ -123,9 +123,11 @@ class Bench:
         self._names: frozenset[str] = frozenset()  # the hooks _shared holds
         self._fits = True  # False once a walk's shared values were found over SHARED_MEMORY
 
-    def replays(self, variant: Model) -> bool:
-        """Whether walking the variant would replay what the base model shares with it, rather than run it."""
-        return self._shared is not None and set(resumed(self.model, variant).hooks) <= self._names
+    def shares_run(self, variant: Model) -> bool:
+        """Whether walking the variant would run the base model too, to hand it what it shares (not kept from an
+        earlier walk): then judging several such variants in one walk saves a run of the base model each."""
+        plan = resumed(self.model, variant)
+        return plan.stage > 0 and not (self._shared is not None and set(plan.hooks) <= self._names)
 
     def verdicts(self, variants: Sequence[Model], tick: Callable[[int], None] = lambda done: None) -> list[Verdict]:
         """Each variant's verdict, evaluated from the first stage it changes, judged as ``check`` judges;
