@@ -14,12 +14,13 @@ from test_cli import user_error
 
 from handwired.engine.resume import VARIANT_MEMORY
 from handwired.engine.walk import walk_bytes
+from handwired.errors import HandwiredError
 from handwired.judge import workbench
 from handwired.judge.ablate import ablate
 from handwired.judge.catalogue import bundled_puzzles, load_puzzle, solution_path
 from handwired.judge.puzzle import read_statement
 from handwired.judge.spread import puzzle_source
-from handwired.judge.sweep import parse_range, sweep, with_constants
+from handwired.judge.sweep import parse_range, refuse_long, sweep, with_constants
 from handwired.judge.verdict import submit
 from handwired.judge.workbench import Bench
 from handwired.weightfile import load, parse
@@ -138,6 +139,11 @@ def test_the_estimate_of_a_sweep_counts_the_bisection_of_its_edges(monkeypatch):
     assert "(and up to 120 values bisecting 2 edges)" in line  # 60 steps each at most
     line = user_error("sweep", add, "K=1..2", "G=1..2", "--puzzle", "add", "--steps", "8")  # a heatmap: no bisection
     assert "--steps 8: 64 checks" in line and "bisect" not in line and "--precision" not in line
+    model = load(add)  # a sweep that finds more edges is estimated again, with them, before it bisects
+    ranges = [parse_range(model, "K=1..40", 20, False)]
+    refuse_long(model, puzzle_source(load_puzzle("add"), model), ranges)  # 20 + 28 values: 480 s
+    with pytest.raises(HandwiredError, match=r"steps 20 \(and up to 70 values bisecting 5 edges\): 90 checks"):
+        refuse_long(model, puzzle_source(load_puzzle("add"), model), ranges, None, 5)
 
 
 def test_bisecting_three_steps_per_walk_tries_the_values_one_step_at_a_time_tries(monkeypatch):
