@@ -28,10 +28,12 @@ from handwired.weightfile import load, parse
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def checked(puzzle, model):
-    """The ordinary check of the file, in float64: passes, how many fail, and its margin (None: none passes)."""
+def checked(puzzle, model, shortest=False):
+    """The ordinary check of the file, in float64: passes, how many fail, and its margin (None: none passes); with
+    ``shortest``, also its shortest failure (None: none fails)."""
     report = submit(puzzle, model, proof=False).report
-    return report.ok, report.failed, None if report.margin is None else report.margin.value
+    out = report.ok, report.failed, None if report.margin is None else report.margin.value
+    return (*out, report.failures[0].context if report.failures else None) if shortest else out
 
 
 @pytest.mark.parametrize("name", sorted(bundled_puzzles()))
@@ -40,9 +42,10 @@ def test_ablating_each_reference_agrees_with_removing_each_part_and_checking(nam
     result = ablate(model, puzzle_source(puzzle, model))
     assert result.base.ok and result.judged == result.base.passed
     for row in result.rows:  # each part removed, the file checked the ordinary way
-        ok, failed, margin = checked(puzzle, row.part.variant)
+        ok, failed, margin, shortest = checked(puzzle, row.part.variant, shortest=True)
         assert (row.verdict.ok, row.verdict.failed) == (ok, failed), row.part.name
         assert row.needed == (failed > 0), row.part.name  # the file itself passes: what fails is broken
+        assert (row.verdict.broken, row.verdict.first_broken) == (failed, shortest), row.part.name
         if ok:  # the smallest lead is the check's margin, bit for bit: the same walk, the same batches
             assert row.verdict.worst == margin, row.part.name
 
