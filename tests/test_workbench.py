@@ -180,8 +180,10 @@ def test_a_variant_resumed_where_it_differs_gives_the_logits_of_a_whole_evaluati
             np.testing.assert_array_equal(visit.prefixes, alone.prefixes)
             np.testing.assert_array_equal(visit.logits, mine.logits)  # the base model's, as its own walk's
             assert again.logits is None  # replayed: the base model did not run
-            for got in (*logits, *replay):  # the same, bit for bit, as the variant's own walk
-                np.testing.assert_array_equal(got, alone.logits)
+            for got in (*logits, *replay):  # the variant's own walk's, to rounding (sums may be ordered otherwise)
+                if stage < 2:  # walked on its own, from its embeddings: its own walk's, bit for bit
+                    np.testing.assert_array_equal(got, alone.logits)
+                np.testing.assert_allclose(got, alone.logits, rtol=1e-12, atol=1e-12)
             for row in (0, len(visit.prefixes) - 1):  # and the independent forward pass agrees
                 tokens = visit.prefixes[row].tolist()
                 expected = reference_forward(variant.params, tokens, variant.n_head)[0][-1]

@@ -5,12 +5,13 @@ The forward pass is a row of *stages* — the embeddings (``wte``, ``wpe``; ``wt
 for each block its attention's pattern and values (``ln_1``, ``c_attn``), its attention's output (``c_proj``) and
 its MLP (``ln_2``, ``mlp``), then the final LayerNorm — and what enters a stage depends only on the stages before
 it. The contexts are walked once as a trie of their prefixes (:mod:`handwired.engine.walk`, depth first, in bounded
-batches): at each batch the base model runs (:func:`handwired.engine.step.float_step`) and records what enters the
-first stage each variant changes (the residual stream; for an attention's output, also the heads' ``z``), and each
-variant resumes there on the same batch, with its own keys and values for the blocks whose attention it runs
-again. What a variant does not change is computed once per batch, for all of them; nothing is kept beyond the
-walk's path. The logits are those of the variant's own walk: the same functions on the same numbers, in the same
-batches.
+batches): at each batch the base model's own walk (:func:`handwired.engine.step.float_walk`, in step with this one)
+records what enters the first stage each variant changes (the residual stream; for an attention's output, also the
+heads' ``z``), and each variant resumes there on the same batch with forward.py's functions, keeping its own keys
+and values for the blocks whose attention it runs again. What a variant does not change is computed once per
+batch, for all of them; nothing is kept beyond the walk's path. A variant that changes its embeddings is its own
+float walk; the others' logits are their own walk's to rounding (the same operations, sums perhaps in another
+order).
 """
 
 from collections.abc import Iterator, Sequence
@@ -19,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.engine import walk as walking
-from handwired.engine.forward import layer_norm, linear, matmul, qkv_table
+from handwired.engine.forward import attention, layer_norm, linear, matmul, merge_heads, mlp, split_heads
 from handwired.engine.memory import table_bytes
-from handwired.engine.step import _attention, _extend, _ignore, _mlp, float_step, float_walk, silent
+from handwired.engine.step import float_walk, silent
 from handwired.engine.walk import Shape, Visit, batch_nodes
 from handwired.weightfile import Model
 
@@ -134,90 +135,91 @@ def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int 
                  ) -> Iterator[tuple[Visit, np.ndarray | None, dict[str, np.ndarray]]]:
     """Every batch of ``shape``'s walk: the visit (its logits the base model's), the variants' logits when the
     batch has judged nodes ([variants, n, n_vocab]; else None), and what the base model handed them at each node
-    (the hooks they enter with, [n, …] each). With ``replay``, what an earlier walk of the same shape handed over,
-    batch by batch, the base model is not run (the visit's logits are None); with ``record``, it hands over at
-    every batch that has children, so that a replay can serve variants that keep keys."""
+    (the hooks they enter with, [n, …] each). The base model, and each variant that changes its embeddings, is its
+    own :func:`float_walk`, run in step with this one (the same shape in the same batches: the same batches come in
+    the same order). With ``replay``, what an earlier walk of the same shape handed over, batch by batch, the base
+    model is not run (the visit's logits are None); ``record`` is for such a walk: the base model then hands over at
+    every batch that has children too."""
+    nodes = chunk or batch_nodes(base, base.n_ctx)
     names = frozenset(hook for variant in variants for hook in variant.hooks)
-    z_blocks = {int(hook.split(".")[1]) for hook in names if hook.endswith("attn.hook_z")}
-    reads = [replay is None and (not silent(block["attn"]) or b in z_blocks)
-             for b, block in enumerate(base.params["blocks"])]
-    table = qkv_table(base.params) if base.n_layer and reads[0] else None
-    tables = [qkv_table(v.model.params) if not v.stage and 0 in v.attends else None for v in variants]
-    keeps = record or any(v.attends for v in variants)
-    batches = iter(replay or ())
-
-    def room(reading: list[bool]) -> list:  # the empty prefix's past: no keys yet, room for n_ctx
-        return [(np.zeros((1, base.n_ctx, base.n_embd)), np.zeros((1, base.n_ctx, base.n_embd))) if r else None
-                for r in reading]
-
-    root = (room(reads), [room([b in v.attends for b in range(base.n_layer)]) for v in variants])
+    entries: dict[str, np.ndarray] = {}
+    mine = iter(replay) if replay is not None else float_walk(base, shape, nodes, entries.__setitem__ if names or
+                                                              record else None, names)
+    whole = [float_walk(v.model, shape, nodes) if not v.stage else None for v in variants]
+    root = [[(np.zeros((1, 0, base.n_embd)), np.zeros((1, 0, base.n_embd))) if b in v.attends and v.stage else None
+             for b in range(base.n_layer)] for v in variants]  # the empty prefix: no keys yet
 
     def step(past, rows, family, length, logits, keep):
-        mine, *theirs = ([None if kv is None else (kv[0][rows], kv[1][rows]) for kv in one]  # the parents' rows
-                         for one in (past[0], *past[1]))
-        out, kept, entries = None, mine, next(batches, {})
-        if replay is None:
-            wanted = logits or (keep and keeps)  # the variants need what enters them
-            out, kept = float_step(base, table, mine, family, length, wanted, keep, entries.__setitem__, names)
+        entries.clear()
+        own = next(mine)  # the base model's batch (the same as this one), or what it handed over then
+        handed = own if replay is not None else dict(entries)
         outs = np.empty((len(variants), len(family.tokens), base.n_vocab)) if logits else None
         pasts = []
-        for variant, own, qkv in zip(variants, theirs, tables):
-            if variant.stage == 0:
-                got, its = float_step(variant.model, qkv, own, family, length, logits, keep)
+        for i, (variant, kv, walking_alone) in enumerate(zip(variants, past, whole)):
+            got, its = None, kv  # (a list of None: a variant that keeps no keys)
+            if walking_alone is not None:
+                got = next(walking_alone).logits
             elif logits or (keep and variant.attends):
-                got, its = resume_step(variant, own, [entries[hook] for hook in variant.hooks], family, length,
+                parents = [None if pair is None else (pair[0][rows], pair[1][rows]) for pair in kv]
+                got, its = resume_step(variant, parents, [handed[hook] for hook in variant.hooks], family, length,
                                        logits, keep)
-            else:
-                got, its = None, own
             if outs is not None:
-                outs[len(pasts)] = got
+                outs[i] = got
             pasts.append(its)
-        return (out if logits else None, outs, entries), (kept, pasts)
+        return (None if replay is not None else own.logits, outs, handed), pasts
 
-    nodes = chunk or batch_nodes(base, base.n_ctx)
     for visit in walking.walk(shape, step, root, nodes):
-        base_logits, logits, entries = visit.logits
-        yield Visit(visit.prefixes, visit.judged, base_logits), logits, entries
+        base_logits, logits, handed = visit.logits
+        yield Visit(visit.prefixes, visit.judged, base_logits), logits, handed
 
 
 def resume_step(variant: Resumed, past: list, entry: list[np.ndarray], family, length: int, logits: bool,
                 keep: bool) -> tuple[np.ndarray | None, list]:
-    """A variant's step of the walk from the stage it resumes at: ``entry`` is what enters it at the batch's new
-    positions ([n, n_embd]; with z [n, head, d_head] for an attention's output). As float_step, block by block."""
+    """A variant's step of the walk from the stage it resumes at, with forward.py's functions: ``entry`` is what
+    enters it at the batch's new positions ([n, n_embd]; with z [n, head, d_head] for an attention's output);
+    ``past`` its parents' keys and values in the blocks it attends in ([c, L-1, n_embd] x2). -> the next-token
+    logits [n, n_vocab] (when ``logits``), and the children's keys and values [n, L, n_embd] x2 per block."""
     model = variant.model
     params, first = model.params, variant.block
     x = entry[0]  # [n, n_embd]
-    kept: list = [None] * first
-    if (variant.stage - 1) % 3 and first < model.n_layer:  # this block's pattern (and with the MLP its output) kept
+    if variant.stage and (variant.stage - 1) % 3 and first < model.n_layer:  # this block's pattern is the base's
         block = params["blocks"][first]
         if (variant.stage - 1) % 3 == 1:
             x = x + linear(entry[1].reshape(len(x), model.n_embd), **block["attn"]["c_proj"])  # [n, n_embd]
-        x = _mlp(x, block, _ignore)
-        kept.append(None)
-        first += 1
+        x, first = _mlp(x, block), first + 1
+    kept: list = [None] * model.n_layer
     last = max(variant.attends, default=-1)  # the last block whose keys are read
     for b in range(first, model.n_layer):
         block, kv = params["blocks"][b], past[b]
         if kv is None:  # silent attention: only its bias reaches the residual stream
-            kept.append(None)
             x = x + block["attn"]["c_proj"]["b"]  # [n, n_embd]
         else:
             h = layer_norm(x, **block["ln_1"]) if "ln_1" in block else x  # [n, n_embd]
             qkv = linear(h, **block["attn"]["c_attn"])  # [n, 3*n_embd]
-            seen, mine = _extend(kv, qkv, family, length, keep)
-            kept.append(mine)
+            n_embd = model.n_embd
+            keys, values = (np.concatenate([kv[i][family.parent], qkv[:, None, (i + 1) * n_embd:(i + 2) * n_embd]],
+                                           axis=1) for i in (0, 1))  # [n, L, n_embd]: the parent's, then its own
+            kept[b] = (keys, values)
             if not logits and b == last:  # nothing later reads this batch's residual stream
                 break
-            x = x + _attention(block, qkv, kv, seen, family, length, model.n_head)
+            z = attention(split_heads(qkv[:, None, :n_embd], model.n_head), split_heads(keys, model.n_head),
+                          split_heads(values, model.n_head), np.zeros((1, length)))  # [n, head, 1, d_head]
+            x = x + linear(merge_heads(z)[:, 0], **block["attn"]["c_proj"])  # [n, n_embd]
         if not logits and b >= last:
             break
-        x = _mlp(x, block, _ignore)
-    kept += [None] * (model.n_layer - len(kept))
+        x = _mlp(x, block)
     if not logits:
         return None, kept
     if "ln_f" in params:
         x = layer_norm(x, **params["ln_f"])  # [n, n_embd]
     return matmul(x, params["wte"].T), kept  # [n, n_vocab], tied unembedding
+
+
+def _mlp(x: np.ndarray, block: dict) -> np.ndarray:  # [n, n_embd] -> [n, n_embd] after the block's MLP, if any
+    if "mlp" not in block:
+        return x
+    h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x  # [n, n_embd]
+    return x + mlp(h, **block["mlp"])
 
 
 def recorded_walk(model: Model, shape: Shape, names: frozenset[str],
