@@ -19,8 +19,8 @@ from handwired.judge import workbench
 from handwired.judge.ablate import ablate
 from handwired.judge.catalogue import bundled_puzzles, load_puzzle, solution_path
 from handwired.judge.puzzle import read_statement
-from handwired.judge.spread import puzzle_source
-from handwired.judge.sweep import parse_range, refuse_long, sweep, with_constants
+from handwired.judge.spread import puzzle_source, target_source
+from handwired.judge.sweep import halvings, parse_range, refuse_long, sweep, with_constants
 from handwired.judge.verdict import submit
 from handwired.judge.workbench import Bench
 from handwired.weightfile import load, parse
@@ -167,3 +167,22 @@ def test_bisecting_three_steps_per_walk_tries_the_values_one_step_at_a_time_trie
     assert kept_walks[0] == alone_walks[0] == 9  # the grid, in one walk
     assert set(kept_walks[1:]) == {1} and max(alone_walks[1:]) == 7  # a step per walk; three (7 values) per walk
     assert len(alone_walks) - 1 < (len(kept_walks) - 1) / 2
+    assert len(kept_walks) - 1 <= halvings(kept.ranges[0], None)  # one edge: its steps within the estimate's count
+
+
+@pytest.mark.parametrize("args", [("Lg=0..4", False, None), ("Lg=0.01..10000", True, None), ("Lg=0..4", False, 1e-6),
+                                  ("Lg=0.5..40", True, 1e-3)])
+def test_bisection_takes_no_more_steps_than_the_estimate_counts(args, monkeypatch):
+    from handwired.judge import sweep as sweeping
+
+    text, log, precision = args
+    model = load("aab")
+    swept = parse_range(model, text, 9, log)
+    made = []
+    original = sweeping.with_constants
+    monkeypatch.setattr(sweeping, "with_constants", lambda *args: made.append(1) or original(*args))
+    result = sweep(model, target_source(model, "aab"), [swept], precision)
+    steps = len(made) - 9  # the values bisection tried, one step of an edge each (its run is kept: one per walk)
+    edges = [edge for interval in result.intervals for edge in (interval.below, interval.above) if edge]
+    assert edges and 0 < steps <= len(edges) * halvings(swept, precision)
+    assert all(edge.reached for edge in edges)

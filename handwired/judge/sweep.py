@@ -113,10 +113,17 @@ def check_steps(steps: int, ranges: int) -> None:
 
 def halvings(swept: Range, precision: float | None) -> int:
     """The most bisection steps one edge of ``swept``'s grid takes: each narrows its bracket to 3/5 of its width or
-    less, from the widest grid step down to ``precision`` (default: 1/REFINE of the step), at most MAX_HALVINGS."""
-    step = float(np.max(np.diff(swept.values)))
+    less (of its logarithm's, on a log scale), from the widest grid step down to ``precision`` (default: 1/REFINE of
+    the step), at most MAX_HALVINGS."""
+    values = swept.values
+    step = float(np.max(np.diff(values)))
     target = precision if precision is not None else step / REFINE
-    return min(MAX_HALVINGS, max(0, math.ceil(math.log(step / target) / math.log(5 / 3))))
+    if swept.log:  # a bracket [a, a·r] near the top of the range is narrow enough once r <= 1 + target / top
+        ratio = float(np.max(values[1:] / values[:-1]))
+        shrink = math.log(ratio) / math.log1p(target / float(values[-1]))
+    else:
+        shrink = step / target
+    return min(MAX_HALVINGS, max(0, math.ceil(math.log(shrink) / math.log(5 / 3)))) if shrink > 1 else 0
 
 
 def refuse_long(model: Model, source: Source, ranges: list[Range], precision: float | None = None,
