@@ -140,7 +140,7 @@ def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int 
     the same order). With ``replay``, what an earlier walk of the same shape handed over, batch by batch, the base
     model is not run (the visit's logits are None); ``record`` is for such a walk: the base model then hands over at
     every batch that has children too."""
-    nodes = chunk or batch_nodes(base, base.n_ctx)
+    nodes, shape = chunk or batch_nodes(base, base.n_ctx), _Echo(shape)
     names = frozenset(hook for variant in variants for hook in variant.hooks)
     entries: dict[str, np.ndarray] = {}
     mine = iter(replay) if replay is not None else float_walk(base, shape, nodes, entries.__setitem__ if names or
@@ -171,6 +171,28 @@ def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int 
     for visit in walking.walk(shape, step, root, nodes):
         base_logits, logits, handed = visit.logits
         yield Visit(visit.prefixes, visit.judged, base_logits), logits, handed
+
+
+class _Echo:
+    """A shape shared by walks in step: each batch's children and judged nodes are asked of ``shape`` once, by the
+    first walk there; the others, at the same batch, are told the same (one batch per length is remembered)."""
+
+    def __init__(self, shape: Shape) -> None:
+        self.shape, self.said = shape, {}
+
+    def _ask(self, kind: str, prefixes: np.ndarray) -> np.ndarray:
+        known = self.said.get((kind, prefixes.shape[1]))
+        if known is not None and np.array_equal(known[0], prefixes):
+            return known[1]
+        answer = getattr(self.shape, kind)(prefixes)
+        self.said[kind, prefixes.shape[1]] = (prefixes, answer)
+        return answer
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        return self._ask("children", prefixes)
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        return self._ask("judged", prefixes)
 
 
 def resume_step(variant: Resumed, past: list, entry: list[np.ndarray], family, length: int, logits: bool,
