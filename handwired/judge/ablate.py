@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from handwired.engine.resume import recorded_walk
+from handwired.errors import HandwiredError
 from handwired.judge import workbench
 from handwired.judge.rules import DECIDED
 from handwired.judge.spread import Source
@@ -130,11 +131,13 @@ def hook_means(model: Model, source: Source, names: frozenset[str], tick: Callab
         close(length)
         included = np.zeros(len(visit.prefixes), dtype=bool)
         if visit.judged.any():
-            assert source.rule is not None, "a bench has a rule"
+            assert source.rule is not None, "ablate() makes its Bench first, which refuses a source without a rule"
             included[visit.judged] = source.rule.judge(visit.prefixes[visit.judged]).status == DECIDED
         path.append((visit.prefixes, {name: np.array(recorded[name]) for name in names}, included))
         tick()
     close(1)
+    if not count:
+        raise HandwiredError(f"{model.source}: the rule judges none of these contexts")
     return {name: total / count for name, total in sums.items()}
 
 
