@@ -6,7 +6,8 @@ Run:  python benchmarks/bench_workbench.py [--quick]
 A sweep judges the file at every value of a constant, an ablation with every part removed in turn; each walks the
 contexts in bounded batches and shares the stages of the forward pass its variants do not change
 (handwired.engine.resume). Interleaved, so the machine's other work falls on all alike, each the median of five
-runs (one with --quick) in CPU time (the process's, every thread's) and in wall time, after a warm-up:
+runs (one with --quick) in CPU time (the process's, every thread's) and in wall time, after a warm-up, with numpy's
+BLAS on one thread (OPENBLAS_NUM_THREADS=1 unless set: on small products its threads spend CPU time waiting):
 
 * one check: handwired.judge.verdict.submit of the reference solution (the baseline);
 * a 50-value sweep of the add reference's Lg (block 0's attention: nothing but the embeddings is shared) —
@@ -36,7 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_domains import check, model, statement
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported (by bench_domains too)
+
+from bench_domains import check, model, statement  # noqa: E402
 
 from handwired.judge import spread as spreading
 from handwired.judge.ablate import ablate
