@@ -171,7 +171,7 @@ def test_a_variant_resumed_where_it_differs_gives_the_logits_of_a_whole_evaluati
     assert plan.stage == (0 if stage < 2 else stage)  # every block has an MLP: each stage has its entry recorded
     shape = EveryString(3, 5)
     for chunk in (None, 7):  # the walk's own batches, and small ones: several per level, siblings split
-        walked = list(variant_walk(base, [plan, plan], shape, chunk, record=True))
+        walked = list(variant_walk(base, [plan, plan], shape, chunk))
         replayed = list(variant_walk(base, [plan], shape, chunk, replay=[entries for _, _, entries in walked]))
         whole = list(float_walk(variant, shape, chunk))
         own = list(float_walk(base, shape, chunk))

@@ -131,7 +131,7 @@ def groups(model: Model, variants: list[Resumed], chunk: int) -> list[list[int]]
 
 
 def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int | None = None,
-                 replay: Sequence[dict[str, np.ndarray]] | None = None, record: bool = False,
+                 replay: Sequence[dict[str, np.ndarray]] | None = None,
                  ) -> Iterator[tuple[Visit, np.ndarray | None, dict[str, np.ndarray]]]:
     """Every batch of ``shape``'s walk: the visit (its logits the base model's), the variants' logits when the
     batch has judged nodes ([variants, n, n_vocab]; else None), and what the base model handed them at each node
@@ -143,8 +143,8 @@ def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int 
     nodes, shape = chunk or batch_nodes(base, base.n_ctx), _Echo(shape)
     names = frozenset(hook for variant in variants for hook in variant.hooks)
     entries: dict[str, np.ndarray] = {}
-    mine = iter(replay) if replay is not None else float_walk(base, shape, nodes, entries.__setitem__ if names or
-                                                              record else None, names)
+    mine = iter(replay) if replay is not None else float_walk(base, shape, nodes, entries.__setitem__ if names
+                                                              else None, names)
     whole = [float_walk(v.model, shape, nodes) if not v.stage else None for v in variants]
     root = [[(np.zeros((1, 0, base.n_embd)), np.zeros((1, 0, base.n_embd))) if b in v.attends and v.stage else None
              for b in range(base.n_layer)] for v in variants]  # the empty prefix: no keys yet

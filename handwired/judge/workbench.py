@@ -150,8 +150,7 @@ class Bench:
         replay = self._shared if self._shared is not None and names <= self._names else None
         recording: list | None = [] if replay is None and self._fits else None
         size = 0
-        walk = variant_walk(self.model, chosen, self.source.shape, replay=replay and [entries for entries, _ in replay],
-                            record=recording is not None)
+        walk = variant_walk(self.model, chosen, self.source.shape, replay=replay and [entries for entries, _ in replay])
         for i, (visit, logits, entries) in enumerate(walk):
             judged = replay[i][1] if replay is not None else self._judge(visit)
             if judged is not None:
