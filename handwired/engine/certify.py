@@ -15,15 +15,12 @@ over the keys it sees. Logits come packed,
 the domain walk's are computed in its own order (within their radii of the float walk's).
 """
 
-from collections.abc import Iterator
-
 import numpy as np
 
 from handwired.engine import interval as iv
-from handwired.engine import walk as walking
 from handwired.engine.forward import causal_mask, linear, matmul, merge_heads, softmax, split_heads
+from handwired.engine.proof_step import certified_walk  # noqa: F401 (the domain walk's certified pass)
 from handwired.engine.tree import Pass, sibling_mask
-from handwired.engine.walk import Family, Shape, Visit, batch_nodes
 from handwired.weightfile import Model
 
 CHUNK_POSITIONS = 8192  # positions per certified pass over whole contexts
@@ -191,77 +188,6 @@ def tree_position(params, n_head, tokens, position, kv, setup):
         zeta = z_radius(st[:, :2 * h], seen.reshape(n, -1), mixed, h, n_embd // h, n_keys)  # [n, head]
         x = _after(x, block, merge_heads(z).reshape(n, n_embd), zeta)
     return _logits(prepared, x)
-
-
-def certified_walk(model: Model, shape: Shape, chunk: int | None = None) -> Iterator[Visit]:
-    """:func:`handwired.engine.walk.walk` with :func:`certified_step`: each visit's logits packed mid | rad
-    [n, 2*n_vocab]. A batch holds as many nodes as the float walk's: the keys are float numbers, and a node's
-    bounds a few numbers per block."""
-    setup = certified_table(model)
-    room, h = (1, model.n_ctx, model.n_embd), model.n_head
-    root = [None if block["attn"]["c_proj"]["w"].zero
-            else (np.zeros(room), np.zeros(room), np.zeros((1, model.n_ctx, 2 * h)), np.zeros((1, 4 * h)))
-            for block in setup[0]["blocks"]]  # the empty prefix: no keys, room for n_ctx; None for a silent attention
-
-    def step(past, rows, family, length, logits, keep):  # the parents' keys and values: views of their batch's
-        past = [None if kv is None else tuple(part[rows] for part in kv) for kv in past]
-        return certified_step(model, setup, past, family, length, logits)
-
-    return walking.walk(shape, step, root, chunk or batch_nodes(model, model.n_ctx))
-
-
-def _extend(kv, qkv, st, family: Family, length: int, n_head: int):
-    """The children's keys, values, values' bounds and largest bounds: the parents' ([c, room, n_embd] x2,
-    [c, room, 2*head], [c, 4*head]), then their own (from qkv [n, 3*n_embd] and its stats). An only child writes its
-    own into its parent's room and shares it; siblings each get a copy of their parent's, with room."""
-    n_embd, h = qkv.shape[1] // 3, n_head
-    own = qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:], st[:, 4 * h:]
-    bounds = np.maximum(kv[3][family.parent], st[:, 2 * h:])  # [n, 4*head]: the largest a child sees
-    if family.width == 1 and family.uniform:
-        for past, new in zip(kv[:3], own):
-            past[:, length - 1] = new
-        return (*kv[:3], bounds)
-    out = []
-    for past, new in zip(kv[:3], own):
-        child = np.take(past, family.parent, axis=0)  # [n, room, n_embd]: whole rows, cheaper than fancy indexing
-        child[:, length - 1] = new
-        out.append(child)
-    return (*out, bounds)
-
-
-def certified_step(model: Model, setup, past: list, family: Family, length: int,
-                   logits: bool) -> tuple[np.ndarray | None, list]:
-    """As :func:`handwired.engine.step.float_step`, in intervals: the children's packed logits [n, 2*n_vocab]
-    (when ``logits``) and their past: per block, the keys and values of every position they see with room for
-    n_ctx, [n, n_ctx, n_embd] each, and the largest bounds of those keys [n, 4*n_head] (None: a silent
-    attention), each value's largest |v| and radius per head [n, n_ctx, 2*n_head]."""
-    prepared, table = setup
-    tokens, h, n = family.tokens, model.n_head, len(family.tokens)
-    x = iv.embed(model.params["wte"][tokens] + model.params["wpe"][length - 1])  # [n, n_embd]
-    kept: list = []
-    last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
-    for b, (block, kv) in enumerate(zip(prepared["blocks"], past)):
-        if kv is None:  # silent attention: only its bias reaches the residual stream
-            kept.append(None)
-            x = _bias(x, block)  # [n, n_embd]
-        else:
-            qkv, st = _position_qkv(x, block, table[tokens, length - 1] if b == 0 else None, h)
-            mine = _extend(kv, qkv, st, family, length, h)
-            kept.append(mine)
-            if not logits and b >= last:  # nothing later reads this batch's residual stream
-                break
-            seen = [split_heads(part[:, :length], h) for part in mine[:2]]  # [n, head, length, d_head] x2
-            q = split_heads(qkv[:, None, :model.n_embd], h)  # [n, head, 1, d_head]
-            z, mixed = _attention(q, *seen, mine[2][:, :length], np.zeros((1, length)))  # [n, head, 1, ·]
-            zeta = z_radius(st[:, :2 * h], mine[3], mixed[:, :, 0], h, model.n_embd // h, length)  # [n, head]
-            z = z[:, :, 0]  # [n, head, d_head]
-            x = _after(x, block, z.reshape(n, model.n_embd), zeta)
-            continue
-        if not logits and b >= last:
-            break
-        x = _mlp(x, block)
-    kept += [None] * (len(past) - len(kept))
-    return (_logits(prepared, x) if logits else None), kept
 
 
 # The certified pass of engine.tree's walk: keys and values with their bounds, logits as mid | rad
