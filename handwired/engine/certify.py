@@ -6,13 +6,15 @@ token's: then the real-arithmetic model predicts it too, whatever float64 rounde
 
 The passes here are the float ones with intervals: :func:`certified_logits` for a batch of whole contexts (as
 :mod:`handwired.engine.batch`), :func:`tree_position` for the walk of every string (:mod:`handwired.engine.tree`)
-and :func:`certified_step` for a puzzle's domain, and every string beyond the tree (:mod:`handwired.engine.walk`);
-each walk calls them in place of its float function. Attention's radius is one number per query and head,
+and :func:`~handwired.engine.proof_step.certified_step` for a puzzle's domain, and every string beyond the tree
+(:mod:`handwired.engine.walk`, on the float step's columns: :mod:`handwired.engine.proof_step`); each walk calls
+them in place of its float function. Attention's radius is one number per query and head,
 made from what each key contributes: per head, the largest |k| and |v| of its dimensions and their largest radii,
 its *bounds* (``4·n_head`` numbers: |k|'s, k's radii, |v|'s, v's radii), so a query needs only the largest bounds
 over the keys it sees. Logits come packed,
 ``[..., mid | rad]``. The mids of the tree and the whole-context pass are the float pass's numbers, bit for bit;
-the domain walk's are computed in its own order (within their radii of the float walk's).
+the domain walk's are the float walk's when both keep the same attention dimensions (see proof_step), and within
+their radii of them otherwise.
 """
 
 import numpy as np
