@@ -60,7 +60,8 @@ def prepare(model: Model) -> Proving:
     floats = floating.prepare(model, reads, False, by_weights=True)
     layers = [None if heads is None else _layer(block["attn"], heads, h, b == 0)
               for b, (block, heads) in enumerate(zip(params["blocks"], floats.heads))]
-    first = _first(model, floats.heads[0], layers[0]) if layers and layers[0] is not None else None
+    heads, layer = (floats.heads[0], layers[0]) if layers else (None, None)
+    first = _first(model, heads, layer) if heads is not None and layer is not None else None
     mlps = [None if "mlp" not in block or floating.silent(block["mlp"]) else
             {name: iv.Weight(**block["mlp"][name]) for name in ("c_fc", "c_proj")} for block in params["blocks"]]
     unembed = iv.Weight(params["wte"].T, np.zeros(len(params["wte"])))
@@ -175,7 +176,8 @@ def _attention(model, proving, b, x, kv, family, length, keep, wanted):
     spread = 1 - pattern
     spread *= pattern
     np.einsum("lhn,lhn->hn", spread, seen[2][:, :h], out=mixed[2])
-    zeta = iv.attention_radius(stats[:h], stats[h:2 * h], *bounds.reshape(4, h, n), np.moveaxis(mixed, 0, -1),
+    k_big, k_rad, v_big, v_rad = bounds.reshape(4, h, n)
+    zeta = iv.attention_radius(stats[:h], stats[h:2 * h], k_big, k_rad, v_big, v_rad, np.moveaxis(mixed, 0, -1),
                                model.n_embd // h, length)  # [head, n]: every kept dimension of z
     proj = layer.c_proj
     size = np.abs(z)  # [head * v, n]: z's own radius is ζ per head, through each head's rows of |w|
@@ -188,6 +190,7 @@ def _attention(model, proving, b, x, kv, family, length, keep, wanted):
 
 def _reach(h, layer: Layer):  # interval [n_in, n] -> the norms per head of c_attn's radii [3*head, n], through
     # each head's rows of |w| (‖Σ_i s_i·|w_i|‖ ≤ Σ_i s_i·‖w_i‖), not the radius itself
+    assert layer.reach is not None and layer.c_attn is not None  # a block after block 0
     rows, floor = layer.reach
     size = np.abs(h[0])
     size *= layer.c_attn.size

@@ -85,7 +85,8 @@ def _heads(block: dict, table: np.ndarray | None, n_head: int, full: bool, by_we
     if full:
         live = np.ones(3 * n_embd, dtype=bool)
     else:  # a column that is zero for every token at every position, or in c_attn's weights and bias
-        live = table.any(axis=(0, 1)) if table is not None and not by_weights else w.any(axis=0) | (b != 0)
+        live = np.asarray(table.any(axis=(0, 1)) if table is not None and not by_weights else
+                          w.any(axis=0) | (b != 0))  # [3*n_embd]
     q, k, v = live[:n_embd], live[n_embd:2 * n_embd], live[2 * n_embd:]
     qk, vd = _per_head(q & k, n_head), _per_head(v if full else v & proj.any(axis=1), n_head)
     columns = np.concatenate([qk.ravel(), _shifted(qk, n_embd), _shifted(vd, 2 * n_embd)])
@@ -175,6 +176,7 @@ def float_step(model: Model, prepared: Prepared, past: list, family: Family, len
             kept.append(None)
             x = _residual(x, block["attn"]["c_proj"]["b"][:, None], named)  # [n_embd, n]
         else:
+            assert heads is not None  # a block whose keys are kept is read
             if heads.b is None:  # block 0: looked up
                 qkv = np.take(heads.w[length - 1], tokens, axis=1)  # [rows, n]
                 if "ln_1" in block:
