@@ -21,12 +21,11 @@ from handwired.judge.statement import (
     read_level,
     read_name,
     read_scores,
-    read_text,
+    read_text_field,
     statement_top,
 )
 from handwired.weightfile.checker import Checker, known
-from handwired.weightfile.jsonfile import parse_json
-from handwired.weightfile.jsonfile import read_text as read_file_text
+from handwired.weightfile.jsonfile import parse_json, read_text
 
 if TYPE_CHECKING:  # a whole puzzle is listed too (see listed); reading one is the other reader's work
     from handwired.judge.puzzle import Puzzle
@@ -51,12 +50,12 @@ def read_listed(path: Path, named_by_file: bool = True) -> tuple[Listed | None, 
     """What the list shows of the statement at ``path`` (None if it is wrong there), and every problem found in
     it; a file that is no JSON, or too large to read, raises HandwiredError as the whole reader does."""
     check = Checker()
-    top = statement_top(parse_json(read_file_text(path), str(path)), check)
+    top = statement_top(parse_json(read_text(path), str(path)), check)
     if top is None:
         return None, check.problems
     name = read_name(check, top["name"], path if named_by_file else None) if "name" in top else None
     level = read_level(check, top["level"]) if "level" in top else None
-    texts = {key: read_text(check, top[key], key) for key in ("title", "summary") if key in top}
+    texts = {key: read_text_field(check, top[key], key) for key in ("title", "summary") if key in top}
     caps = read_caps(check, top["caps"]) if "caps" in top else None
     hints = read_hints(check, top["hints"]) if "hints" in top else None
     scores = read_scores(check, top)

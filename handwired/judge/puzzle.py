@@ -31,12 +31,11 @@ from handwired.judge.statement import (
     read_level,
     read_name,
     read_scores,
-    read_text,
+    read_text_field,
     statement_top,
 )
 from handwired.weightfile.checker import Checker, known
-from handwired.weightfile.jsonfile import parse_json
-from handwired.weightfile.jsonfile import read_text as read_file_text
+from handwired.weightfile.jsonfile import parse_json, read_text
 from handwired.weightfile.starter import starter_document
 
 MLP_WIDTH = 4  # the starter's MLP has 4 × n_embd hidden units, as GPT-2's
@@ -86,7 +85,7 @@ def read_statement(path: Path, named_by_file: bool = False) -> Puzzle:
     A bundled statement's name must be its file's (the catalogue finds it by that name); one someone wrote may
     be called anything, as its path is how commands find it.
     """
-    return statement_from_text(read_file_text(path), path, named_by_file)
+    return statement_from_text(read_text(path), path, named_by_file)
 
 
 def statement_from_text(text: str, path: Path, named_by_file: bool = False) -> Puzzle:
@@ -111,7 +110,7 @@ def parse_statement(doc: Any, path: Path, named_by_file: bool = True) -> tuple[P
         return None, check.problems
     name = read_name(check, top["name"], path if named_by_file else None) if "name" in top else None
     level = read_level(check, top["level"]) if "level" in top else None
-    texts = {key: read_text(check, top[key], key) for key in ("title", "summary", "story") if key in top}
+    texts = {key: read_text_field(check, top[key], key) for key in ("title", "summary", "story") if key in top}
     vocab = check.vocab(top["vocab"]) if "vocab" in top else None
     if vocab is not None and len(vocab) > MAX_VOCAB:
         check.problem("vocab", f"{len(vocab):,} tokens, more than a puzzle may have (at most {MAX_VOCAB})")

@@ -121,7 +121,7 @@ def read_name(check: Checker, value: Any, path: Path | None) -> str | None:
     return name
 
 
-def read_text(check: Checker, value: Any, key: str) -> str | None:
+def read_text_field(check: Checker, value: Any, key: str) -> str | None:
     """The title, the summary (one line each) or the story, within its length."""
     text, most = check.text(value, key), MAX_TEXTS.get(key, MAX_TEXT)
     if text is not None and len(text) > most:
