@@ -202,3 +202,18 @@ def test_a_folder_given_by_the_environment_is_read_whole(tmp_path, monkeypatch):
     with pytest.raises(HandwiredError, match="rule"):
         load_puzzle("aab")
 
+
+
+@pytest.mark.parametrize("columns", ["100", "79"])
+def test_the_list_prints_the_same_read_light_or_whole(columns, monkeypatch):
+    """The bundled folder listed light and listed whole (named by $HANDWIRED_PUZZLES): the same table and the same
+    JSON, with a solved puzzle and its mark among them."""
+    monkeypatch.setattr(catalogue, "puzzles_dir", REAL_LOOKUP)
+    monkeypatch.setenv("COLUMNS", columns)
+    assert invoke("puzzles", "check", "ab", str(catalogue.solution_path("ab"))).exit_code == 0
+    light = [invoke("puzzles").stdout, invoke("puzzles", "list", "--json").stdout]
+    monkeypatch.setenv("HANDWIRED_PUZZLES", str(REAL_LOOKUP()))
+    whole = [invoke("puzzles").stdout, invoke("puzzles", "list", "--json").stdout]
+    assert light == whole
+    assert f"1 of {len(BUNDLED)} solved" in light[0]
+    assert [entry["name"] for entry in json.loads(light[1])["puzzles"] if entry["solved"]] == ["ab"]
