@@ -130,10 +130,10 @@ def test_the_residual_stream_decomposes_and_the_shares_add_up_to_the_logits(laye
         np.testing.assert_array_equal(grown, np.stack([cache[hooks[name]] for name in expected]))
     for stack in (cache.accumulated_resid, cache.decompose_resid):
         for layer in (3, -2):
-            with pytest.raises(HandwiredError, match=f"layer {layer}: the model has blocks 0…1"):
+            with pytest.raises(HandwiredError, match=f"layer={layer}: the model has blocks 0…1"):
                 stack(layer)
     # with the final LayerNorm frozen at each position's scale, each part's share of each logit adds up to the logit
-    shares = cache.decompose_resid(apply_ln=True) @ params["wte"].T  # [part, batch, pos, vocab]
+    shares = cache.decompose_resid(apply_ln=True) * params["ln_f"]["g"] @ params["wte"].T  # [part, batch, pos, vocab]
     bias = params["ln_f"]["b"] @ params["wte"].T
     np.testing.assert_allclose(shares.sum(axis=0) + bias, logits, rtol=1e-9, atol=1e-9)
 
@@ -145,7 +145,7 @@ def test_logit_attribution_is_what_why_shows_and_adds_up(layered):
     assert split.parts[2:4] == ("block 0 head 0", "block 0 head 1")
     expected = reference_forward(params, list(model.to_tokens("zzyxy")[0]), 2)[0][-1]
     np.testing.assert_allclose(split.total, expected, rtol=1e-9, atol=1e-9)
-    with pytest.raises(HandwiredError, match="batch 2: the cache holds contexts 0…1"):
+    with pytest.raises(HandwiredError, match="batch=2: the cache holds contexts 0…1"):
         cache.logit_attribution(batch=2)
 
 
@@ -208,7 +208,7 @@ def test_check_and_puzzle_give_the_cores_verdicts():
              if model.vocab[int(model(text)[0, -1].argmax())] != {"a": "b", "b": "a"}[text[-1]]]
     assert not broken.ok and broken.report.failed == len(wrong) == 4
     assert broken.report.shortest_failure.context == min(wrong, key=len) == "ba"
-    with pytest.raises(HandwiredError, match="exhaustive and sample: choose one"):
+    with pytest.raises(HandwiredError, match="exhaustive=True and sample: choose one"):
         handwired.check(model, exhaustive=True, sample=3)
     aab = handwired.puzzle("aab")
     verdict = aab.submit(aab.reference())
@@ -235,7 +235,7 @@ def test_check_by_a_python_rule_judges_every_context_as_brute_force_does():
     assert sampled.checked == 200 and sampled.passed + sampled.failed + sampled.ambiguous == 200
     assert sampled.failed > 0 and {f.context for f in sampled.failures} <= set(wrong)
     for given, message in [({"target": "ab"}, "rule judges instead of a target: target and length do not apply"),
-                           ({"exhaustive": True, "sample": 3}, "exhaustive and sample: choose one")]:
+                           ({"exhaustive": True, "sample": 3}, "exhaustive=True and sample: choose one")]:
         with pytest.raises(HandwiredError, match=message):
             handwired.check(model, rule=after_two, **given)
     with pytest.raises(HandwiredError, match="on 'a' the rule function returned 1, a number"):
@@ -258,7 +258,10 @@ def test_check_on_a_model_without_a_target_says_how_to_judge_it_from_python(tmp_
     (tmp_path / "sub" / "ans.json").write_text(json.dumps(doc))
     with pytest.raises(HandwiredError, match=re.escape("handwired.puzzle('sub/mine.json').submit(model)")):
         handwired.check("sub/ans.json")
-    assert handwired.check(doc, target="aab", exhaustive=True).ok  # a target given is checked
+    with pytest.warns(UserWarning, match=re.escape(  # a target given is checked, with a word on the puzzle
+            "<dict> names the puzzle 'mine.json#0123456789ab'; checked on the target 'aab' instead (as the puzzle's "
+            "answer: handwired.puzzle('mine.json').submit(model))")):
+        assert handwired.check(doc, target="aab", exhaustive=True).ok
 
 
 def test_text_from_a_file_is_shown_escaped_in_reprs_and_html(tmp_path):
@@ -348,3 +351,141 @@ def test_a_view_too_slow_to_make_is_refused_before_the_trace(monkeypatch):
     for make in (lambda: model.explain("aabaa"), lambda: model.predict("aabaa")):
         with pytest.raises(HandwiredError, match="more than"):
             make()
+
+
+def test_errors_from_python_name_the_keywords_a_caller_writes(layered):
+    """The core names its parameters; from Python each reads as the keyword given (``sample=…``, ``seed=-1``,
+    ``by='…'``), a switch as its value (``exhaustive=True``), never a flag or the command line's spelling."""
+    model, _ = layered
+    cases = [(lambda: handwired.check(model, target="xy", sample=10**9), "sample=1000000000: about "),
+             (lambda: handwired.check(model, target="xy", sample=5, seed=-1), "seed=-1: expected a whole number"),
+             (lambda: handwired.check(model, target="xy", exhaustive=True, sample=5),
+              "exhaustive=True and sample: choose one"),
+             (lambda: handwired.check(model, target="xy", min_length=0, exhaustive=True), "min_length=0: expected"),
+             (lambda: model.spread("lead", by="zzz"), "by='zzz': expected one of"),
+             (lambda: model.explain("xyz", head=7), "head=7: the model has heads 0…1"),
+             (lambda: model.run_with_cache("xyz")[1].accumulated_resid(layer=9), "layer=9: the model has blocks")]
+    wide = {**params_to_document(random_params(np.random.default_rng(3), n_vocab=3, n_ctx=16, n_embd=4), 1, "abc",
+                                 16), "target": "abc"}
+    cases.append((lambda: handwired.check(wide, exhaustive=True), "every context: 3^1 + … + 3^16 = 64,570,080 "))
+    for call, start in cases:
+        with pytest.raises(HandwiredError) as error:
+            call()
+        message = str(error.value)
+        assert message.startswith(start), message
+        assert "sample 1000000" not in message and ("check a random sample" not in message
+                                                    or message.endswith("e.g. sample=1000000, seed=0")), message
+        assert "--" not in message and "{" not in message, message
+        flag = error.value.render(lambda name: "--" + name.replace("_", "-"))  # the command line's, unchanged
+        assert "--" in flag, flag
+
+
+def test_a_refused_proof_offers_proof_false_from_python(tmp_path, monkeypatch):
+    """A puzzle whose certified check is over the limit but whose float64 check is not: from Python the refusal
+    offers the keyword submit takes (``proof=False``), not the command line's flag, and that keyword works."""
+    from test_walk import _refuse, wide_add
+
+    from handwired.engine import walk as walking
+
+    wide_add(tmp_path, "###+###")
+    monkeypatch.setattr(walking, "walk", _refuse)
+    puzzle = handwired.puzzle(tmp_path / "wide.json")
+    with pytest.raises(HandwiredError) as error:
+        puzzle.submit(tmp_path / "model.json")
+    assert "or judge it in float64 without the proof (proof=False: about " in str(error.value), str(error.value)
+    assert "no_proof" not in str(error.value)
+    with pytest.raises(AssertionError, match="called"):  # proof=False: the float walk starts
+        puzzle.submit(tmp_path / "model.json", proof=False)
+
+
+def test_spread_and_submit_from_python_warn_as_the_command_line_does(tmp_path, monkeypatch):
+    """A statement changed since the file was started, or a puzzle asked for that is not the one the file names:
+    the command line warns on stderr, Python with a UserWarning pointing at the caller's line."""
+    import warnings
+
+    from test_cli import invoke
+
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "new", "-o", "mine.json")
+    assert invoke("puzzles", "start", "mine.json", "-o", "ans.json").exit_code == 0
+    model = handwired.load("ans.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing changed: no warning
+        model.spread("lead")
+    statement = tmp_path / "mine.json"
+    statement.write_text(statement.read_text() + "\n")
+    cli = invoke("spread", "lead", "-w", "ans.json").stderr
+    assert "it has changed since" in cli
+    with pytest.warns(UserWarning) as caught:
+        model.spread("lead")
+    assert [str(w.message) for w in caught] == [" ".join(cli.removeprefix("warning: ").split())]
+    assert caught[0].filename == __file__
+    with pytest.warns(UserWarning, match=r"ans.json names the puzzle 'mine.json#[0-9a-f]+'; judged by 'aab', as asked"):
+        handwired.puzzle("aab").submit(model)
+    (tmp_path / "other.json").write_text(statement.read_text())
+    with pytest.warns(UserWarning, match=r"names the puzzle 'mine.json#[0-9a-f]+'; judged by 'mine', as asked"):
+        model.spread("lead", puzzle="other.json")
+
+
+def test_apply_ln_holds_what_transformer_lens_holds_the_stream_as_its_layernorm_normalises_it(layered):
+    """apply_ln=True, as TransformerLens's apply_ln_to_stack: each component centred and divided by the scale of the
+    LayerNorm that reads the stream there (ln_f's after the last block, block k's ln_1 before it, ln_2 with
+    mlp_input), no gain and no bias: so the components add up to that LayerNorm's hook_normalized, which the forward
+    pass records on its own path (and which the TransformerLens comparison checks hook by hook)."""
+    model, params = layered
+    _, cache = model.run_with_cache(["xyzzx", "zzyxy", "yxzxz"])
+    normalised = {None: "ln_final.hook_normalized", -1: "ln_final.hook_normalized", 2: "ln_final.hook_normalized",
+                  0: "blocks.0.ln1.hook_normalized", 1: "blocks.1.ln1.hook_normalized"}
+    for layer, hook in normalised.items():
+        parts = cache.decompose_resid(layer, apply_ln=True)
+        np.testing.assert_allclose(parts.sum(axis=0), cache[hook], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(cache.apply_ln_to_stack(cache.decompose_resid(layer), layer), parts)
+        if layer in (0, 1):  # up to a block: the same scaling
+            grown = cache.accumulated_resid(layer, apply_ln=True)
+            np.testing.assert_allclose(grown[-1], cache[hook], rtol=1e-12, atol=1e-12)
+    grown = cache.accumulated_resid(1, apply_ln=True, mlp_input=True)
+    np.testing.assert_allclose(grown[-1], cache["blocks.1.ln2.hook_normalized"], rtol=1e-12, atol=1e-12)
+    assert not np.allclose(params["ln_f"]["g"], 1)  # a gain that would show if it were applied
+    # up to the end, TransformerLens's logit lens: ln_f whole on each stage of the stream, the last what ln_f gives
+    grown = cache.accumulated_resid(apply_ln=True)
+    np.testing.assert_allclose(grown[-1], cache["ln_final.hook_out"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grown[0], reference_layer_norm(cache["resid_pre", 0], params["ln_f"]), rtol=1e-12)
+    plain = handwired.load("aab")  # no LayerNorm anywhere: the stack as it is
+    _, cache = plain.run_with_cache("aabaa")
+    np.testing.assert_array_equal(cache.decompose_resid(apply_ln=True), cache.decompose_resid())
+
+
+@pytest.mark.parametrize("name", ["successor", "add", "aab"])
+def test_a_statement_in_jupyter_wraps_its_story_as_a_terminal_does(name, handwired_home):
+    """A statement's HTML is as wide as a saved view (120 columns), its story and sentences wrapped in it, every
+    word kept; a part that must not wrap (a table wider than that) still widens the view, as before."""
+    from rich.table import Table
+
+    from handwired.views.display import EXPORT_WIDTH, recorded
+
+    puzzle = handwired.puzzle(name)
+    lines = html.unescape(re.sub(r"<[^>]+>", "", puzzle._repr_html_())).splitlines()
+    assert max(map(len, lines)) == EXPORT_WIDTH, max(map(len, lines))
+    shown = " ".join(" ".join(line.strip("│ ") for line in lines).split())
+    assert " ".join(puzzle.puzzle.story.split()) in shown
+    wide = Table(*[f"column{i:02}" for i in range(20)])
+    wide.add_row(*[f"{i * 1e6:.6g}" for i in range(20)])
+    console = recorded([puzzle.puzzle.story, wide])
+    assert console.width > EXPORT_WIDTH and max(map(len, console.export_text().splitlines())) == console.width
+
+
+def reference_layer_norm(x, ln):  # [..., n_embd] -> the same: LayerNorm written out from its formula
+    mean = x.mean(axis=-1, keepdims=True)
+    return ln["g"] * (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + 1e-5) + ln["b"]
+
+
+def test_stack_activation_takes_transformer_lens_layer_and_sublayer_type(layered):
+    model, _ = layered
+    _, cache = model.run_with_cache(["xyzzx", "zzyxy"])
+    np.testing.assert_array_equal(cache.stack_activation("resid_post"),
+                                  np.stack([cache["blocks.0.hook_resid_post"], cache["blocks.1.hook_resid_post"]]))
+    np.testing.assert_array_equal(cache.stack_activation("normalized", 1, "ln1"),
+                                  cache["blocks.0.ln1.hook_normalized"][None])
+    assert cache.stack_activation("pattern", -1).shape == (2, 2, 2, 5, 5)  # [layer, batch, head, query, key]
+    with pytest.raises(HandwiredError, match="^layer=0: no block comes before block 0"):
+        cache.stack_activation("resid_post", 0)

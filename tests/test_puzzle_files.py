@@ -69,6 +69,24 @@ def test_exhaustive_on_a_file_that_names_its_puzzle_gives_the_puzzles_verdict(ma
     assert words(invoke("check", "--exhaustive", "m.json").stdout).startswith("model max (m.json)")
 
 
+def test_a_file_that_names_a_puzzle_and_is_checked_on_a_target_says_so(max_starter):
+    """Both a puzzle and a target: with no flag the puzzle judges it, silently; a flag that asks for the target check
+    (--target, or --exhaustive on a file with a target of its own) gets it, with a warning saying which judges."""
+    result = invoke("check", "-w", "m.json", "--target", "ab", "--json")
+    assert json.loads(result.stdout)["rule"] == "the token that follows it in the stream"
+    assert words(result.stderr) == ("warning: m.json names the puzzle 'max'; checked on the target 'ab' instead, as "
+                                    "--target asks (with no flag, it is judged as the puzzle's answer)")
+    doc = json.loads(max_starter.read_text())
+    doc["target"] = "abcd"
+    max_starter.write_text(json.dumps(doc))
+    plain = invoke("check", "m.json", "--json")
+    assert json.loads(plain.stdout)["puzzle"] == "max" and plain.stderr == ""
+    result = invoke("check", "--exhaustive", "m.json", "--json")
+    assert "puzzle" not in json.loads(result.stdout) and "'abcd'" in json.loads(result.stdout)["rule"]
+    assert words(result.stderr) == ("warning: m.json names the puzzle 'max'; checked on the target 'abcd' instead, "
+                                    "as --exhaustive asks (with no flag, it is judged as the puzzle's answer)")
+
+
 def test_a_puzzle_asked_for_wins_over_the_files_with_a_warning(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     invoke("puzzles", "start", "aab", "-o", "a.json")  # vocab ab, n_ctx 5: it fits xor too

@@ -168,8 +168,12 @@ def test_check_puzzle_through_the_ordinary_check_command_gives_the_same_verdict(
         first, second = json.loads(one.stdout), json.loads(other.stdout)
         first.pop("new_best"), second.pop("new_best")
         assert first == second
-    assert "--puzzle judges every context by the puzzle's rule; --exhaustive does not apply" in user_error(
-        "check", "--puzzle", "aab", "--exhaustive")
+    # --exhaustive asks for what a puzzle's verdict is anyway: the same verdict, as on a file that names its puzzle
+    plain, exhaustive = (json.loads(invoke("check", "--puzzle", "aab", "-w", starter, *flags, "--json").stdout)
+                         for flags in ((), ("--exhaustive",)))
+    assert plain == exhaustive and plain["puzzle"] == "aab" and plain["failed"] > 0
+    assert "--puzzle judges every context by the puzzle's rule; --sample does not apply" in user_error(
+        "check", "--puzzle", "aab", "--exhaustive", "--sample", "5")
 
 
 @pytest.mark.parametrize(

@@ -214,3 +214,41 @@ def test_a_transformer_lens_state_dict_imports_exactly(tmp_path):
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q", "-s"]))
+
+
+@pytest.mark.parametrize("name", ["random h4 ln1 mlp0 L2", "random h8 ln1 mlp1 L3", "random mixed widths, LayerNorm"])
+def test_the_residual_stream_helpers_apply_ln_as_transformer_lens_does(name, tmp_path):
+    """decompose_resid and accumulated_resid with apply_ln=True, at every layer, hold what TransformerLens's hold:
+    the components centred and divided by the scale of the LayerNorm that reads the stream there, no gain, no
+    bias; but accumulated_resid up to the end, which applies the whole final LayerNorm to each component (its own
+    statistics, gain and bias: a logit lens)."""
+    import handwired
+
+    model = RANDOM[name]()
+    export_folder(model, tmp_path / "export")
+    tl_model = load_in_transformer_lens(tmp_path / "export")
+    tokens = contexts_of(model.n_vocab, min(model.n_ctx, 4))
+    _, cache = handwired.load(model).run_with_cache(tokens)
+    with torch.no_grad():
+        _, tl_cache = tl_model.run_with_cache(torch.from_numpy(tokens))
+    mids = all(("resid_mid", i) in cache for i in range(model.n_layer))  # TransformerLens has none attention-only
+    for layer in range(model.n_layer + 1):
+        found, labels = cache.decompose_resid(layer, apply_ln=True, return_labels=True)
+        assert by_label(found, labels, *tl_cache.decompose_resid(layer, apply_ln=True, return_labels=True)), layer
+        found, labels = cache.accumulated_resid(layer, incl_mid=mids, apply_ln=True, return_labels=True)
+        expected, tl_labels = tl_cache.accumulated_resid(layer, incl_mid=mids, apply_ln=True, return_labels=True)
+        assert by_label(found, labels, expected, tl_labels), layer
+        if layer:  # and one hook of each block before it, stacked
+            expected = tl_cache.stack_activation("normalized", layer, "ln1").detach().numpy()
+            assert relative_error(cache.stack_activation("normalized", layer, "ln1"), expected) <= TOLERANCE
+    grown = cache.accumulated_resid(apply_ln=True)  # the logit lens: ln_f whole, on each component's own statistics
+    assert relative_error(grown[-1], cache["ln_final.hook_out"]) <= TOLERANCE
+
+
+def by_label(found, labels, expected, tl_labels) -> bool:
+    """handwired's components are TransformerLens's of the same labels. TransformerLens lists a few more where
+    handwired records nothing: the zero MLP an export gives a block without one, and such a block's resid_mid."""
+    assert set(labels) <= set(tl_labels) and labels == [label for label in tl_labels if label in labels], \
+        (labels, tl_labels)
+    kept = [tl_labels.index(label) for label in labels]
+    return relative_error(found, expected.detach().numpy()[kept]) <= TOLERANCE

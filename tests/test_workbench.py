@@ -201,6 +201,53 @@ def test_two_constants_draw_a_heatmap_and_count_what_passes(tmp_path):
     assert shown.stdout.count("●") == passing + 1 and shown.stdout.count("×") == 16 - passing + 1  # + the legend
 
 
+@pytest.mark.parametrize("steps", [2, 4, 7, 15, 30])
+def test_the_heatmaps_value_axis_is_aligned_under_its_cells(steps, tmp_path, monkeypatch):
+    """Under the heatmap, a tick under each column whose value is labelled, the first and the last always, and each
+    label centred on its tick: the value of the column above it, as --json lists the values."""
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(two_constant_document()), encoding="utf-8")
+    monkeypatch.setenv("COLUMNS", "200")
+    args = ("sweep", str(path), "Lg=1..4", "B=0..4", "--steps", str(steps))
+    across = json.loads(invoke(*args, "--json").stdout)["constants"][0]["values"]
+    lines = invoke(*args).stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if "└" in line)
+    row, ticks, labels = lines[at - 1], lines[at], lines[at + 1]
+    cells = [column for column, char in enumerate(row) if char in "●×"]
+    marked = [column for column, char in enumerate(ticks) if char == "┬"]
+    assert len(cells) == steps and set(marked) <= set(cells) and marked[0] == cells[0] and marked[-1] == cells[-1]
+    assert labels.split()[0] == "Lg" and len(labels.split()) == len(marked) + 1  # the name, then one per tick
+    for column in marked:
+        begin, end = labels.rfind(" ", 0, column) + 1, labels.find(" ", column)
+        assert labels[begin:end if end >= 0 else None] == f"{across[cells.index(column)]:.6g}", (column, labels)
+    if len(marked) < steps:
+        assert f"┬ marks the {len(marked)} of these {steps} values labelled" in " ".join(lines[at + 2:at + 4])
+
+
+def test_log_applies_to_one_constant_with_its_own_suffix(tmp_path, monkeypatch):
+    """NAME=LO..HI:log spaces that constant's values on a log scale and leaves the other's even (--log spaces
+    both, so a range from 0 is refused with it); the verdicts are the ordinary check's at each pair."""
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(two_constant_document()), encoding="utf-8")
+    data = json.loads(invoke("sweep", str(path), "Lg=1..4096:log", "B=0..4", "--steps", "5", "--json").stdout)
+    lg, b = data["constants"]
+    assert (lg["name"], lg["log"], b["name"], b["log"]) == ("Lg", True, "B", False)
+    np.testing.assert_allclose(lg["values"], [1, 8, 64, 512, 4096], rtol=1e-12)  # geometric
+    np.testing.assert_allclose(b["values"], [0, 1, 2, 3, 4], rtol=1e-12)  # even
+    document = two_constant_document()
+    for point in data["points"]:
+        document["constants"].update(point["values"])
+        assert check_ok(loaded(document, tmp_path / "scan.json"))[0] == point["passes"], point
+    monkeypatch.setenv("COLUMNS", "200")
+    shown = invoke("sweep", str(path), "B=0..4", "Lg=1..4096:log", "--steps", "5").stdout
+    assert "Lg ↑, log scale" in shown and "B from 0 to 4 →;" in shown  # the axis on a log scale says so, only it
+    assert user_error("sweep", str(path), "Lg=1..4096", "B=0..4", "--log") == (
+        "error: 'B=0..4': --log spaces the values on a log scale, which needs LO > 0")
+    assert user_error("sweep", str(path), "Lg=1..4096", "B=0..4:log") == (
+        "error: 'B=0..4:log': :log spaces the values on a log scale, which needs LO > 0")
+    assert "Lg=1..4096:log, on a log scale" in user_error("sweep", str(path), "Lg=1..4096:lg")
+
+
 def test_sweep_refuses_bad_ranges_in_one_line():
     assert "expected NAME=LO..HI" in user_error("sweep", "aab", "Lg=1-4")
     assert "no constant 'Q'" in user_error("sweep", "aab", "Q=1..4")

@@ -1,13 +1,14 @@
 """The activations of a run, keyed by TransformerLens hook names with the batch axis kept, and the residual
 stream taken apart as ``explain --step why`` takes it."""
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
+from handwired.api.keywords import speaks_python
 from handwired.api.names import key_name
 from handwired.engine.attribution import Attribution, attribute, centre_and_scale
-from handwired.engine.forward import LN_EPS
+from handwired.engine.forward import LN_EPS, layer_norm
 from handwired.engine.trace import Trace
 from handwired.errors import HandwiredError, bad_value
 from handwired.views.display import escape
@@ -50,15 +51,25 @@ class ActivationCache(Mapping[str, np.ndarray]):
                        for name, value in self._record.items())
         return f"<p>{escape(repr(self))}</p><table><tr><th>hook</th><th>shape</th></tr>{rows}</table>"
 
-    def stack_activation(self, name: str) -> np.ndarray:  # -> [layer, batch, …]
-        """One hook of every block, stacked: ``stack_activation("resid_post")``."""
-        return np.stack([self[name, layer] for layer in range(self.model.n_layer)])
+    @speaks_python
+    def stack_activation(self, name: str, layer: int | None = None,
+                         sublayer_type: str | None = None) -> np.ndarray:  # -> [layer, batch, …]
+        """One hook of every block, stacked, as TransformerLens's: ``stack_activation("resid_post")``; ``layer``:
+        the blocks before that one only; ``sublayer_type``: as in ``cache["normalized", 0, "ln1"]``."""
+        last = self._last(layer)
+        if last == 0:
+            raise bad_value("layer", layer, "no block comes before block 0: nothing to stack")
+        return np.stack([self[name, i, sublayer_type] for i in range(last)])
 
+    @speaks_python
     def accumulated_resid(self, layer: int | None = None, incl_mid: bool = False, apply_ln: bool = False,
                           return_labels: bool = False, mlp_input: bool = False):
         """The residual stream as it grows, as TransformerLens stacks it: each block's ``resid_pre`` (and, with
         ``incl_mid``, ``resid_mid``) up to the input of block ``layer``, then (for ``layer`` None, -1 or n_layer)
-        the final ``resid_post``; ``mlp_input``: block ``layer``'s ``resid_mid`` too. [component, batch, pos, n_embd]"""
+        the final ``resid_post``; ``mlp_input``: block ``layer``'s ``resid_mid`` too. [component, batch, pos, n_embd]
+        ``apply_ln``: up to a block, as :meth:`apply_ln_to_stack`; up to the end, as TransformerLens 3.x and 4.x do it
+        there, the whole final LayerNorm applied to each component on its own statistics, gain and bias included
+        (a logit lens: ``stack @ wte.T`` are the logits each stage of the stream would give)."""
         n_layer, last = self.model.n_layer, self._last(layer)
         labels, parts = [], []
         for i in range(last + 1):
@@ -71,8 +82,13 @@ class ActivationCache(Mapping[str, np.ndarray]):
             if ((incl_mid and i < last) or (mlp_input and i == last)) and ("resid_mid", i) in self:
                 labels.append(f"{i}_mid")
                 parts.append(self["resid_mid", i])
-        return self._finish(np.stack(parts), labels, apply_ln, return_labels)
+        stack = np.stack(parts)  # [component, batch, pos, n_embd]
+        if apply_ln and last == n_layer and "ln_f" in self.model.params:  # a logit lens, as TransformerLens's
+            ln_f = self.model.params["ln_f"]
+            return self._finish(layer_norm(stack, ln_f["g"], ln_f["b"]), labels, False, return_labels, layer)
+        return self._finish(stack, labels, apply_ln, return_labels, layer, mlp_input)
 
+    @speaks_python
     def decompose_resid(self, layer: int | None = None, mode: str = "all", incl_embeds: bool = True,
                         apply_ln: bool = False, return_labels: bool = False):
         """What each part wrote into the residual stream (they add up to it): ``embed``, ``pos_embed``, then each
@@ -91,7 +107,7 @@ class ActivationCache(Mapping[str, np.ndarray]):
                     parts.append(self[f"{kind}_out", i])
         if not parts:
             raise HandwiredError("decompose_resid: no part to show; include the embeddings or a block", ())
-        return self._finish(np.stack(parts), labels, apply_ln, return_labels)
+        return self._finish(np.stack(parts), labels, apply_ln, return_labels, layer)
 
     def _last(self, layer: int | None) -> int:
         """The block a stack stops before: ``layer``, or every one for None, -1 or n_layer."""
@@ -101,23 +117,37 @@ class ActivationCache(Mapping[str, np.ndarray]):
             raise bad_value("layer", layer, f"the model has blocks 0…{n_layer - 1}; {n_layer}, -1 or None is every one")
         return last
 
-    def _finish(self, stack: np.ndarray, labels: list[str], apply_ln: bool, return_labels: bool):
+    def _finish(self, stack: np.ndarray, labels: list[str], apply_ln: bool, return_labels: bool, layer: int | None,
+                mlp_input: bool = False):
         if apply_ln:
-            stack = self.apply_ln_to_stack(stack)
+            stack = self.apply_ln_to_stack(stack, layer, mlp_input)
         return (stack, labels) if return_labels else stack
 
-    def apply_ln_to_stack(self, stack: np.ndarray) -> np.ndarray:  # [component, batch, pos, n_embd] -> the same
-        """The final LayerNorm applied to each component with its scale frozen at the whole stream's, as ``why``
-        does: centred, divided by σ = √(var(x) + eps) of the final residual, times the gain g (no bias). Then
-        ``stack @ wte.T`` gives each component's share of each logit, and the shares and ``ln_f.b @ wte.T`` add
-        up to the logits. A model without ``ln_f``: the stack as it is."""
-        if "ln_f" not in self.model.params:
+    @speaks_python
+    def apply_ln_to_stack(self, stack: np.ndarray, layer: int | None = None, mlp_input: bool = False) -> np.ndarray:
+        """Each component [component, batch, pos, n_embd] as the LayerNorm that reads the stream at ``layer`` sees
+        it, as TransformerLens's ``apply_ln_to_stack``: centred and divided by that LayerNorm's scale σ = √(var(x) +
+        eps), frozen at the whole stream's value (TransformerLens's cached ``hook_scale``), with no gain and no bias.
+        ``layer`` None, -1 or n_layer: ``ln_f``, then ``(stack * ln_f.g) @ wte.T`` gives each component's share of
+        each logit, and the shares and ``ln_f.b @ wte.T`` add up to the logits; ``layer=k``: block k's ``ln_1``
+        (``ln_2`` with ``mlp_input``). Where the model has no LayerNorm there: the stack as it is."""
+        norm, read = self._reader(self._last(layer), mlp_input)
+        if norm is None:
             return stack
-        n_layer = self.model.n_layer
-        final = self["resid_post", n_layer - 1] if n_layer else self["hook_embed"] + self["hook_pos_embed"]
-        scale = np.sqrt(np.var(final, axis=-1, keepdims=True) + LN_EPS)  # [batch, pos, 1]
-        return centre_and_scale(stack, self.model.params["ln_f"]["g"], scale)
+        scale = np.sqrt(np.var(read(), axis=-1, keepdims=True) + LN_EPS)  # [batch, pos, 1]
+        return centre_and_scale(stack, 1.0, scale)
 
+    def _reader(self, last: int, mlp_input: bool) -> tuple[dict | None, Callable[[], np.ndarray]]:
+        """The LayerNorm that reads the stream before block ``last`` (``ln_f`` after the last block), or None, and
+        the stream it reads."""
+        n_layer, params = self.model.n_layer, self.model.params
+        if last == n_layer:  # mlp_input has no meaning there: ignored, as TransformerLens ignores it
+            final = ("resid_post", n_layer - 1) if n_layer else None
+            return params.get("ln_f"), lambda: self[final] if final else self["hook_embed"] + self["hook_pos_embed"]
+        stream = ("resid_mid" if mlp_input else "resid_pre", last)
+        return params["blocks"][last].get("ln_2" if mlp_input else "ln_1"), lambda: self[stream]
+
+    @speaks_python
     def logit_attribution(self, position: int = -1, batch: int = 0) -> Attribution:
         """Each logit at one position of one context split into every part's share — the numbers
         ``explain --step why`` shows: ``.parts`` (labels), ``.contributions`` [part, vocab], ``.total``."""

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from handwired.api.keywords import speaks_python, warn
 from handwired.api.loading import load
-from handwired.api.model import HookedModel
+from handwired.api.model import HookedModel, warn_other_puzzle
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED
 from handwired.errors import HandwiredError
 from handwired.judge import progress
@@ -58,6 +59,7 @@ class CheckReport:
         return self.view()._repr_html_()
 
 
+@speaks_python
 def check(model, target: str | None = None, *, rule: Callable[[str], Any] | None = None, exhaustive: bool = False,
           sample: int | None = None, seed: int = SEED, min_length: int | None = None, length: int | None = None,
           show: int = FAILURES_SHOWN, near_miss: float = NEAR_MISS, proof: bool = True) -> CheckReport:
@@ -72,6 +74,10 @@ def check(model, target: str | None = None, *, rule: Callable[[str], Any] | None
         raise _no_target(hooked.model)
     else:
         plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length, proof=proof)
+        if hooked.model.puzzle is not None:  # as the command line says when a flag asks for the target check
+            warn(f"{hooked.model.source} names the puzzle {hooked.model.puzzle!r}; checked on the target "
+                 f"{target if target is not None else hooked.model.target!r} instead (as the puzzle's answer: "
+                 f"{_puzzle_call(hooked.model)}.submit(model))")
     return CheckReport(hooked, run(hooked.model, plan, show), near_miss)
 
 
@@ -94,11 +100,15 @@ def _no_target(model: Model) -> HandwiredError:
     """A model with no target to check, and how to judge it from Python (by the puzzle it names, if it names one)."""
     how = "give one"
     if model.puzzle is not None:
-        path, mark, _ = model.puzzle.rpartition(HASH_MARK)
-        named = str(Path(model.source).parent / path) if mark else model.puzzle
-        how = f"it names a puzzle: judge it with handwired.puzzle({named!r}).submit(model), or give a target"
+        how = f"it names a puzzle: judge it with {_puzzle_call(model)}.submit(model), or give a target"
     return HandwiredError(f"{model.source}: has no 'target'; {how} as target=, e.g. "
                           f"check(model, target={model.vocab[0] * 2!r})")
+
+
+def _puzzle_call(model: Model) -> str:
+    """The call that reads the puzzle a file names: a bundled one by name, a statement beside the file by its path."""
+    path, mark, _ = model.puzzle.rpartition(HASH_MARK) if model.puzzle else ("", "", "")
+    return f"handwired.puzzle({str(Path(model.source).parent / path) if mark else model.puzzle!r})"
 
 
 class Verdict:
@@ -165,9 +175,11 @@ class PuzzleHandle:
     def name(self) -> str:
         return self.puzzle.name
 
+    @speaks_python
     def answer(self, context: str) -> Answer:
         return answer(self.puzzle, context)
 
+    @speaks_python
     def reference(self) -> HookedModel:
         """The puzzle's reference solution (a bundled puzzle's; a written one has none)."""
         model = reference_solution(self.puzzle)
@@ -175,9 +187,14 @@ class PuzzleHandle:
             raise HandwiredError(f"puzzle {self.puzzle.name!r}: has no bundled reference solution")
         return HookedModel(model)
 
-    def submit(self, model, show: int = FAILURES_SHOWN) -> Verdict:
-        """The verdict on ``model`` (a HookedModel, name, path or dict) as an answer: fit, every context, score."""
-        return Verdict(submit(self.puzzle, _model(model).model, show))
+    @speaks_python
+    def submit(self, model, show: int = FAILURES_SHOWN, proof: bool = True) -> Verdict:
+        """The verdict on ``model`` (a HookedModel, name, path or dict) as an answer: fit, every context, score.
+        ``proof=False`` judges in float64 alone, as ``--no-proof`` does: then nothing is proved or solved."""
+        hooked = _model(model)
+        verdict = Verdict(submit(self.puzzle, hooked.model, show, proof=proof))
+        warn_other_puzzle(self.puzzle, hooked.model)
+        return verdict
 
     def __repr__(self) -> str:
         p = self.puzzle
@@ -189,6 +206,7 @@ class PuzzleHandle:
         return html_fragment([statement_view(self.puzzle, player)])
 
 
+@speaks_python
 def puzzle(name: str | os.PathLike[str]) -> PuzzleHandle:
     """A bundled puzzle by name, or a statement someone wrote by its path."""
     return PuzzleHandle(load_puzzle(os.fspath(name)))

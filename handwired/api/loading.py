@@ -3,6 +3,7 @@
 import os
 from typing import Any
 
+from handwired.api.keywords import speaks_python
 from handwired.api.model import HookedModel
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
@@ -12,6 +13,7 @@ from handwired.weightfile import load as load_file
 DICT_SOURCE = "<dict>"  # what messages call a weight file given as a dict
 
 
+@speaks_python
 def load(spec: "str | os.PathLike[str] | dict[str, Any] | Model | HookedModel" = DEFAULT_MODEL) -> HookedModel:
     """A model from a bundled name (``"aab"``), a weight file's path, a ``handwired/1`` document as a dict, or a
     model loaded already; a file with a mistake raises one HandwiredError naming the first (and how many more)."""

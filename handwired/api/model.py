@@ -9,13 +9,15 @@ from typing import Any
 import numpy as np
 
 from handwired.api.cache import ActivationCache
+from handwired.api.keywords import speaks_python, warn
 from handwired.api.tokens import to_tokens, token_ids
 from handwired.engine.forward import forward
 from handwired.engine.logits import raise_not_finite
 from handwired.engine.trace import trace
 from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
-from handwired.judge.catalogue import load_puzzle, named_puzzle
+from handwired.judge.catalogue import load_puzzle, named_puzzle, other_puzzle
+from handwired.judge.puzzle import Puzzle
 from handwired.views import steps as explaining
 from handwired.views.cost import refuse_slow_drawing, refuse_slow_explain, refuse_slow_predict
 from handwired.views.display import View, escape, html_fragment
@@ -74,18 +76,22 @@ class HookedModel:
         forward(self.model.params, np.zeros((1, 1), dtype=np.intp), self.model.n_head, record=record)
         return list(record)
 
+    @speaks_python
     def to_tokens(self, input: object) -> np.ndarray:  # -> [batch, pos]
         return to_tokens(self.model, input)
 
+    @speaks_python
     def to_string(self, tokens: object) -> str | list[str]:
         """Token ids [pos] -> text; [batch, pos] -> a list of texts."""
         ids = token_ids(self.model, tokens, "tokens", "token ids [pos] or [batch, pos]")
         texts = [self.model.decode(row) for row in ids]
         return texts[0] if np.asarray(tokens).ndim == 1 else texts
 
+    @speaks_python
     def __call__(self, input: object) -> np.ndarray:  # -> [batch, pos, n_vocab]
         return self._run(self.to_tokens(input))
 
+    @speaks_python
     def run_with_cache(self, input: object, names_filter: NamesFilter = None) -> tuple[np.ndarray, ActivationCache]:
         """(logits [batch, pos, vocab], the cache of every hook, or of those ``names_filter`` keeps)."""
         tokens = self.to_tokens(input)
@@ -94,6 +100,7 @@ class HookedModel:
         keep = _names_filter(names_filter)
         return logits, ActivationCache(self.model, tokens, {k: v for k, v in record.items() if keep(k)})
 
+    @speaks_python
     def run_with_hooks(self, input: object, fwd_hooks: Iterable[tuple[str | Callable[[str], bool], HookFunction]] = (),
                        ) -> np.ndarray:
         """Logits [batch, pos, vocab] of a run where each ``(name, fn)`` sees its hook's value: ``fn(value, hook)``
@@ -127,6 +134,7 @@ class HookedModel:
             raise_not_finite(self.model, "on this input, the logits are not finite numbers")
         return logits
 
+    @speaks_python
     def predict(self, text: str, every_position: bool = False) -> View:
         """The next token after ``text``, as ``handwired predict`` shows it."""
         refuse_slow_predict(self.model, min(len(self.model.encode(text, "text")), self.model.n_ctx), every_position)
@@ -134,6 +142,7 @@ class HookedModel:
         return View(f"predict {text!r} · model {self.name}",
                     lambda everything: [prediction_view(self.model, run, every_position)])
 
+    @speaks_python
     def explain(self, text: str | None = None, step: str | list[str] | None = None, block: int | None = None,
                 head: int | None = None) -> View:
         """Every step of the forward pass on ``text`` (default: the file's example), or the ``step`` asked for
@@ -150,6 +159,7 @@ class HookedModel:
         return View(f"explain {text!r} · model {self.name}",
                     lambda everything: explain_parts(self.model, run, panels, everything))
 
+    @speaks_python
     def spread(self, value: str, puzzle: str | None = None, by: str = "", position: int = -1,
                head: int | None = None) -> View:
         """One value (``HOOK:COLUMN``, e.g. ``"blocks.0.hook_resid_post:out"``, or ``"lead"``) over every context a
@@ -176,12 +186,26 @@ class HookedModel:
 
 def _spread_source(model: Model, puzzle: str | None) -> spreading.Source:
     """The contexts spread reads: the puzzle's, else the one the file names, else its target's, else every one."""
-    judge = load_puzzle(puzzle) if puzzle is not None else named_puzzle(model)[0]
+    if puzzle is not None:
+        judge = load_puzzle(puzzle)
+        source = spreading.puzzle_source(judge, model)  # the file fits it: then a warning if it names another
+        warn_other_puzzle(judge, model)
+        return source
+    judge, note = named_puzzle(model)
+    if note:  # the statement has changed since the file was started: judged as it is now, as the command says
+        warn(note)
     if judge is not None:
         return spreading.puzzle_source(judge, model)
     if model.target is not None:
         return spreading.target_source(model, model.target)
     return spreading.every_source(model)
+
+
+def warn_other_puzzle(puzzle: Puzzle, model: Model) -> None:
+    """Judging by a puzzle asked for, a warning when the file names another, as the command line gives it."""
+    named = other_puzzle(model, puzzle)
+    if named is not None:
+        warn(f"{model.source} names the puzzle {named!r}; judged by {puzzle.name!r}, as asked")
 
 
 def _names_filter(names: NamesFilter) -> Callable[[str], bool]:

@@ -19,12 +19,13 @@ from handwired.cli.common import (
     WeightsArgument,
     WeightsOption,
     given_flags,
+    warn,
     weight_spec,
 )
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STREAM_MIN_LENGTH
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.catalogue import bundled_puzzles, load_puzzle
-from handwired.judge.plans import chosen_plan
+from handwired.judge.plans import Plan, chosen_plan
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import run
 from handwired.views.report import failure_view, report_json
@@ -68,21 +69,36 @@ def check(
     if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
         raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
     given = given_flags(target=target, length=length, exhaustive=exhaustive, sample=sample, min_length=min_length)
+    shown = {"svg": svg, "html": html, "force": force, "show_all": show_all, "proof": not no_proof}
     if puzzle is not None:
-        if given:
-            raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {given[0]} does not apply")
-        puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, svg, html, force, show_all,
-                       proof=not no_proof)
+        other = [flag for flag in given if flag != "--exhaustive"]  # a puzzle's verdict is every context anyway
+        if other:
+            raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {other[0]} does not apply")
+        puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, **shown)
         return
     model = load(spec)
     named = _named_puzzle(model, given)
     if named is not None:
-        puzzle_verdict(named, spec, show, near_miss, as_json, svg, html, force, show_all, model, asked=False,
-                       proof=not no_proof)
+        puzzle_verdict(named, spec, show, near_miss, as_json, model=model, asked=False, **shown)
         return
-    out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     plan = chosen_plan(model, target, length, exhaustive, sample, seed, min_length, _named_after(model),
                        proof=not no_proof)
+    if model.puzzle is not None:  # a flag asked for the target check: say which judges the file
+        _target_instead(model, given, target if target is not None else model.target)
+    _check_plan(model, spec, plan, show, near_miss, as_json, Output(svg, html, force, reading=(Path(model.source),),
+                                                                     as_json=as_json), show_all)
+
+
+def _target_instead(model: Model, given: list[str], pattern: str | None) -> None:
+    """A file that names a puzzle, checked on a target because a flag asks: a warning saying which judges it."""
+    asked = "--target" if "--target" in given else given[0]
+    warn(f"{model.source} names the puzzle {model.puzzle!r}; checked on the target {pattern!r} instead, as {asked} "
+         "asks (with no flag, it is judged as the puzzle's answer)")
+
+
+def _check_plan(model: Model, spec: str, plan: Plan, show: int, near_miss: float, as_json: bool, out: Output,
+                show_all: bool) -> None:
+    """Run a target's check and show it: the report as JSON or the failure view; exit code 1 if it fails."""
     with progress_and_stop(not as_json) as (progress, should_stop):
         report = run(model, plan, show, progress, should_stop)
     if as_json:
@@ -104,11 +120,13 @@ def _named_after(model: Model) -> str | None:
 def _named_puzzle(model: Model, given: list[str]) -> Puzzle | None:
     """The puzzle the file names, when it judges the file: with no flag, or with --exhaustive alone on a file without
     a target (a puzzle's verdict is every context of its domain). Other flags are a target check's."""
+    if model.puzzle is None:
+        return None
     if "--target" in given or (given and model.target is not None):
         return None
     other = [flag for flag in given if flag != "--exhaustive"]
     if other:
-        named = files_puzzle(model) if model.puzzle is not None else None
+        named = files_puzzle(model)
         if named is not None:
             raise HandwiredError(f"{model.source}: names the puzzle {named.name!r}, judged on every context of its "
                                  f"domain by its rule; {other[0]} does not apply (a target check needs --target)")

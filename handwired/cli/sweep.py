@@ -90,9 +90,11 @@ def sweep(
     file: Annotated[str, typer.Argument(metavar="NAME|PATH", help="A weight file or bundled model.")],
     ranges: Annotated[list[str], typer.Argument(metavar="NAME=LO..HI...",
                                                 help="One or two of the file's constants and their ranges, "
-                                                     "e.g. Lg=1..4096.")],
+                                                     "e.g. Lg=1..4096; Lg=1..4096:log spaces that one's values on a "
+                                                     "log scale.")],
     steps: Annotated[int | None, typer.Option(help="Values per constant; default 50 for one, 15 for two.")] = None,
-    log: Annotated[bool, typer.Option("--log", help="Space the values on a log scale (LO > 0).")] = False,
+    log: Annotated[bool, typer.Option("--log", help="Space every constant's values on a log scale (LO > 0); "
+                                                    "NAME=LO..HI:log, one constant's.")] = False,
     precision: Annotated[float | None, typer.Option(
         help="Refine each edge of a passing interval by bisection to this width; default: 1/1024 of the "
              "grid step it lies in.")] = None,

@@ -21,7 +21,7 @@ from handwired.judge.spread import Source
 from handwired.judge.workbench import Bench, Verdict
 from handwired.weightfile import Model, parse
 
-RANGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+?)\.\.(.+)$")
+RANGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+?)\.\.(.+?)(:log)?$")  # :log: this one on a log scale
 MAX_STEPS = 1000  # values per constant
 MAX_POINTS = 10_000  # values in all, with two constants
 MAX_HALVINGS = 60  # bisection steps per edge, at most (each narrows the bracket to 3/5 of its width or less)
@@ -70,22 +70,26 @@ class Sweep:
 
 
 def parse_range(model: Model, text: str, steps: int, log: bool) -> Range:
-    """``NAME=LO..HI`` -> the grid of ``steps`` values, evenly spaced (or on a log scale) from LO to HI."""
+    """``NAME=LO..HI`` -> the grid of ``steps`` values, evenly spaced (or on a log scale, with ``log`` or for
+    ``NAME=LO..HI:log``) from LO to HI."""
     match = RANGE.match(text)
     if not match:
-        raise HandwiredError(f"{text!r}: expected NAME=LO..HI, e.g. Lg=1..4096")
-    name, low_text, high_text = match.groups()
+        raise HandwiredError(f"{text!r}: expected NAME=LO..HI, e.g. Lg=1..4096 (or Lg=1..4096:log, on a log scale)")
+    name, low_text, high_text, scale = match.groups()
     if name not in model.written.constants:
         known = ", ".join(model.written.constants) or "none"
         raise HandwiredError(f"{text!r}: the file has no constant {name!r}; its constants: {known}")
     try:
         low, high = float(low_text), float(high_text)
     except ValueError:
-        raise HandwiredError(f"{text!r}: LO and HI must be numbers, e.g. {name}=1..4096") from None
+        raise HandwiredError(f"{text!r}: LO and HI must be numbers, e.g. {name}=1..4096 (or {name}=1..4096:log, on "
+                             "a log scale)") from None
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise HandwiredError(f"{text!r}: expected finite numbers LO < HI")
-    if log and low <= 0:
-        raise HandwiredError(f"{text!r}: {{log}} spaces the values on a log scale, which needs LO > 0", ("log",))
+    if (log or scale) and low <= 0:
+        raise HandwiredError(f"{text!r}: {':log' if scale else '{log}'} spaces the values on a log scale, which needs "
+                             "LO > 0", ("log",))
+    log = log or scale is not None
     values = np.geomspace(low, high, steps) if log else np.linspace(low, high, steps)
     values[0], values[-1] = low, high  # exactly the ends asked for
     return Range(name, values, log)

@@ -2,15 +2,18 @@
 renderables the terminal prints.
 
 A saved or displayed view is never as wide as some terminal happened to be: :data:`EXPORT_WIDTH` columns, or
-as wide as its widest part up to :data:`EXPORT_MAX_WIDTH`, so the same view always gives the same picture, and
-nothing in it is folded.
+as wide as its widest part up to :data:`EXPORT_MAX_WIDTH` (a table, a plot; prose wraps, as in a terminal), so the
+same view always gives the same picture, and nothing in it is folded.
 """
 
 import html
 import io
 from collections.abc import Callable, Iterable
 
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.text import Text
 
 from handwired.views.terminal import SafeConsole
 from handwired.weightfile.axes import escaped
@@ -26,12 +29,32 @@ def recorded(parts: Iterable) -> Console:
     """A console that has printed ``parts`` and recorded them, as wide as the widest (see the module)."""
     parts = list(parts)
     measure = SafeConsole(width=EXPORT_MAX_WIDTH, file=io.StringIO(), force_jupyter=False)
-    width = max([EXPORT_WIDTH] + [min(EXPORT_MAX_WIDTH, measure.measure(part).maximum) for part in parts])
+    width = max([EXPORT_WIDTH] + [min(EXPORT_MAX_WIDTH, unwrapped_width(measure, part)) for part in parts])
     console = SafeConsole(width=width, file=io.StringIO(), record=True, highlight=False, force_terminal=True,
                           force_jupyter=False, color_system="truecolor")  # in Jupyter too: recorded, never displayed
     for part in parts:
         console.print(part)
     return console
+
+
+def unwrapped_width(measure: Console, part) -> int:
+    """The width ``part`` needs with nothing in it wrapped but prose: text that wraps (a story, a sentence) counts
+    its longest word, as a terminal would wrap it; a group, panel or padding what it holds; anything else (a table,
+    a plot, a line that must not wrap) its whole width."""
+    if isinstance(part, str):
+        part = Text(part)
+    if isinstance(part, Text):
+        needs = measure.measure(part)
+        return needs.maximum if part.no_wrap else needs.minimum
+    if isinstance(part, Group):
+        return max((unwrapped_width(measure, inner) for inner in part.renderables), default=0)
+    if isinstance(part, Padding):
+        return part.left + unwrapped_width(measure, part.renderable) + part.right
+    if isinstance(part, Panel) and part.width is None:
+        _, right, _, left = Padding.unpack(part.padding)
+        title = measure.measure(part.title).maximum + 6 if part.title else 0  # "╭─ title ─╮"
+        return max(title, 2 + left + unwrapped_width(measure, part.renderable) + right)
+    return measure.measure(part).maximum
 
 
 def html_fragment(parts: Iterable) -> str:

@@ -12,6 +12,8 @@ from handwired.views.numbers import column, count, exact
 
 PLOT_ROWS = 9  # the line plot's height in characters
 PASS, FAIL = "●", "×"  # a point that passes, one that fails: distinct without colour
+HEAT_CELL = 3  # a heatmap cell's width in characters: " ● "
+TICK = "┬"  # under a heatmap's column whose value is labelled
 FLOAT64 = "in float64: a pass is the right token's logit strictly above every other's, as check computes it"
 
 
@@ -136,6 +138,32 @@ def line_plot(sweep: Sweep) -> Group | Paged:
     return Paged(labels, cells, 1, axis)
 
 
+def value_axis(texts: list[str], cell: int) -> tuple[str, str]:
+    """The axis under a row of cells ``cell`` characters wide, one per value: (the line with a tick under each cell
+    labelled, the labels, each centred on its tick, within the cells' width). Every value is labelled when the labels
+    fit with a space between two, else every second, third, … and the last."""
+    span = cell * len(texts)
+
+    def placed(at: int) -> tuple[int, int]:  # the columns [begin, end) of value at's label
+        size = len(texts[at])
+        begin = min(max(0, at * cell + cell // 2 - (size - 1) // 2), max(0, span - size))
+        return begin, begin + size
+
+    for stride in range(1, len(texts) + 1):
+        chosen = list(range(0, len(texts), stride))
+        if chosen[-1] != len(texts) - 1:  # the last value too, in place of the one before it if they would touch
+            chosen = chosen[:-1] if placed(chosen[-1])[1] >= placed(len(texts) - 1)[0] else chosen
+            chosen.append(len(texts) - 1)
+        if all(placed(a)[1] < placed(b)[0] for a, b in zip(chosen, chosen[1:])):
+            break
+    ticks, labels = ["─"] * span, [" "] * max(span, placed(chosen[-1])[1])
+    for at in chosen:
+        begin, end = placed(at)
+        ticks[at * cell + cell // 2] = TICK
+        labels[begin:end] = texts[at]
+    return "".join(ticks), "".join(labels).rstrip()
+
+
 def heatmap(sweep: Sweep) -> Group:
     """Two constants: one cell per pair, ● passing (on green, brighter for a larger lead), × failing (on red)."""
     across, down = sweep.ranges
@@ -153,16 +181,19 @@ def heatmap(sweep: Sweep) -> Group:
                 cells[-1].append(Text(f" {PASS} ", style=f"bold rgb(255,255,255) on rgb(0,{90 + int(120 * shade)},60)"))
             else:
                 cells[-1].append(Text(f" {FAIL} ", style="bold rgb(255,255,255) on rgb(200,40,40)"))
-    scale = ", log scale" if across.log or down.log else ""
+    scale = ", log scale" if across.log else ""
 
     def axis(start: int, stop: int) -> list[Text]:
-        return [Text(f"{' ' * width} └{'───' * (stop - start)}", style="dim"),
-                Text(f"{' ' * width}   {across.name}: " + "  ".join(map(value, across.values[start:stop])),
-                     style="dim"),
-                Text(f"{' ' * width}   {across.name} {_axis_note(across.values, start, stop)} →{scale}; {PASS} passes "
-                     f"(brighter: a larger smallest lead), {FAIL} fails", style="dim")]
+        ticks, labels = value_axis([value(x) for x in across.values[start:stop]], HEAT_CELL)
+        name = f"{across.name:>{width + 1}} " if len(across.name) <= width + 1 else " " * (width + 2)  # else below
+        some = ticks.count(TICK)
+        labelled = "" if some == stop - start else f"; {TICK} marks the {some} of these {stop - start} values labelled"
+        return [Text(f"{' ' * width} └{ticks}", style="dim"), Text(name + labels, style="dim"),
+                Text(f"{' ' * width}   {across.name} {_axis_note(across.values, start, stop)} →{scale}{labelled}; "
+                     f"{PASS} passes (brighter: a larger smallest lead), {FAIL} fails", style="dim")]
 
-    return Group(Text(f"{down.name:>{width}}", style="bold"), Paged(labels, cells, 3, axis))
+    return Group(Text.assemble((f"{down.name:>{width}}", "bold"), (" ↑, log scale" if down.log else "", "dim")),
+                 Paged(labels, cells, HEAT_CELL, axis))
 
 
 def sweep_view(model, sweep: Sweep) -> Group:
