@@ -7,8 +7,9 @@ it times the whole verdict, :func:`handwired.judge.verdict.submit`, with the cer
 without them (``--no-proof``), interleaved, the best of five runs each (one with --quick), in wall time and in
 CPU time (every thread's): on a shared machine the CPU time is the steadier measure of the work, and the
 target's. It checks its own answers
-in both modes: the same counts and the same margin, every passing context proved with the bounds, none without.
-Target: the certified check within 3× the float check.
+in both modes: the same counts and the same margin (within the bounds: the domain walk's certified numbers are
+computed in their own order), every passing context proved with the bounds, none without.
+Target: the certified check within 1.5× the float check.
 
 Both run with numpy's BLAS on one thread (OPENBLAS_NUM_THREADS=1, set before numpy loads, unless already set): the
 tree's own walker threads each call BLAS, and on a busy 2-core machine BLAS threads inside them spin against each
@@ -25,7 +26,7 @@ from handwired.judge.catalogue import load_puzzle, solution_path
 from handwired.judge.verdict import submit
 from handwired.weightfile import load
 
-TARGET = 3.0
+TARGET = 1.5
 RUNS = 5
 PUZZLES = ("add", "induction")
 
@@ -38,7 +39,10 @@ def timed(puzzle, model, proof):  # -> (the submission, (wall seconds, CPU secon
 
 def check_answers(name, proved, plain) -> None:
     a, b = proved.report, plain.report
-    same = (a.checked, a.passed, a.failed, a.margin) == (b.checked, b.passed, b.failed, b.margin)
+    # the domain walk's certified mids are computed in its own order: its margin within its bounds of the float one
+    close = (a.margin is None) == (b.margin is None) and (a.margin is None or abs(a.margin.value - b.margin.value)
+                                                          <= a.widest)
+    same = (a.checked, a.passed, a.failed) == (b.checked, b.passed, b.failed) and close
     if not (same and a.proof and a.proved == a.passed > 0 and a.unproved == 0 and not b.proof and b.proved == 0):
         raise SystemExit(f"{name}: the certified and float checks disagree: {a} / {b}")
     if not proved.solved or plain.solved:

@@ -3,9 +3,11 @@
 import json
 import threading
 
+import mpmath as mp
 import numpy as np
 import pytest
 from conftest import AAB_FILE
+from exact import ExactModel
 from reference import params_to_document, random_params, reference_forward
 from waiting import DEADLINE
 
@@ -64,6 +66,34 @@ def test_tree_agrees_with_the_independent_reference(n_vocab, n_ctx, n_layer, n_h
         for row, context in enumerate(contexts_of(batch.length, batch.first, len(batch.logits), n_vocab)[:40]):
             expected = reference_forward(model.params, context.tolist(), model.n_head)[0][-1]
             close(batch.logits[row], expected)
+
+
+def test_a_silent_attention_adds_its_bias_alone_and_keeps_no_keys():
+    """A block whose attention's c_proj.w is all zeros (a starter's, or one not wired yet) adds exactly its bias: the
+    tree skips its keys and values and still gives the per-context logits, in float64 and with certified bounds (the
+    same mids, around the real logits)."""
+    from handwired.engine import certify
+
+    model = random_model(7, 3, 4, 3, 2, True, True, 8)
+    for block in model.params["blocks"][::2]:  # blocks 0 and 2 silent; block 1 reads
+        block["attn"]["c_proj"]["w"][:] = 0
+    kept = []
+    real = tree.new_position_block
+    tree.new_position_block = lambda *args, **kw: kept.append(args[3].shape) or real(*args, **kw)
+    try:
+        plain = {(b.length, b.first): b.logits for b in evaluate_tree(model, workers=1)}
+    finally:
+        tree.new_position_block = real
+    assert kept and len(kept) == len(plain)  # one block of three computed its attention, once per batch
+    for (length, first), logits in plain.items():
+        close(logits, next_logits(model, contexts_of(length, first, len(logits), 3)))
+    exact = ExactModel(model.params, model.n_head)
+    for batch in evaluate_tree(model, workers=1, evaluator=certify.TREE):
+        assert np.array_equal(batch.logits[:, :3], plain[batch.length, batch.first])
+        lo, hi = certify.logit_bounds(batch.logits[:, :3], batch.logits[:, 3:])
+        for row, context in list(enumerate(contexts_of(batch.length, batch.first, len(lo), 3)))[::7]:
+            real = exact.logits(tuple(int(t) for t in context))
+            assert all(mp.mpf(float(lo[row, t])) <= real[t] <= mp.mpf(float(hi[row, t])) for t in range(3))
 
 
 def test_min_length_skips_the_short_contexts_but_not_their_keys():

@@ -12,8 +12,9 @@ from reference import reference_forward
 from test_cli import invoke, user_error
 from test_tree import random_model
 
-from handwired.engine.resume import share, shared_stages, variant_logits
-from handwired.engine.trie import evaluate_trie, full_trie
+from handwired.engine.resume import resumed, shared_stages, variant_walk
+from handwired.engine.step import float_walk
+from handwired.engine.walk import EveryString
 from handwired.judge.catalogue import load_puzzle
 from handwired.judge.plans import exhaustive_plan, pattern_rule
 from handwired.judge.report import run
@@ -162,20 +163,31 @@ def test_a_variant_resumed_where_it_differs_gives_the_logits_of_a_whole_evaluati
     array = locate(params, change)
     array += np.random.default_rng(1).normal(size=array.shape)
     variant = replace(base, params=params)
-    trie, lengths = full_trie(3, 5), {1, 2, 3, 4, 5}
     stage = shared_stages(base.params, variant.params)
     assert stage == {"blocks[1].attn.c_attn.w": 4, "blocks[1].mlp.c_fc.w": 6, "blocks[0].mlp.c_proj.w": 3,
                      "ln_f.g": 7, "blocks[0].attn.c_proj.b": 2, "blocks[1].attn.c_proj.w": 5, "blocks[0].ln_1.g": 1,
                      "wpe": 0}[change]
-    shared = share(base, trie, stage, lengths)
-    resumed = variant_logits(shared, variant, trie, lengths, base)
-    whole = evaluate_trie(variant, trie, lengths)
-    for got, expected in zip(resumed, whole):
-        np.testing.assert_array_equal(got, expected)
-    for tokens in ([0], [2, 1, 0], [1, 1, 2, 0, 2]):  # and the independent forward pass agrees
-        expected = reference_forward(variant.params, tokens, variant.n_head)[0][-1]
-        level = resumed[len(tokens) - 1][trie.find(np.array([tokens]))[0]]
-        np.testing.assert_allclose(level, expected, rtol=1e-9, atol=1e-9)
+    plan = resumed(base, variant)
+    assert plan.stage == (0 if stage < 2 else stage)  # every block has an MLP: each stage has its entry recorded
+    shape = EveryString(3, 5)
+    for chunk in (None, 7):  # the walk's own batches, and small ones: several per level, siblings split
+        walked = list(variant_walk(base, [plan, plan], shape, chunk))
+        replayed = list(variant_walk(base, [plan], shape, chunk, replay=[entries for _, _, entries in walked]))
+        whole = list(float_walk(variant, shape, chunk))
+        own = list(float_walk(base, shape, chunk))
+        assert len(walked) == len(replayed) == len(whole) == len(own)
+        for (visit, logits, _), (again, replay, _), alone, mine in zip(walked, replayed, whole, own):
+            np.testing.assert_array_equal(visit.prefixes, alone.prefixes)
+            np.testing.assert_array_equal(visit.logits, mine.logits)  # the base model's, as its own walk's
+            assert again.logits is None  # replayed: the base model did not run
+            for got in (*logits, *replay):  # the variant's own walk's, to rounding (sums may be ordered otherwise)
+                if stage < 2:  # walked on its own, from its embeddings: its own walk's, bit for bit
+                    np.testing.assert_array_equal(got, alone.logits)
+                np.testing.assert_allclose(got, alone.logits, rtol=1e-12, atol=1e-12)
+            for row in (0, len(visit.prefixes) - 1):  # and the independent forward pass agrees
+                tokens = visit.prefixes[row].tolist()
+                expected = reference_forward(variant.params, tokens, variant.n_head)[0][-1]
+                np.testing.assert_allclose(logits[0][row], expected, rtol=1e-9, atol=1e-9)
 
 
 def two_constant_document():
@@ -444,26 +456,91 @@ def test_mean_ablation_adds_the_mean_output_over_every_prefix_of_the_judged_cont
     assert zeroed["blocks[0].attn"]["smallest_lead"] != got["smallest_lead"]  # the mean is not zero here
 
 
-def test_ctrl_c_stops_a_sweep_between_two_values(monkeypatch):
+def counted_walks(monkeypatch) -> list[int]:
+    """The batches each walk of variants yields, one entry per walk, as the workbench walks them."""
+    from handwired.judge import workbench
+
+    walks: list[int] = []
+    original = workbench.variant_walk
+
+    def walk(*args, **kwargs):
+        walks.append(0)
+        for batch in original(*args, **kwargs):
+            walks[-1] += 1
+            yield batch
+
+    monkeypatch.setattr(workbench, "variant_walk", walk)
+    return walks
+
+
+def test_ctrl_c_stops_a_sweep_between_two_batches_of_its_walk(monkeypatch):
     from contextlib import contextmanager
 
     import handwired.cli.sweep as sweep_cli
-    from handwired.judge.workbench import Bench
 
-    judged = []
-    verdict = Bench.verdict
-    monkeypatch.setattr(Bench, "verdict", lambda self, variant: judged.append(1) or verdict(self, variant))
+    asked, setup = [], [9]
 
     @contextmanager
-    def interrupted(show):  # as if Ctrl-C came during the first value
-        yield (lambda done, total: None), (lambda: True)
+    def interrupted(show):  # as if Ctrl-C came once the values were set up, during the walk's first batch
+        yield (lambda done, total: None), (lambda: asked.append(1) or len(asked) > setup[0])
 
     monkeypatch.setattr(sweep_cli, "progress_and_stop", interrupted)
+    walks = counted_walks(monkeypatch)
     result = invoke("sweep", "aab", "Lg=0..4", "--steps", "9")
     assert result.exit_code == 130
-    assert judged == [1]  # the other eight values were never evaluated
-    assert result.stderr.strip() == "stopped by Ctrl-C with 1 of the 9 values judged; nothing is shown"
-    assert invoke("ablate", "aab").stderr.startswith("stopped by Ctrl-C with 1 of the ")
+    assert walks == [1]  # the walk stopped after its first batch: the rest was never evaluated
+    assert result.stderr.strip() == "stopped by Ctrl-C with 0 of the 9 values judged; nothing is shown"
+    asked[:], setup[0], walks[:] = [], 1, []  # aab's one block: its attention and its head, set up at once
+    assert invoke("ablate", "aab").stderr.strip() == "stopped by Ctrl-C with 0 of the 2 parts judged; nothing is shown"
+    assert walks == [1]
+
+
+def test_ctrl_c_while_a_sweep_sets_up_its_values_stops_it_there(monkeypatch):
+    """A real SIGINT, sent while the first value is set up: the sweep stops before the second, with nothing
+    walked."""
+    import os
+    import signal
+
+    from handwired.judge import sweep as sweeping
+
+    made = []
+    original = sweeping.with_constants
+
+    def with_constants(model, values):
+        made.append(values)
+        if len(made) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, caught by the sweep's handler
+        return original(model, values)
+
+    monkeypatch.setattr(sweeping, "with_constants", with_constants)
+    walks = counted_walks(monkeypatch)
+    result = invoke("sweep", "aab", "Lg=0..4", "--steps", "9")
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    assert len(made) == 1 and walks == []
+    assert result.stderr.strip() == "stopped by Ctrl-C with 0 of the 9 values judged; nothing is shown"
+
+
+def test_ctrl_c_during_a_mean_ablations_first_walk_stops_it_there(monkeypatch):
+    import os
+    import signal
+
+    from handwired.judge import ablate as ablating
+
+    batches = []
+    original = ablating.recorded_walk
+
+    def recorded_walk(*args):
+        for batch in original(*args):
+            batches.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+            yield batch
+
+    monkeypatch.setattr(ablating, "recorded_walk", recorded_walk)
+    walks = counted_walks(monkeypatch)
+    result = invoke("ablate", ADD, "--puzzle", "add", "--mean")
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    assert batches == [1] and walks == []  # stopped after the means' first batch; no part was judged
+    assert result.stderr.strip() == "stopped by Ctrl-C with 0 of the 16 parts judged; nothing is shown"
 
 
 def test_too_many_contexts_are_refused_before_any_work(tmp_path, monkeypatch):
@@ -473,7 +550,7 @@ def test_too_many_contexts_are_refused_before_any_work(tmp_path, monkeypatch):
     document.update(n_ctx=40, wpe={})
     path = tmp_path / "long.json"
     path.write_text(json.dumps(document), encoding="utf-8")
-    monkeypatch.setattr(workbench, "share", lambda *args: pytest.fail("evaluated"))
+    monkeypatch.setattr(workbench, "variant_walk", lambda *args: pytest.fail("evaluated"))
     for command in (("sweep", str(path), "Lg=1..2"), ("ablate", str(path))):
         line = user_error(*command)
         assert "2,199,023,255,550 contexts" in line and "with --puzzle" in line
@@ -482,7 +559,7 @@ def test_too_many_contexts_are_refused_before_any_work(tmp_path, monkeypatch):
 def test_a_sweep_estimated_too_long_is_refused_with_the_estimate(monkeypatch):
     from handwired.judge import workbench
 
-    monkeypatch.setattr(workbench, "share", lambda *args: pytest.fail("evaluated"))
+    monkeypatch.setattr(workbench, "variant_walk", lambda *args: pytest.fail("evaluated"))
     line = user_error("sweep", ADD, "K=1..2", "G=1..2", "--steps", "100", "--puzzle", "add")
     assert "--steps 100: 10,000 checks of 30,000 contexts" in line and "minutes" in line and "ask for fewer" in line
 

@@ -113,7 +113,7 @@ def sweep(
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     swept = [parse_range(model, text, steps, log) for text in ranges]
     source = judged_source(model, puzzle)
-    refuse_long(model, source, steps, len(ranges))
+    refuse_long(model, source, swept, precision)
     with working(as_json, "values") as progress:
         result = sweeping(model, source, swept, precision, progress)
     show(out, as_json, lambda: sweep_json(model, result), lambda: sweep_view(model, result))

@@ -7,11 +7,12 @@ token's: then the real-arithmetic model predicts it too, whatever float64 rounde
 The passes here are the float ones with intervals: :func:`certified_logits` for a batch of whole contexts (as
 :mod:`handwired.engine.batch`), :func:`tree_position` for the walk of every string (:mod:`handwired.engine.tree`)
 and :func:`certified_step` for a puzzle's domain, and every string beyond the tree (:mod:`handwired.engine.walk`);
-each walk calls them in place of its float function. A walk keeps each key and value as an *operand*
-(:func:`~handwired.engine.interval.operand`): its float numbers, then two bounds per head, all a product with it
-needs; logits come packed, ``[..., mid | rad]``. The mids of the tree and the whole-context pass are the float
-pass's numbers, bit for bit; the domain walk's are computed in its own order (within their radii of the float
-walk's).
+each walk calls them in place of its float function. Attention's radius is one number per query and head,
+made from what each key contributes: per head, the largest |k| and |v| of its dimensions and their largest radii,
+its *bounds* (``4·n_head`` numbers: |k|'s, k's radii, |v|'s, v's radii), so a query needs only the largest bounds
+over the keys it sees. Logits come packed,
+``[..., mid | rad]``. The mids of the tree and the whole-context pass are the float pass's numbers, bit for bit;
+the domain walk's are computed in its own order (within their radii of the float walk's).
 """
 
 from collections.abc import Iterator
@@ -20,35 +21,42 @@ import numpy as np
 
 from handwired.engine import interval as iv
 from handwired.engine import walk as walking
-from handwired.engine.forward import causal_mask, merge_heads, split_heads
+from handwired.engine.forward import causal_mask, linear, matmul, merge_heads, softmax, split_heads
 from handwired.engine.tree import Pass, sibling_mask
-from handwired.engine.walk import CHUNK, Family, Shape, Visit, batch_nodes
+from handwired.engine.walk import Family, Shape, Visit, batch_nodes
 from handwired.weightfile import Model
 
-PROOF_MEMORY = 3  # an operand holds up to 3× a float key's numbers (n_embd + 2·n_head): a walk's batch a third
 CHUNK_POSITIONS = 8192  # positions per certified pass over whole contexts
 _LAST_PREPARED: dict = {}  # the last model certified_logits prepared, and its prepared weights
 
 
-def prepare(params: dict) -> dict:
+def prepare(params: dict, n_head: int) -> dict:
     """The parameters with each matrix an :class:`~handwired.engine.interval.Weight` (|w| computed once)."""
 
-    def layer(part: dict) -> dict:
-        return {"w": iv.Weight(part["w"]), "b": part["b"]}
+    def layer(part: dict, groups: int = 1) -> dict:
+        return {"w": iv.Weight(part["w"], part["b"], groups), "b": part["b"]}
 
     blocks = []
     for block in params["blocks"]:
         n_embd = block["attn"]["c_attn"]["w"].shape[0]
         attn, w, b = block["attn"], block["attn"]["c_attn"]["w"], block["attn"]["c_attn"]["b"]
-        out = {**block, "attn": {"c_attn": layer(attn["c_attn"]), "c_proj": layer(attn["c_proj"]),
-                                 "q": {"w": iv.Weight(w[:, :n_embd]), "b": b[:n_embd]},  # forward.mha's slices
-                                 "kv": {"w": iv.Weight(w[:, n_embd:]), "b": b[n_embd:]}}}
+        c_attn = {**layer(attn["c_attn"]), "reach": _reach(attn["c_attn"]["w"], attn["c_attn"]["b"], n_head)}
+        out = {**block, "attn": {"c_attn": c_attn, "c_proj": layer(attn["c_proj"], n_head),  # per head
+                                 "q": layer({"w": w[:, :n_embd], "b": b[:n_embd]}),  # forward.mha's slices
+                                 "kv": layer({"w": w[:, n_embd:], "b": b[n_embd:]})}}
         if "mlp" in block:
             out["mlp"] = {"c_fc": layer(block["mlp"]["c_fc"]), "c_proj": layer(block["mlp"]["c_proj"])}
         blocks.append(out)
-    unembed = {"w": iv.Weight(params["wte"].T), "b": np.zeros(params["wte"].shape[0])}  # tied, no bias
-    span = len(params["wpe"]) + len(params["wte"])  # above the keys any query sees, in any walk
-    return {**params, "blocks": blocks, "unembed": unembed, "span": span}
+    unembed = layer({"w": params["wte"].T, "b": np.zeros(params["wte"].shape[0])})  # tied, no bias
+    return {**params, "blocks": blocks, "unembed": unembed}
+
+
+def _reach(w, b, n_head):  # c_attn's w [n_embd, 3*n_embd] and b -> (above the Euclidean norm of each row of |w|
+    # over each head's columns of q, k and v [n_embd, 3*head], above the norm of the floor there [3*head]): what a
+    # radius per dimension of the input becomes, per head, as a norm (‖Σ_i s_i·|w_i|‖ ≤ Σ_i s_i·‖w_i‖)
+    weight = iv.Weight(w, b)
+    d = w.shape[1] // (3 * n_head)
+    return iv.head_norms(weight.abs, d), iv.head_norms(weight.floor, d)
 
 
 def pack(x):  # interval ([..., n], [..., n]) -> [..., 2n]: mid | rad
@@ -64,20 +72,40 @@ def _norm(x, block, name):  # interval [..., n_embd] -> interval [..., n_embd]: 
     return iv.layer_norm_bounds(x, **block[name]) if name in block else x
 
 
-def _heads(x, n_head):  # interval [batch, n_seq, n_embd] -> [batch, head, n_seq, d_head]
-    return split_heads(x[0], n_head), split_heads(x[1], n_head)
+def _qkv(x, block):  # interval [n, n_embd] -> interval [n, 3*n_embd]: ln_1 and c_attn at the new position
+    return iv.linear(_norm(x, block, "ln_1"), block["attn"]["c_attn"]["w"], block["attn"]["c_attn"]["b"])
 
 
-def _operand_heads(packed, n_head):  # operand [batch, n_seq, n_embd + 2*n_head] -> mid [batch, head, n_seq, d_head]
-    # and its two bounds per head, [batch, head, n_seq] each
-    n_embd = packed.shape[-1] - 2 * n_head
-    bounds = np.swapaxes(packed[..., n_embd:], -1, -2)  # [batch, 2*head, n_seq]
-    return split_heads(packed[..., :n_embd], n_head), bounds[..., :n_head, :], bounds[..., n_head:, :]
+def stats(qkv, n_head):  # interval [..., 3*n_embd] -> [..., 6*n_head]: per head, the Euclidean norms of q and of
+    # its radii, then the key's bounds: the norms of k, of k's radii, of v, of v's radii
+    d = qkv[0].shape[-1] // (3 * n_head)
+    mid, rad = (iv.head_norms(part, d).reshape(*part.shape[:-1], 3, n_head) for part in qkv)  # [..., q k v, head]
+    return np.stack((mid, rad), axis=-2).reshape(*qkv[0].shape[:-1], 6 * n_head)
 
 
-def _keys(part, n_head, span):  # keys' and values' intervals [..., n_embd] -> operands [..., n_embd + 2*n_head]
-    # keys enter q·k over d_head terms, values p·v over at most ``span`` (every position a query can see)
-    return (iv.operand(part[0], part[0][0].shape[-1] // n_head, n_head), iv.operand(part[1], span, n_head))
+def z_radius(q, seen, mixed, n_head, d, n):  # q's norms [..., 2*head], the largest bounds of the keys it sees
+    # [..., 4*head], the pattern times the values' bounds [..., head, 3] (see _attention), d_head, n keys in its softmax
+    # -> z's radius [..., head]
+    h = n_head
+    return iv.attention_radius(q[..., :h], q[..., h:], seen[..., :h], seen[..., h:2 * h], seen[..., 2 * h:3 * h],
+                               seen[..., 3 * h:], mixed, d, n)
+
+
+def _attention(q, k, v, values_bounds, mask):  # forward.attention's q, k, v [..., head, n, d_head] and mask; each
+    # value's bounds per head [..., n_keys, 2*head] -> z [..., head, n_q, d_head], forward.attention's bits, and the
+    # pattern p̃ times the values' bounds, and p̃·(1 - p̃) times their norms [..., head, n_q, 3]
+    scores = q @ np.swapaxes(k, -1, -2)  # [..., head, n_q, n_keys]: forward.attention's steps, keeping the pattern
+    scores /= np.sqrt(q.shape[-1])
+    scores += mask
+    pattern = softmax(scores, out=scores)
+    bounds = np.moveaxis(values_bounds.reshape(*values_bounds.shape[:-1], 2, -1), -1, -3)  # [..., head, n_keys, 2]
+    spread = 1 - pattern
+    spread *= pattern  # p̃·(1 - p̃), each within 2u: how far a weight can move, relatively
+    return pattern @ v, np.concatenate([pattern @ bounds, spread @ bounds[..., :1]], axis=-1)  # [..., head, n_q, ·]
+
+
+def _bias(x, block):  # interval [n, n_embd] -> x after a silent attention: its c_proj.b alone
+    return iv.add(x, iv.exact(np.broadcast_to(block["attn"]["c_proj"]["b"], x[0].shape)))
 
 
 def _mlp(x, block):  # interval [..., n_embd] -> x after the block's MLP, if it has one
@@ -91,19 +119,10 @@ def _mlp(x, block):  # interval [..., n_embd] -> x after the block's MLP, if it 
     return iv.add(x, iv.linear(post, mlp["c_proj"]["w"], mlp["c_proj"]["b"]))
 
 
-def _attend(x, block, q, k, v, mask, n_head):
-    # x interval [n, n_embd] at the queries; q [c, sibling, n_embd] interval, k and v [c, n_keys, n_embd + 2*n_head]
-    # operands
-    # -> x [n, n_embd] after the attention's c_proj, the residual and the MLP
-    z = iv.attention(_heads(q, n_head), _operand_heads(k, n_head), _operand_heads(v, n_head), mask)
-    n, n_embd = x[0].shape
-    merged = (merge_heads(z[0]).reshape(n, n_embd), merge_heads(z[1]).reshape(n, n_embd))  # [n, n_embd]
+def _after(x, block, z, zeta):  # x interval [n, n_embd]; z [n, n_embd] merged heads, its radius per head [n, head]
+    # -> x after the attention's c_proj, the residual and the MLP
     proj = block["attn"]["c_proj"]
-    return _mlp(iv.add(x, iv.linear(merged, proj["w"], proj["b"])), block)
-
-
-def _qkv(x, block):  # interval [n, n_embd] -> interval [n, 3*n_embd]: ln_1 and c_attn at the new position
-    return iv.linear(_norm(x, block, "ln_1"), block["attn"]["c_attn"]["w"], block["attn"]["c_attn"]["b"])
+    return _mlp(iv.add(x, iv.linear((z, None), proj["w"], proj["b"], zeta)), block)
 
 
 def _logits(prepared, x):  # interval [n, n_embd] -> packed [n, 2*n_vocab]: ln_f and the tied unembedding
@@ -111,88 +130,132 @@ def _logits(prepared, x):  # interval [n, n_embd] -> packed [n, 2*n_vocab]: ln_f
     return pack(iv.linear(x, prepared["unembed"]["w"], prepared["unembed"]["b"]))
 
 
-def _split_qkv(qkv, n_head, span):  # interval [..., 3*n_embd] -> q interval [..., n_embd], k and v operands
-    n_embd = qkv[0].shape[-1] // 3
-    q, k, v = ((qkv[0][..., i * n_embd:(i + 1) * n_embd], qkv[1][..., i * n_embd:(i + 1) * n_embd]) for i in range(3))
-    return (q, *_keys((k, v), n_head, span))
-
-
-def _unpack_qkv(row, n_embd):  # a table's rows [..., 4*n_embd + 4*n_head] -> q interval, k and v operands
-    q = (row[..., :n_embd], row[..., n_embd:2 * n_embd])
-    k, v = np.split(row[..., 2 * n_embd:], 2, axis=-1)  # [..., n_embd + 2*n_head] each
-    return q, k, v
-
-
 def certified_table(model: Model):
     """What the walks pass their position functions: the prepared weights, and block 0's q, k and v for every
-    (token, position), [n_vocab, n_ctx, 4*n_embd + 4*n_head]: q's mid | rad, then k's and v's operands (None
-    without blocks)."""
+    (token, position) and their stats, [n_vocab, n_ctx, 3*n_embd + 6*n_head] (None without blocks)."""
     params = model.params
-    prepared = prepare(params)
+    prepared = prepare(params, model.n_head)
     if not params["blocks"]:
         return prepared, None
     x = iv.embed(params["wte"][:, None, :] + params["wpe"][None, :, :])  # [n_vocab, n_ctx, n_embd]
-    q, k, v = _split_qkv(_qkv(x, prepared["blocks"][0]), model.n_head, prepared["span"])
-    return prepared, np.concatenate([q[0], q[1], k, v], axis=-1)
+    qkv = _qkv(x, prepared["blocks"][0])
+    return prepared, np.concatenate([qkv[0], stats(qkv, model.n_head)], axis=-1)
+
+
+def _position_qkv(x, block, table_rows, n_head):  # -> q, k, v mids [n, 3*n_embd] and their stats [n, 6*head]
+    if table_rows is not None:
+        n_embd3 = table_rows.shape[-1] - 6 * n_head
+        return table_rows[:, :n_embd3], table_rows[:, n_embd3:]
+    h, c_attn = _norm(x, block, "ln_1"), block["attn"]["c_attn"]
+    mid = linear(h[0], c_attn["w"].w, c_attn["b"])  # [n, 3*n_embd], forward's bits
+    size = np.abs(h[0])  # the radius's norms per head at once, not the radius: as iv.linear's, through ‖|w|‖
+    size *= c_attn["w"].size
+    size += h[1]
+    rows, floor = c_attn["reach"]
+    reach = matmul(size, rows)  # [n, 3*head]
+    reach *= 1 + iv.gamma(len(rows) + 6)  # the sums, size's two roundings, this one and the next
+    reach += floor
+    norms = iv.head_norms(mid, mid.shape[-1] // (3 * n_head))  # [n, 3*head]
+    return mid, np.stack([part.reshape(len(mid), 3, n_head) for part in (norms, reach)], axis=-2).reshape(
+        len(mid), 6 * n_head)
 
 
 def tree_position(params, n_head, tokens, position, kv, setup):
-    # As tree.new_position, in intervals: tokens [n]; kv per block, the parents' keys and values as operands with
-    # room for the new ones [c, position + sibling, n_embd + 2*n_head] -> packed logits [n, 2*n_vocab]
+    # As tree.new_position, in intervals: tokens [n]; kv per block, the parents' keys and values with room for the
+    # new ones [c, position + sibling, n_embd + 4*n_head]: each key its mid, then the largest bounds of the keys up
+    # to its own (4*head); each value its mid, then its own bounds (2*head, and 2*head unused)
+    # -> packed logits [n, 2*n_vocab]
     prepared, table = setup
     x = iv.embed(np.take(params["wte"] + params["wpe"][position], tokens, axis=0))  # [n, n_embd]
     n, n_embd = x[0].shape
-    for i, (block, (keys, values)) in enumerate(zip(prepared["blocks"], kv)):
-        q, k, v = (_unpack_qkv(np.take(table[:, position], tokens, axis=0), n_embd) if i == 0
-                   else _split_qkv(_qkv(x, block), n_head, prepared["span"]))  # [n, ...] each
+    h = n_head
+    for i, (block, past) in enumerate(zip(prepared["blocks"], kv)):
+        if past is None:  # a silent attention: its bias, then the MLP
+            x = _mlp(_bias(x, block), block)
+            continue
+        keys, values = past
+        qkv, st = _position_qkv(x, block, np.take(table[:, position], tokens, axis=0) if i == 0 else None, h)
         c, n_keys, _ = keys.shape
         n_sibling = n // c
-        keys[:, -n_sibling:], values[:, -n_sibling:] = k.reshape(c, n_sibling, -1), v.reshape(c, n_sibling, -1)
-        q = (q[0].reshape(c, n_sibling, n_embd), q[1].reshape(c, n_sibling, n_embd))
-        x = _attend(x, block, q, keys, values, sibling_mask(n_keys - n_sibling, n_sibling), n_head)
+        seen = st[:, 2 * h:].reshape(c, n_sibling, 4 * h)  # [c, sibling, 4*head]: the largest bounds each sees
+        if n_keys > n_sibling:  # the parent's, up to its own key
+            seen = np.maximum(seen, keys[:, n_keys - n_sibling - 1, None, n_embd:])
+        keys[:, -n_sibling:, :n_embd] = qkv[:, n_embd:2 * n_embd].reshape(c, n_sibling, n_embd)
+        keys[:, -n_sibling:, n_embd:] = seen
+        values[:, -n_sibling:, :n_embd] = qkv[:, 2 * n_embd:].reshape(c, n_sibling, n_embd)
+        values[:, -n_sibling:, n_embd:n_embd + 2 * h] = st[:, 4 * h:].reshape(c, n_sibling, 2 * h)
+        q = split_heads(qkv[:, :n_embd].reshape(c, n_sibling, n_embd), h)  # [c, head, sibling, d_head]
+        z, mixed = _attention(q, split_heads(keys[..., :n_embd], h), split_heads(values[..., :n_embd], h),
+                              values[..., n_embd:n_embd + 2 * h], sibling_mask(n_keys - n_sibling, n_sibling))
+        mixed = np.swapaxes(mixed, 1, 2).reshape(n, h, 3)  # [n, head, 3]
+        zeta = z_radius(st[:, :2 * h], seen.reshape(n, -1), mixed, h, n_embd // h, n_keys)  # [n, head]
+        x = _after(x, block, merge_heads(z).reshape(n, n_embd), zeta)
     return _logits(prepared, x)
 
 
 def certified_walk(model: Model, shape: Shape, chunk: int | None = None) -> Iterator[Visit]:
     """:func:`handwired.engine.walk.walk` with :func:`certified_step`: each visit's logits packed mid | rad
-    [n, 2*n_vocab]. A batch holds a third of the float walk's nodes at most: its keys are operands, its
-    numbers intervals."""
+    [n, 2*n_vocab]. A batch holds as many nodes as the float walk's: the keys are float numbers, and a node's
+    bounds a few numbers per block."""
     setup = certified_table(model)
-    width = model.n_embd + 2 * model.n_head  # an operand's numbers per key or value
-    root = [None if block["attn"]["c_proj"]["w"].zero else (np.zeros((1, 0, width)), np.zeros((1, 0, width)))
-            for block in setup[0]["blocks"]]  # the empty prefix: no keys; None for a silent attention
+    room, h = (1, model.n_ctx, model.n_embd), model.n_head
+    root = [None if block["attn"]["c_proj"]["w"].zero
+            else (np.zeros(room), np.zeros(room), np.zeros((1, model.n_ctx, 2 * h)), np.zeros((1, 4 * h)))
+            for block in setup[0]["blocks"]]  # the empty prefix: no keys, room for n_ctx; None for a silent attention
 
     def step(past, rows, family, length, logits, keep):  # the parents' keys and values: views of their batch's
-        past = [None if kv is None else (kv[0][rows], kv[1][rows]) for kv in past]
+        past = [None if kv is None else tuple(part[rows] for part in kv) for kv in past]
         return certified_step(model, setup, past, family, length, logits)
 
-    nodes = chunk or max(1, batch_nodes(model, model.n_ctx, PROOF_MEMORY * CHUNK) // PROOF_MEMORY)
-    return walking.walk(shape, step, root, nodes)
+    return walking.walk(shape, step, root, chunk or batch_nodes(model, model.n_ctx))
+
+
+def _extend(kv, qkv, st, family: Family, length: int, n_head: int):
+    """The children's keys, values, values' bounds and largest bounds: the parents' ([c, room, n_embd] x2,
+    [c, room, 2*head], [c, 4*head]), then their own (from qkv [n, 3*n_embd] and its stats). An only child writes its
+    own into its parent's room and shares it; siblings each get a copy of their parent's, with room."""
+    n_embd, h = qkv.shape[1] // 3, n_head
+    own = qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:], st[:, 4 * h:]
+    bounds = np.maximum(kv[3][family.parent], st[:, 2 * h:])  # [n, 4*head]: the largest a child sees
+    if family.width == 1 and family.uniform:
+        for past, new in zip(kv[:3], own):
+            past[:, length - 1] = new
+        return (*kv[:3], bounds)
+    out = []
+    for past, new in zip(kv[:3], own):
+        child = np.take(past, family.parent, axis=0)  # [n, room, n_embd]: whole rows, cheaper than fancy indexing
+        child[:, length - 1] = new
+        out.append(child)
+    return (*out, bounds)
 
 
 def certified_step(model: Model, setup, past: list, family: Family, length: int,
                    logits: bool) -> tuple[np.ndarray | None, list]:
     """As :func:`handwired.engine.step.float_step`, in intervals: the children's packed logits [n, 2*n_vocab]
-    (when ``logits``) and their past: per block, the key and value operands of every position they see
-    [n, length, n_embd + 2*n_head] each (None: a silent attention)."""
+    (when ``logits``) and their past: per block, the keys and values of every position they see with room for
+    n_ctx, [n, n_ctx, n_embd] each, and the largest bounds of those keys [n, 4*n_head] (None: a silent
+    attention), each value's largest |v| and radius per head [n, n_ctx, 2*n_head]."""
     prepared, table = setup
-    tokens = family.tokens  # [n]
+    tokens, h, n = family.tokens, model.n_head, len(family.tokens)
     x = iv.embed(model.params["wte"][tokens] + model.params["wpe"][length - 1])  # [n, n_embd]
     kept: list = []
     last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
     for b, (block, kv) in enumerate(zip(prepared["blocks"], past)):
         if kv is None:  # silent attention: only its bias reaches the residual stream
             kept.append(None)
-            x = iv.add(x, iv.exact(np.broadcast_to(block["attn"]["c_proj"]["b"], x[0].shape)))  # [n, n_embd]
+            x = _bias(x, block)  # [n, n_embd]
         else:
-            q, k, v = (_unpack_qkv(table[tokens, length - 1], model.n_embd) if b == 0
-                       else _split_qkv(_qkv(x, block), model.n_head, prepared["span"]))  # [n, ...] each
-            seen = tuple(np.concatenate([p[family.parent], own[:, None]], axis=1)
-                         for p, own in zip(kv, (k, v)))  # [n, length, n_embd + 2*n_head] x2: the parent's, then its own
-            kept.append(seen)
+            qkv, st = _position_qkv(x, block, table[tokens, length - 1] if b == 0 else None, h)
+            mine = _extend(kv, qkv, st, family, length, h)
+            kept.append(mine)
             if not logits and b >= last:  # nothing later reads this batch's residual stream
                 break
-            x = _attend(x, block, (q[0][:, None], q[1][:, None]), *seen, np.zeros((1, length)), model.n_head)
+            seen = [split_heads(part[:, :length], h) for part in mine[:2]]  # [n, head, length, d_head] x2
+            q = split_heads(qkv[:, None, :model.n_embd], h)  # [n, head, 1, d_head]
+            z, mixed = _attention(q, *seen, mine[2][:, :length], np.zeros((1, length)))  # [n, head, 1, ·]
+            zeta = z_radius(st[:, :2 * h], mine[3], mixed[:, :, 0], h, model.n_embd // h, length)  # [n, head]
+            z = z[:, :, 0]  # [n, head, d_head]
+            x = _after(x, block, z.reshape(n, model.n_embd), zeta)
             continue
         if not logits and b >= last:
             break
@@ -201,8 +264,8 @@ def certified_step(model: Model, setup, past: list, family: Family, length: int,
     return (_logits(prepared, x) if logits else None), kept
 
 
-# The certified pass of engine.tree's walk: keys and values stored as operands, logits as mid | rad
-TREE = Pass(certified_table, tree_position, extra=2, logits=2)
+# The certified pass of engine.tree's walk: keys and values with their bounds, logits as mid | rad
+TREE = Pass(certified_table, tree_position, extra=4, logits=2)
 
 
 def _block(x, block, n_head, n_query):
@@ -212,11 +275,18 @@ def _block(x, block, n_head, n_query):
     attn = block["attn"]
     q = iv.linear((h[0][:, -n_query:], h[1][:, -n_query:]), attn["q"]["w"], attn["q"]["b"])  # [batch, n_query, E]
     kv = iv.linear(h, attn["kv"]["w"], attn["kv"]["b"])  # [batch, n_seq, 2*n_embd]
-    k, v = _keys(((kv[0][..., :n_embd], kv[1][..., :n_embd]), (kv[0][..., n_embd:], kv[1][..., n_embd:])), n_head,
-                 n_seq)  # [batch, n_seq, n_embd + 2*n_head] operands
-    rest = (x[0][:, -n_query:], x[1][:, -n_query:])  # [batch, n_query, n_embd]
-    out = _attend((rest[0].reshape(-1, n_embd), rest[1].reshape(-1, n_embd)), block, q, k, v,
-                  causal_mask(n_query, n_seq), n_head)  # [batch * n_query, n_embd]
+    k, v = kv[0][..., :n_embd], kv[0][..., n_embd:]
+    d = n_embd // n_head
+    bounds = np.stack([iv.head_norms(part, d).reshape(batch, n_seq, 2, n_head) for part in kv], axis=-2).reshape(
+        batch, n_seq, 4 * n_head)  # the norms of k, of k's radii, of v, of v's radii
+    seen = np.maximum.accumulate(bounds, axis=1)[:, -n_query:]  # [batch, n_query, 4*head]: keys 0…its own
+    z, mixed = _attention(split_heads(q[0], n_head), split_heads(k, n_head), split_heads(v, n_head),
+                          bounds[..., 2 * n_head:],
+                          causal_mask(n_query, n_seq))  # [batch, head, n_query, ·]
+    q_stats = np.concatenate([iv.head_norms(q[0], d), iv.head_norms(q[1], d)], axis=-1)  # [batch, n_query, 2*head]
+    zeta = z_radius(q_stats, seen, np.swapaxes(mixed, 1, 2), n_head, n_embd // n_head, n_seq)  # [batch, n_q, head]
+    rest = (x[0][:, -n_query:].reshape(-1, n_embd), x[1][:, -n_query:].reshape(-1, n_embd))
+    out = _after(rest, block, merge_heads(z).reshape(-1, n_embd), zeta.reshape(-1, n_head))
     return out[0].reshape(batch, n_query, n_embd), out[1].reshape(batch, n_query, n_embd)
 
 
@@ -239,7 +309,7 @@ def certified_logits(model: Model, contexts: np.ndarray) -> tuple[np.ndarray, np
     a bound on their distance from the real-arithmetic ones."""
     last = _LAST_PREPARED.get("model")
     if last is None or last[0] is not model:  # a stream check asks batch after batch for the same model
-        last = _LAST_PREPARED["model"] = (model, {**prepare(model.params), "n_head": model.n_head})
+        last = _LAST_PREPARED["model"] = (model, {**prepare(model.params, model.n_head), "n_head": model.n_head})
     prepared = last[1]
     contexts = np.asarray(contexts)
     if len(contexts) == 0:

@@ -17,10 +17,12 @@ patching); returning None keeps the value.
 """
 
 import math
+import sys
 
 import numpy as np
 
 LN_EPS = 1e-5
+EXP_MAX = math.log(sys.float_info.max)  # exp of anything above is inf
 
 
 def gelu(x):
@@ -30,17 +32,26 @@ def gelu(x):
     u *= -2 * 0.044715 * math.sqrt(2 / math.pi)
     u -= 2 * math.sqrt(2 / math.pi)
     u *= x  # -2u
-    with np.errstate(over="ignore"):  # exp(-2u) = inf far below zero, where gelu is -0
-        np.exp(u, out=u)
+    # exp is many times slower where it overflows or nearly does, or falls below the normal numbers (an MLP unit
+    # gated far off), so it is spared where that changes no result: below -40, 1 + exp(-2u) is 1 exactly; above
+    # EXP_MAX exp is inf, and gelu x / inf (-0 far below zero)
+    np.maximum(u, -40.0, out=u)
+    over = u > EXP_MAX
+    far = bool(over.any())
+    if far:
+        np.putmask(u, over, 0.0)
+    np.exp(u, out=u)
     u += 1
+    if far:
+        np.putmask(u, over, np.inf)
     return np.divide(x, u, out=u)
 
 
-def softmax(x, out=None):
+def softmax(x, out=None, axis=-1):
     # subtracting the row max keeps exp from overflowing; exp(-inf) is exactly 0. out=x: in place
-    e = np.subtract(x, np.max(x, axis=-1, keepdims=True), out=out)
+    e = np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
     np.exp(e, out=e)
-    e /= np.sum(e, axis=-1, keepdims=True)
+    e /= np.sum(e, axis=axis, keepdims=True)
     return e
 
 
@@ -50,10 +61,10 @@ def hooked(hook, name, value):
     return value if new is None else new
 
 
-def layer_norm(x, g, b, eps=LN_EPS):  # [..., n_embd] -> [..., n_embd]
-    mean = np.mean(x, axis=-1, keepdims=True)
+def layer_norm(x, g, b, eps=LN_EPS, axis=-1):  # [..., n_embd] -> [..., n_embd] (axis: where n_embd is)
+    mean = np.mean(x, axis=axis, keepdims=True)
     centred = x - mean
-    variance = np.mean(centred * centred, axis=-1, keepdims=True)  # what np.var computes, without a second mean
+    variance = np.mean(centred * centred, axis=axis, keepdims=True)  # what np.var computes, without a second mean
     centred *= g  # in place: the same operations in the same order as g * (x - mean) / √(variance + eps) + b
     centred /= np.sqrt(variance + eps)
     centred += b

@@ -6,6 +6,9 @@ function for it); ``rad`` bounds how far the value of the same formula in exact 
 The real formula is GPT-2's with the file's float64 numbers as exact constants: the weights, LayerNorm's eps
 (the float64 nearest 1e-5), and GELU's 0.044715 and √(2/π) taken as real numbers.
 
+Attention is bounded per query and head, not per score (:func:`attention_radius`): from the size of the query
+and the largest key and value it sees (and their radii), with no array the size of the scores.
+
 How each rounding is bounded (u = 2^-53, round to nearest):
 
 * one addition, subtraction, multiplication, division or square root is within u·|result| of the exact
@@ -28,10 +31,13 @@ from handwired.engine.forward import LN_EPS
 U = 2.0**-53  # the unit roundoff of float64
 TINY = 2.0**-1000  # above every underflow loss a bound here can meet (each at most 2^-1075, times few terms)
 EXP_ULPS = 4  # numpy's exp is trusted within this many ulps (tested against mpmath)
-EXP_LOW, EXP_HIGH = 1 - 16 * U, 1 + 16 * U  # exp's own error (2·EXP_ULPS·u relative), the product's rounding
+EXP_HIGH = 1 + 16 * U  # above exp's own error (2·EXP_ULPS·u relative) and the product's rounding
 GELU_SLOPE = 1.13  # sup |gelu'| over the real line is 1.12899… (at x ≈ 1.6), inf is -0.12899…
-GELU_C1 = 0.07135481627362  # above 2·0.044715·√(2/π): |t| ≤ |x|·(C2 + C1·x²), t = -2·√(2/π)·(x + 0.044715·x³)
-GELU_C2 = 1.5957691216058  # above 2·√(2/π)
+GELU_ROUNDING = 30  # forward.gelu(x) is within 30·u·|x| of the real gelu(x) (see gelu_bounds)
+SOFTMAX_LIMIT = 16  # a score's error beyond this: attention is not bounded (see attention_radius)
+SCORE_REACH = 700  # a key this far below the largest score: float64's exp of it is normal, a key further weighs little
+FAR = 2.0**-950  # above 4·2^-962, what a key beyond the reach can weigh (times n_keys), and its effect on the others
+NORM_FLOOR = 2.0**-500  # above √m·2^-537, what underflowing squares can hide from a norm of m entries
 
 
 def gamma(n):  # -> a float above γ_n = n·u / (1 - n·u), the relative error of a sum of n terms in any order
@@ -50,7 +56,11 @@ def exact(mid):  # [...] -> an interval of zero radius: a float64 the model hold
 
 def add(a, b):  # intervals [...] + [...] -> [...]: one rounding, within u·|sum|; adding never underflows
     mid = a[0] + b[0]
-    return mid, up(a[1] + b[1] + U * np.abs(mid), 3)
+    rad = np.abs(mid)
+    rad *= U
+    rad += a[1]
+    rad += b[1]
+    return mid, up(rad, 3)
 
 
 def embed(mid):  # [...] the float sum of two exact embeddings -> an interval: that one rounding
@@ -70,107 +80,89 @@ def upper(x, n=1):  # [...] -> above the real value
 
 
 class Weight:
-    """An exact float64 matrix, with what every product by it needs: |w| and the underflow floor of its columns."""
+    """An exact float64 matrix and the bias added after it, with what a product by it needs, made once: |w|, the sums
+    of |w| over each of its ``groups`` of rows (c_proj's heads: for a radius constant over a group), both enlarged to
+    cover the radius's own roundings, and a floor per column: the bias's rounding and every underflow."""
 
-    def __init__(self, w):  # [n_in, n_out]
-        self.w = w
-        self.abs = np.abs(w)  # [n_in, n_out]
-        self.n = w.shape[0]
+    def __init__(self, w, b, groups=1):  # [n_in, n_out], [n_out]
+        self.w, self.n = w, w.shape[0]
         self.zero = not w.any()  # a silent layer: x·0 is exactly 0
-        # an underflow in γ·|x| (2^-1075 each) reaches the output times a column's Σ|w|; the product's own, n of them
-        self.floor = (self.abs.sum(axis=0) + self.n) * 2.0**-1070  # [n_out]
+        scale = 1 + gamma(self.n + 12)  # the radius's roundings: the products, the sums, the additions, and more
+        size = np.abs(w)  # [n_in, n_out]
+        self.abs = size * scale
+        self.grouped = up(size.reshape(groups, -1, w.shape[1]).sum(axis=1), self.n) * scale  # [groups, n_out]
+        # |mid| ≤ (1 + γ_n)·Σ|x||w| + |b|: the bias's rounding within u·|mid| is covered by ``size``'s u·(1 + γ_n)·|x|
+        # and u·|b| here; an underflow in γ·|x| (2^-1075 each) reaches the output times a column's Σ|w|, the
+        # product's own n of them
+        self.size = gamma(self.n) + U * (1 + gamma(self.n)) if b.any() else gamma(self.n)  # the factor of |x|
+        self.floor = up(U * np.abs(b) + (size.sum(axis=0) + self.n) * 2.0**-1070, 2)  # [n_out]
 
 
-def linear(x, weight, b):  # interval [..., n_in] @ exact [n_in, n_out] + exact [n_out] -> [..., n_out]
+def linear(x, weight, b, grouped=None):  # interval [..., n_in] @ exact [n_in, n_out] + exact [n_out] -> [..., n_out];
+    # ``grouped`` [..., groups]: x's radius given per group of rows instead (x[1] is then unread)
+    # The radius: Σ_i (c·|x_i| + r_i)·|w_ij| + u·|b_j|, c = γ_n for the product, and u·(1 + γ_n) for the bias
     xm, xr = x
     if weight.zero:  # 0·x + b: exactly b, as forward computes it
         mid = np.broadcast_to(b, (*xm.shape[:-1], b.shape[-1])).copy()
         return mid, np.zeros_like(mid)
     mid = forward.linear(xm, weight.w, b)  # forward's bits
     size = np.abs(xm)  # [..., n_in]
-    size *= gamma(weight.n)
-    size += xr
-    rad = up((size.reshape(-1, weight.n) @ weight.abs).reshape(mid.shape), weight.n + 3)  # [..., n_out]
+    size *= weight.size
+    if grouped is None:
+        size += xr
+    rad = forward.matmul(size, weight.abs)  # [..., n_out]
+    if grouped is not None:  # one group: a product of a column by a row
+        rad += grouped * weight.grouped[0] if len(weight.grouped) == 1 else forward.matmul(grouped, weight.grouped)
     rad += weight.floor
-    if b.any():  # the bias was added after the product: one more rounding
-        rad = up(rad + U * np.abs(mid), 2)
     return mid, rad
 
 
-def operand(x, n, n_head):  # interval [..., E] -> packed [..., E + 2·n_head]: mid, then per head the largest
-    # γ_n·|mid| + rad and the largest |mid| + rad over its dimensions: what a product over at most n terms with x on
-    # its right needs (see the spreads), made once, as a key or value is read by every descendant of its position
-    mid, rad = x
-    heads = (*mid.shape[:-1], n_head, mid.shape[-1] // n_head)  # [..., head, d_head]
-    size = np.abs(mid).reshape(heads).max(axis=-1)  # [..., head]
-    spread = rad.reshape(heads).max(axis=-1)  # [..., head]
-    return np.concatenate([mid, up(size * gamma(n) + spread, 2), up(size + spread, 1)], axis=-1)
+def head_norms(x, d):  # [..., m] -> [..., m / d]: above the Euclidean norm of each run of d entries (a head's)
+    runs = x.reshape(*x.shape[:-1], -1, d)
+    squares = np.einsum("...d,...d->...", runs, runs)  # within γ_(d+1), in any order
+    return up(np.sqrt(squares), d + 3) + NORM_FLOOR
 
 
-def scores_spread(q, k_scaled, k_whole):
-    # q interval [..., n_q, d]; k's bounds [..., n_k] -> radius [..., n_q, n_k] around fl(qm @ kmᵀ):
-    # Σ|qm|·(γ_d·|km| + kr) covers the product's rounding and k's radius, Σ qr·(|km| + kr) q's; each bounded by
-    # Σ_d |q_d| times k's largest over d
-    (qm, qr), d = q, q[0].shape[-1]
-    size = np.abs(qm).sum(axis=-1, keepdims=True)  # [..., n_q, 1]
-    spread = size * k_scaled[..., None, :] + qr.sum(axis=-1, keepdims=True) * k_whole[..., None, :]  # [..., n_q, n_k]
-    return up(spread, 2 * d + 4) + (size + d) * TINY  # underflows in γ·|k| times Σ|q|, and the sum's own
-
-
-def mix_spread(p, v_scaled, v_whole):
-    # p interval [..., n_q, n_k] with entries in [0, 1]; v's bounds [..., n_k] -> radius [..., n_q, 1] around each
-    # fl(pm @ vm): Σ_k pm_k·(γ·|vm| + vr) + pr_k·(|vm| + vr), each v bounded by its largest over d
-    (pm, pr), n = p, p[0].shape[-1]
-    spread = (pm * v_scaled[..., None, :] + pr * v_whole[..., None, :]).sum(axis=-1, keepdims=True)  # [..., n_q, 1]
-    return up(spread, 2 * n + 4) + 2 * n * TINY
-
-
-def scaled_rad(rad, mid, d):  # the radius of x [...] before, fl(x / fl(√d)) [...] after, d whole -> radius after
-    root = math.sqrt(d)  # within u·√d of √d, as np.sqrt's
-    return up(rad / (root * (1 - 2 * U)) + np.abs(mid) * (4 * U), 3)
-
-
-def softmax_bounds(s, pattern):  # scores interval [..., n_key] (masked keys -inf), forward's softmax of them
-    # -> the pattern as an interval [..., n_key]: p_j = e_j / (e_j + Σ_{k≠j} e_k), e_k = exp(s_k - M), bounded below
-    # by e_lo_j / (e_lo_j + Σ_{k≠j} e_hi_k) and above by e_hi_j / (e_hi_j + Σ_{k≠j} e_lo_k) (any shift M cancels)
-    sm, sr = s
-    n = sm.shape[-1]
-    d = np.maximum(sm, -(2.0**1000))  # [..., n_key]: a masked key's exp underflows to 0 either way, without inf - inf
-    d -= np.max(sm, axis=-1, keepdims=True)  # ≤ 0, within u·|d|
-    err = np.abs(d)
-    err += sr
-    err *= 8 * U  # covers the roundings of d, of d ± sr and of subtracting or adding err
-    err += sr  # [..., n_key]: how far the real s_k - M can be from d, and more
-    e_lo, e_hi = np.subtract(d, err), np.add(d, err, out=d)  # [..., n_key] each
-    e_lo = np.maximum(np.exp(e_lo, out=e_lo) * EXP_LOW - TINY, 0)  # [..., n_key]
-    np.exp(e_hi, out=e_hi)
-    e_hi *= EXP_HIGH
-    e_hi += TINY  # [..., n_key]: a masked key's is TINY, above its 0
-    total_lo = np.sum(e_lo, axis=-1, keepdims=True) * (1 - 2 * gamma(n + 2))  # [..., 1]
-    total_hi = up(np.sum(e_hi, axis=-1, keepdims=True), n + 2)  # [..., 1]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # the others' sums, each the total less its own term: that subtraction is within u·total
-        others_hi = up(np.maximum(total_hi - e_hi, 0) + total_hi * (2 * U), 2)  # [..., n_key]
-        others_lo = np.maximum(total_lo * (1 - 4 * U) - e_lo, 0)  # [..., n_key]
-        others_hi += e_lo
-        np.divide(e_lo, others_hi, out=e_lo)
-        p_lo = np.fmax(e_lo * (1 - 4 * U), 0, out=e_lo)  # fmax/fmin: 0/0 or inf/inf gives the trivial bound
-        others_lo += e_hi
-        np.divide(e_hi, others_lo, out=e_hi)
-        p_hi = np.fmin(e_hi * (1 + 4 * U), 1, out=e_hi)
-    return hull(pattern, p_lo, p_hi)
-
-
-def attention(q, k, v, mask):
-    # q interval [batch, head, n_q, d_head]; k and v operands as (mid [batch, head, n_k, d_head], its two bounds
-    # [batch, head, n_k] each), k's made for d_head terms, v's for at least n_k; exact mask [n_q, n_k]
-    # -> interval [batch, head, n_q, d_head], its mid forward.attention's bits
-    seen = {}
-    z = forward.attention(q[0], k[0], v[0], mask, seen.__setitem__)  # [batch, head, n_q, d_head]
-    raw = scores_spread(q, k[1], k[2])  # [batch, head, n_q, n_k]
-    scores_rad = scaled_rad(raw, seen["scores_before_mask"], q[0].shape[-1])  # [batch, head, n_q, n_k]
-    pattern = softmax_bounds((seen["hook_attn_scores"], scores_rad), seen["hook_pattern"])
-    return z, np.broadcast_to(mix_spread(pattern, v[1], v[2]), z.shape)
+def attention_radius(q_size, q_rad, k_big, k_rad, v_big, v_rad, mixed, d, n):
+    # Per query and head [..., head], broadcast: q_size and q_rad the Euclidean norms of q and of its radii over the
+    # head's d dimensions; k_big, v_big, k_rad and v_rad the largest such norms of k, v and their radii over the keys
+    # the query sees; mixed [..., head, 3]: Σ_k p̃_k·|v_k|, Σ_k p̃_k·|r_k| and Σ_k p̃_k·(1 - p̃_k)·|v_k| as forward
+    # computes them (p̃ forward's pattern, |v_k| and |r_k| the norms of key k's value and of its radii); n the keys
+    # softmax adds (masked ones included) -> a radius of z [..., head], every dimension of forward.attention's
+    # output for that query and head.
+    # Scores s = q·k/√d: each within R of forward's (Σ_d |q_d·k_d| ≤ |q|·|k|: the product's γ_d·|q||k|, the radii,
+    # √d's rounding). Softmax subtracts the largest score M: each a_k = s_k - M within R + u·|ã_k| of forward's
+    # ã_k. A key with |ã_k| > 700 weighs below e^{-700 + 2R}·(1 + …) < 2^-962 in real arithmetic (while R ≤
+    # SOFTMAX_LIMIT) and below 2^-1009 in float64, and moves the others' weights by as little, relatively: an error
+    # the absolute term n·FAR·(|v| + |r| + 1) covers. For the others (forward's exp of them normal) Δ = R + 700·u,
+    # and every ratio of two of their exps is within e^{±2Δ'} of forward's, Δ' = Δ + exp's error. A weight is p_j =
+    # 1 / (1 + r_j), r_j = Σ_{k≠j} e_k / e_j, so |p_j - p̂_j| ≤ p_j·(1 - p̂_j)·(e^{2Δ'} - 1) ≤ p̂_j·(1 - p̂_j)·
+    # (e^{2Δ'} - 1)·e^{2Δ'} around p̂_j, the exact softmax of forward's exps, and forward's p̃_j is within γ_(n+2)·p̃_j
+    # of p̂_j (the sum, the division): a weight near 1 barely moves ((e^x - 1)·e^x ≤ x·e^{2x}).
+    # Then z = Σ p_k·v_k is within γ_n·Σ p̃_k|v_k| + Σ|p_k - p̃_k|·|v_k| + Σ p_k·|r_k| of forward's.
+    # Beyond Δ = SOFTMAX_LIMIT the radius is infinite: not proved. Masked keys weigh exactly 0 either way.
+    root = math.sqrt(d) * (1 - 2 * U)  # below √d and fl(√d)
+    product = q_size * k_big  # [..., head]: above Σ_d |q_d·k_d|
+    radii = k_big + k_rad
+    radii *= q_rad
+    radii += q_size * k_rad  # [..., head]: what q's and k's radii move q·k by
+    # the product's γ_d·|q||k| and √d's rounding (4u·|s|, |s| ≤ (1 + γ_(d+4))·|q||k| / √d), the radii, then s - M's
+    # rounding, within u·min(2·max|s|, 800), and exp's
+    delta = product * ((gamma(d) + 4 * U * (1 + gamma(d + 4))) / root)
+    delta += radii * (1 / root)
+    delta *= 1 + gamma(24)
+    delta += U * (SCORE_REACH + 2 * EXP_ULPS) * (1 + gamma(24)) + (d + 2) * TINY  # [..., head]: Δ'
+    kappa = 2 * gamma(n + 2)
+    grow = np.minimum(delta, 2 * SOFTMAX_LIMIT)  # beyond the limit unused: kept finite, nothing overflows
+    grow *= 2  # then above (e^{2Δ'} - 1)·e^{2Δ'}·(1 + κ):
+    grow *= np.exp(2 * grow)
+    grow *= EXP_HIGH * (1 + gamma(6)) * (1 + kappa)
+    near = mixed[..., 0] * (gamma(n) + kappa + kappa * grow)  # [..., head]
+    near += mixed[..., 2] * grow
+    near += mixed[..., 1] * (1 + kappa + grow)
+    near *= (1 + 2 * gamma(n)) * (1 + gamma(6))  # the sums' own roundings
+    near += (v_big + v_rad + 1) * (n * FAR)
+    return np.where(delta <= SOFTMAX_LIMIT, near, np.inf)  # a NaN Δ: infinite too
 
 
 def layer_norm_bounds(x, g, b, eps=LN_EPS):  # interval [..., n] -> interval [..., n], mid forward.layer_norm's
@@ -200,10 +192,8 @@ def layer_norm_bounds(x, g, b, eps=LN_EPS):  # interval [..., n] -> interval [..
 def gelu_bounds(x):  # interval [...] -> interval [...], mid forward.gelu's
     # |gelu(a) - gelu(b)| ≤ GELU_SLOPE·|a - b| on the whole line, so an interval that straddles the minimum
     # (-0.17004… at -0.75246…) is covered too. Forward's float evaluation of gelu(x) = x / (1 + exp(t)) is within
-    # (12.2·|t| + 24)·u of it, relatively, where t > 0 (x < 0), and within 24·u where t ≤ 0 (x ≥ 0: exp(t) ≤ 1
-    # absorbs t's rounding); once exp(t) overflows, the real |gelu(x)| is below TINY.
+    # (12.2·t + 24)·u of it, relatively, where t = -2·√(2/π)·(x + 0.044715·x³) > 0 (x < 0), and within 24·u where
+    # x ≥ 0; as |gelu(x)| = |x| / (1 + e^t) and t / (1 + e^t) ≤ 0.2785, that is within (12.2·0.2785 + 24)·u·|x| <
+    # GELU_ROUNDING·u·|x|; once exp(t) overflows, the real |gelu(x)| is below TINY.
     xm, xr = x
-    mid = forward.gelu(xm)  # [...]
-    a = np.abs(xm)
-    t = np.where(xm < 0, a * (GELU_C2 + GELU_C1 * a * a), 0)  # [...] ≥ |t| where it matters
-    return mid, up(GELU_SLOPE * xr + (12.2 * U * t + 24 * U) * np.abs(mid), 6) + TINY
+    return forward.gelu(xm), up(GELU_SLOPE * xr + (GELU_ROUNDING * U) * np.abs(xm), 3) + TINY

@@ -1,24 +1,32 @@
-"""Variants of one model over one trie of contexts, sharing the stages they agree on.
+"""Variants of one model walked together over one set of contexts, sharing the stages they agree on.
 
 A sweep of a constant, or an ablation, evaluates the same contexts with models that differ in a few parameters.
 The forward pass is a row of *stages* — the embeddings (``wte``, ``wpe``; ``wte`` is the unembedding too), then
 for each block its attention's pattern and values (``ln_1``, ``c_attn``), its attention's output (``c_proj``) and
 its MLP (``ln_2``, ``mlp``), then the final LayerNorm — and what enters a stage depends only on the stages before
-it. So what enters the first stage any variant changes (the residual stream; for an attention's output, also the
-heads' ``z``) is computed once, at every node of the trie, by the base model
-(:func:`handwired.engine.trie.capture_trie`), and each variant resumes there: its own stages run level by level as
-the trie runs them, one new position per node, with forward.py's functions. The logits are the same, bit for bit,
-as evaluating the variant from its embeddings (the same operations on the same numbers, in the same chunks).
+it. The contexts are walked once as a trie of their prefixes (:mod:`handwired.engine.walk`, depth first, in bounded
+batches): at each batch the base model's own walk (:func:`handwired.engine.step.float_walk`, in step with this one)
+records what enters the first stage each variant changes (the residual stream; for an attention's output, also the
+heads' ``z``), and each variant resumes there on the same batch with forward.py's functions, keeping its own keys
+and values for the blocks whose attention it runs again. What a variant does not change is computed once per
+batch, for all of them; nothing is kept beyond the walk's path. A variant that changes its embeddings is its own
+float walk; the others' logits are their own walk's to rounding (the same operations, sums perhaps in another
+order).
 """
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.engine.batch import pool
-from handwired.engine.forward import layer_norm, linear, matmul, mlp
-from handwired.engine.trie import CHUNK, Trie, _block_rest, capture_trie, evaluate_trie
+from handwired.engine import walk as walking
+from handwired.engine.forward import attention, layer_norm, linear, matmul, merge_heads, mlp, split_heads
+from handwired.engine.memory import table_bytes
+from handwired.engine.step import float_walk, silent
+from handwired.engine.walk import Shape, Visit, batch_nodes
 from handwired.weightfile import Model
+
+VARIANT_MEMORY = 2 * walking.PATH_MEMORY  # bytes of the variants' own keys and values one walk keeps, at most
 
 
 def stages(params: dict) -> list[dict]:
@@ -51,72 +59,182 @@ def shared_stages(base: dict, other: dict) -> int:
     return len(mine)
 
 
-def _entry(model: Model, stage: int) -> tuple[tuple[str, ...], bool] | None:
-    """The hooks holding what enters ``stage`` (1: block 0's attention …, 3·n_layer + 1: ln_f), and whether a
-    later stage attends (so every level is needed, not only the judged ones); None: nothing is kept for it."""
+def _entry(model: Model, stage: int) -> tuple[str, ...] | None:
+    """The hooks holding what enters ``stage`` (1: block 0's attention …, 3·n_layer + 1: ln_f); None: nothing is
+    recorded there (the embeddings, or between a block without an MLP and the next)."""
     n_layer = model.n_layer
-    if stage < 2 or n_layer == 0:  # the embeddings are cheaper to compute than to keep
+    if stage < 2 or n_layer == 0:  # the embeddings are cheaper to compute again than to hand over
         return None
     if stage > 3 * n_layer:
-        return (f"blocks.{n_layer - 1}.hook_resid_post",), False
+        return (f"blocks.{n_layer - 1}.hook_resid_post",)
     block, kind = divmod(stage - 1, 3)
     at = f"blocks.{block}."
     if kind == 0:
-        return (at + "hook_resid_pre",), True
+        return (at + "hook_resid_pre",)
     if kind == 1:  # the attention's output: its pattern and values are the base model's, held in z
-        return (at + "hook_resid_pre", at + "attn.hook_z"), block < n_layer - 1
-    if "mlp" not in model.params["blocks"][block]:
-        return None  # nothing is recorded between a block without an MLP and the next
-    return (at + "hook_resid_mid",), block < n_layer - 1
+        return (at + "hook_resid_pre", at + "attn.hook_z")
+    return (at + "hook_resid_mid",) if "mlp" in model.params["blocks"][block] else None
 
 
 @dataclass(frozen=True)
-class Shared:
-    """What the base model computes before ``stage``, at every node it is needed: per hook, per level [m, …]."""
+class Resumed:
+    """A variant and where it resumes: at ``stage`` (0: from its embeddings), entering with the base model's
+    ``hooks``; it runs again the attention of the blocks ``attends`` names (keeping their keys and values)."""
 
-    stage: int  # 0: nothing is shared
-    inputs: tuple[tuple[np.ndarray | None, ...], ...]
-    logits: tuple[np.ndarray | None, ...]  # the base model's own next-token logits, per level judged
+    model: Model
+    stage: int
+    hooks: tuple[str, ...]
+
+    @property
+    def block(self) -> int:  # the first block it runs (n_layer: only ln_f and the unembedding)
+        return min(self.model.n_layer, (self.stage - 1) // 3) if self.stage else 0
+
+    @property
+    def attends(self) -> list[int]:
+        first = self.block + (self.stage > 0 and (self.stage - 1) % 3 > 0)
+        return [b for b in range(first, self.model.n_layer) if not silent(self.model.params["blocks"][b]["attn"])]
 
 
-def share(model: Model, trie: Trie, stage: int, lengths: set[int]) -> Shared:
-    """Evaluate the base model, keeping what variants that change nothing before ``stage`` share."""
-    entry = _entry(model, stage)
+def resumed(base: Model, variant: Model) -> Resumed:
+    """Where ``variant`` resumes from ``base``: the first stage it changes, or earlier where nothing is recorded."""
+    stage = shared_stages(base.params, variant.params)
+    entry = _entry(base, stage)
     while entry is None and stage > 1:  # a block without an MLP: resume at its attention's output instead
         stage -= 1
-        entry = _entry(model, stage)
-    if entry is None:
-        return Shared(0, (), tuple(evaluate_trie(model, trie, lengths)))
-    hooks, attends = entry
-    captured = [capture_trie(model, trie, hook, None if attends else lengths) for hook in hooks]
-    return Shared(stage, tuple(tuple(kept) for _, kept in captured), tuple(captured[0][0]))
+        entry = _entry(base, stage)
+    return Resumed(variant, stage if entry is not None else 0, entry or ())
 
 
-def variant_logits(shared: Shared, variant: Model, trie: Trie, lengths: set[int], base: Model,
-                   chunk: int = CHUNK) -> list[np.ndarray | None]:
-    """The variant's next-token logits per level in ``lengths``: resumed from ``shared`` when the variant changes
-    nothing before its stage, else evaluated whole."""
-    if shared.stage == 0 or shared_stages(base.params, variant.params) < shared.stage:
-        return evaluate_trie(variant, trie, lengths)
-    block, kind = divmod(shared.stage - 1, 3)
-    attending = range(block + (kind > 0), variant.n_layer)  # the blocks whose attention runs again
-    store = {b: (np.empty((trie.nodes, variant.n_embd)), np.empty((trie.nodes, variant.n_embd))) for b in attending}
-    out: list[np.ndarray | None] = []
-    for length, level in enumerate(trie.levels, start=1):
-        wanted = length in lengths
-        logits = np.empty((len(level.prefixes), variant.n_vocab)) if wanted else None
-        if wanted or store:
-            def run(start: int, level=level, logits=logits, length=length) -> None:
-                rows = slice(start, start + chunk)
-                inputs = [_kept(kept, length)[rows] for kept in shared.inputs]
-                result = _resume(variant, level, rows, inputs, block, kind, store, logits is not None)
-                if logits is not None:
-                    logits[rows] = result
+LOGITS_KEPT = 5  # a variant's logits [n, n_vocab]: in the batch's block of them, and as they are judged
 
-            starts = range(0, len(level.prefixes), chunk)
-            list(pool().map(run, starts)) if len(starts) > 1 else run(0)
-        out.append(logits)
+
+def node_bytes(model: Model, variant: Resumed) -> int:
+    """Bytes a variant keeps per node of a batch: its keys and values on a full path (the blocks it attends in),
+    and its logits while the batch is judged."""
+    longest = model.n_ctx
+    return 8 * (2 * model.n_embd * longest * longest * len(variant.attends) + LOGITS_KEPT * model.n_vocab)
+
+
+def groups(model: Model, variants: list[Resumed], chunk: int) -> list[list[int]]:
+    """The variants (by index) walked together, in order: what they keep (:func:`node_bytes`, and the q, k, v table
+    of one run from its embeddings) within VARIANT_MEMORY per walk; at least one walk, empty with no variants."""
+    out: list[list[int]] = [[]]
+    used = 0
+    for i, variant in enumerate(variants):
+        size = chunk * node_bytes(model, variant) + (table_bytes(model) if not variant.stage else 0)
+        if out[-1] and used + size > VARIANT_MEMORY:
+            out.append([])
+            used = 0
+        out[-1].append(i)
+        used += size
     return out
+
+
+def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int | None = None,
+                 replay: Sequence[dict[str, np.ndarray]] | None = None,
+                 ) -> Iterator[tuple[Visit, np.ndarray | None, dict[str, np.ndarray]]]:
+    """Every batch of ``shape``'s walk: the visit (its logits the base model's), the variants' logits when the
+    batch has judged nodes ([variants, n, n_vocab]; else None), and what the base model handed them at each node
+    (the hooks they enter with, [n, …] each). The base model, and each variant that changes its embeddings, is its
+    own :func:`float_walk`, run in step with this one (the same shape in the same batches: the same batches come in
+    the same order). With ``replay``, what an earlier walk of the same shape handed over, batch by batch, the base
+    model is not run (the visit's logits are None); ``record`` is for such a walk: the base model then hands over at
+    every batch that has children too."""
+    nodes, shape = chunk or batch_nodes(base, base.n_ctx), _Echo(shape)
+    names = frozenset(hook for variant in variants for hook in variant.hooks)
+    entries: dict[str, np.ndarray] = {}
+    mine = iter(replay) if replay is not None else float_walk(base, shape, nodes, entries.__setitem__ if names
+                                                              else None, names)
+    whole = [float_walk(v.model, shape, nodes) if not v.stage else None for v in variants]
+    root = [[(np.zeros((1, 0, base.n_embd)), np.zeros((1, 0, base.n_embd))) if b in v.attends and v.stage else None
+             for b in range(base.n_layer)] for v in variants]  # the empty prefix: no keys yet
+
+    def step(past, rows, family, length, logits, keep):
+        entries.clear()
+        own = next(mine)  # the base model's batch (the same as this one), or what it handed over then
+        handed = own if replay is not None else dict(entries)
+        outs = np.empty((len(variants), len(family.tokens), base.n_vocab)) if logits else None
+        pasts = []
+        for i, (variant, kv, walking_alone) in enumerate(zip(variants, past, whole)):
+            got, its = None, kv  # (a list of None: a variant that keeps no keys)
+            if walking_alone is not None:
+                got = next(walking_alone).logits
+            elif logits or (keep and variant.attends):
+                parents = [None if pair is None else (pair[0][rows], pair[1][rows]) for pair in kv]
+                got, its = resume_step(variant, parents, [handed[hook] for hook in variant.hooks], family, length,
+                                       logits, keep)
+            if outs is not None:
+                outs[i] = got
+            pasts.append(its)
+        return (None if replay is not None else own.logits, outs, handed), pasts
+
+    for visit in walking.walk(shape, step, root, nodes):
+        base_logits, logits, handed = visit.logits
+        yield Visit(visit.prefixes, visit.judged, base_logits), logits, handed
+
+
+class _Echo:
+    """A shape shared by walks in step: each batch's children and judged nodes are asked of ``shape`` once, by the
+    first walk there; the others, at the same batch, are told the same (one batch per length is remembered)."""
+
+    def __init__(self, shape: Shape) -> None:
+        self.shape, self.said = shape, {}
+
+    def _ask(self, kind: str, prefixes: np.ndarray) -> np.ndarray:
+        known = self.said.get((kind, prefixes.shape[1]))
+        if known is not None and np.array_equal(known[0], prefixes):
+            return known[1]
+        answer = getattr(self.shape, kind)(prefixes)
+        self.said[kind, prefixes.shape[1]] = (prefixes, answer)
+        return answer
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        return self._ask("children", prefixes)
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        return self._ask("judged", prefixes)
+
+
+def resume_step(variant: Resumed, past: list, entry: list[np.ndarray], family, length: int, logits: bool,
+                keep: bool) -> tuple[np.ndarray | None, list]:
+    """A variant's step of the walk from the stage it resumes at, with forward.py's functions: ``entry`` is what
+    enters it at the batch's new positions ([n, n_embd]; with z [n, head, d_head] for an attention's output);
+    ``past`` its parents' keys and values in the blocks it attends in ([c, L-1, n_embd] x2). -> the next-token
+    logits [n, n_vocab] (when ``logits``), and the children's keys and values [n, L, n_embd] x2 per block."""
+    model = variant.model
+    params, first = model.params, variant.block
+    x = entry[0]  # [n, n_embd]
+    if variant.stage and (variant.stage - 1) % 3 and first < model.n_layer:  # this block's pattern is the base's
+        block = params["blocks"][first]
+        if (variant.stage - 1) % 3 == 1:
+            x = x + linear(entry[1].reshape(len(x), model.n_embd), **block["attn"]["c_proj"])  # [n, n_embd]
+        x, first = _mlp(x, block), first + 1
+    kept: list = [None] * model.n_layer
+    last = max(variant.attends, default=-1)  # the last block whose keys are read
+    for b in range(first, model.n_layer):
+        block, kv = params["blocks"][b], past[b]
+        if kv is None:  # silent attention: only its bias reaches the residual stream
+            x = x + block["attn"]["c_proj"]["b"]  # [n, n_embd]
+        else:
+            h = layer_norm(x, **block["ln_1"]) if "ln_1" in block else x  # [n, n_embd]
+            qkv = linear(h, **block["attn"]["c_attn"])  # [n, 3*n_embd]
+            n_embd = model.n_embd
+            keys, values = (np.concatenate([kv[i][family.parent], qkv[:, None, (i + 1) * n_embd:(i + 2) * n_embd]],
+                                           axis=1) for i in (0, 1))  # [n, L, n_embd]: the parent's, then its own
+            kept[b] = (keys, values)
+            if not logits and b == last:  # nothing later reads this batch's residual stream
+                break
+            z = attention(split_heads(qkv[:, None, :n_embd], model.n_head), split_heads(keys, model.n_head),
+                          split_heads(values, model.n_head), np.zeros((1, length)))  # [n, head, 1, d_head]
+            x = x + linear(merge_heads(z)[:, 0], **block["attn"]["c_proj"])  # [n, n_embd]
+        if not logits and b >= last:
+            break
+        x = _mlp(x, block)
+    if not logits:
+        return None, kept
+    if "ln_f" in params:
+        x = layer_norm(x, **params["ln_f"])  # [n, n_embd]
+    return matmul(x, params["wte"].T), kept  # [n, n_vocab], tied unembedding
 
 
 def _mlp(x: np.ndarray, block: dict) -> np.ndarray:  # [n, n_embd] -> [n, n_embd] after the block's MLP, if any
@@ -126,38 +244,23 @@ def _mlp(x: np.ndarray, block: dict) -> np.ndarray:  # [n, n_embd] -> [n, n_embd
     return x + mlp(h, **block["mlp"])
 
 
-def _kept(kept: tuple[np.ndarray | None, ...], length: int) -> np.ndarray:
-    """The base model's value at every prefix of ``length``: kept, as every level is that a variant resumes on."""
-    level = kept[length - 1]
-    if level is None:
-        raise ValueError(f"the prefixes of length {length} were not kept")
-    return level
+def recorded_walk(model: Model, shape: Shape, names: frozenset[str],
+                  ) -> Iterator[tuple[Visit, dict[str, np.ndarray]]]:
+    """Every batch of ``shape``'s walk by ``model`` alone, with the intermediates ``names`` holds at each node's
+    new position (every node evaluated in full, judged or not: the visit's ``judged`` is the shape's)."""
+    recorded: dict[str, np.ndarray] = {}
+    for visit in float_walk(model, _Whole(shape), hook=recorded.__setitem__, names=names):
+        yield Visit(visit.prefixes, shape.judged(visit.prefixes), visit.logits), recorded
 
 
-def _resume(model: Model, level, rows: slice, inputs: list, first: int, kind: int, store: dict,
-            logits: bool) -> np.ndarray | None:
-    # the nodes `rows` of `level`, inputs: what enters block `first` at stage `kind` (0 attention: x; 1 its
-    # output: x and z [n, head, d_head]; 2 its MLP: x) [n, …] -> their next-token logits [n, n_vocab]
-    params, n_embd = model.params, model.n_embd
-    x = inputs[0]  # [n, n_embd]
-    own = np.arange(level.first, level.first + len(x)) + rows.start  # [n] these nodes' numbers
-    seen = np.concatenate([level.ancestors[rows], own[:, None]], axis=1)  # [n, length]: ancestors, then itself
-    for b in range(first, model.n_layer):
-        block = params["blocks"][b]
-        if b == first and kind:  # this block's attention pattern (and with kind 2 its output) is the base model's
-            if kind == 1:
-                x = x + linear(inputs[1].reshape(len(x), n_embd), **block["attn"]["c_proj"])  # [n, n_embd]
-            x = _mlp(x, block)
-            continue
-        h = layer_norm(x, **block["ln_1"]) if "ln_1" in block else x  # [n, n_embd]
-        qkv = linear(h, **block["attn"]["c_attn"])  # [n, 3*n_embd]
-        keys, values = store[b]
-        keys[own], values[own] = qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:]
-        if not logits and b == model.n_layer - 1:  # only descendants read this node: its keys are stored
-            return None
-        x = _block_rest(x, block, qkv, np.take(keys, seen, axis=0), np.take(values, seen, axis=0), model.n_head)
-    if not logits:
-        return None
-    if "ln_f" in params:
-        x = layer_norm(x, **params["ln_f"])  # [n, n_embd]
-    return matmul(x, params["wte"].T)  # [n, n_vocab], tied unembedding
+@dataclass(frozen=True)
+class _Whole:
+    """A shape whose every node is evaluated in full (its intermediates recorded at every prefix)."""
+
+    shape: Shape
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        return self.shape.children(prefixes)
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        return np.ones(len(prefixes), dtype=bool)

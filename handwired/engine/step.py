@@ -1,18 +1,22 @@
 """The float64 step of the walk (:mod:`handwired.engine.walk`): each batch of children's new positions.
 
-forward.py's functions in float64. A node's past is, per block, its keys and values at every position
-([n, room, n_embd] each, room for n_ctx positions): an only child writes its own into its parent's room and
-shares it; siblings copy their parent's when they will have children; siblings without attend together over
-their parent's keys, one product per parent, each query meeting its own key beside them. A silent attention
-(c_proj.w all zeros) keeps no past and adds its bias alone, unless an intermediate is recorded.
+forward.py's functions in float64, on columns: every array holds its nodes along its last axis ([n_embd, n], not
+[n, n_embd]), so a LayerNorm's mean, a softmax over keys and a sum over a head's dimensions add whole rows of n
+numbers at a time instead of a few numbers per node. Only the attention dimensions that can reach the output are
+computed (:class:`Heads`). A node's past is, per block, its keys and values at every position ([room, rows, n]
+each, room for n_ctx positions): an only child writes its own into its parent's room and shares it; siblings get a
+copy of their parent's, with room when they will have children. A silent attention (c_proj.w all zeros) keeps no
+past and adds its bias alone, unless an intermediate is recorded. The hook sees forward's shapes less the position
+axis ([n, …]), and with a hook nothing is skipped.
 """
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from handwired.engine import walk as walking
-from handwired.engine.forward import layer_norm, linear, matmul, mlp, qkv_table, softmax
+from handwired.engine.forward import gelu, layer_norm, matmul, qkv_table, softmax
 from handwired.engine.walk import Family, Shape, Visit, batch_nodes
 from handwired.weightfile import Model
 
@@ -23,6 +27,93 @@ def silent(layer: dict) -> bool:
     return not layer["c_proj"]["w"].any()
 
 
+@dataclass(frozen=True)
+class Heads:
+    """One block's attention cut down to the work that can reach its output: per head, the ``qk`` dimensions where
+    both q and k can be non-zero (the others add exact zeros to every score) and the ``v`` dimensions whose value
+    and c_proj row can both be non-zero, each padded with a zero column to the most any head keeps (at least one).
+    ``w``, ``b``: c_attn's columns for them [n_in, rows] and [rows] (rows = n_head * (2*qk + v)), or block 0's q, k
+    and v looked up for every token at each position [n_ctx, rows, n_vocab] (``w``; ``b`` None); ``proj``: c_proj's
+    rows for the v dimensions [n_head * v, n_embd]."""
+
+    qk: int
+    v: int
+    w: np.ndarray
+    b: np.ndarray | None
+    proj: np.ndarray
+
+
+@dataclass
+class Prepared:
+    """What a walk computes once: the embeddings of each token at each position [n_ctx, n_embd, n_vocab], the
+    unembedding [n_vocab, n_embd], each block's :class:`Heads` (None: a silent attention), and the room each
+    length's batch of siblings keeps its past in, reused: depth first, a batch of one length is done with before
+    the next batch of that length comes."""
+
+    embed: np.ndarray
+    unembed: np.ndarray
+    heads: list[Heads | None]
+    rooms: dict = field(default_factory=dict)
+
+    def room(self, key: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
+        """An uninitialised array of ``shape`` for ``key`` (the batch's length, the block, keys 0 or values 1), its
+        buffer kept for the next batch of that length."""
+        size = int(np.prod(shape))
+        if len(self.rooms.get(key, ())) < size:
+            self.rooms[key] = np.empty(size)
+        return self.rooms[key][:size].reshape(shape)
+
+
+def prepare(model: Model, reads: list[bool], full: bool) -> Prepared:
+    """The lookups of a walk of ``model`` whose blocks' attentions are read where ``reads``; ``full``: nothing
+    skipped (a hook sees every intermediate)."""
+    params = model.params
+    embed = params["wte"].T[None] + params["wpe"][:, :, None]  # [n_ctx, n_embd, n_vocab]
+    table = qkv_table(params) if model.n_layer and reads[0] else None  # [n_vocab, n_ctx, 3*n_embd]
+    heads = [_heads(block, table if b == 0 else None, model.n_head, full) if r else None
+             for b, (block, r) in enumerate(zip(params["blocks"], reads))]
+    return Prepared(embed, params["wte"], heads)
+
+
+def _heads(block: dict, table: np.ndarray | None, n_head: int, full: bool) -> Heads:
+    attn = block["attn"]
+    w, b, proj = attn["c_attn"]["w"], attn["c_attn"]["b"], attn["c_proj"]["w"]
+    n_embd = len(proj)
+    if full:
+        live = np.ones(3 * n_embd, dtype=bool)
+    else:  # a column that is zero for every token at every position, or in c_attn's weights and bias
+        live = table.any(axis=(0, 1)) if table is not None else w.any(axis=0) | (b != 0)  # [3*n_embd]
+    q, k, v = live[:n_embd], live[n_embd:2 * n_embd], live[2 * n_embd:]
+    qk, vd = _per_head(q & k, n_head), _per_head(v if full else v & proj.any(axis=1), n_head)
+    columns = np.concatenate([qk.ravel(), _shifted(qk, n_embd), _shifted(vd, 2 * n_embd)])
+    proj = _pick(proj, vd.ravel(), 0)  # [n_head * v, n_embd]
+    if table is not None:
+        return Heads(qk.shape[1], vd.shape[1], np.ascontiguousarray(_pick(table, columns, 2).transpose(1, 2, 0)),
+                     None, proj)
+    return Heads(qk.shape[1], vd.shape[1], _pick(w, columns, 1), _pick(b, columns, 0), proj)
+
+
+def _per_head(live: np.ndarray, n_head: int) -> np.ndarray:
+    """[n_embd] bool -> [n_head, most]: each head's live dimensions, padded with -1 to the most a head has (≥ 1)."""
+    d_head = len(live) // n_head
+    dims = [np.flatnonzero(live[h * d_head:(h + 1) * d_head]) + h * d_head for h in range(n_head)]
+    out = np.full((n_head, max(1, *(len(d) for d in dims))), -1)
+    for h, d in enumerate(dims):
+        out[h, :len(d)] = d
+    return out
+
+
+def _shifted(index: np.ndarray, by: int) -> np.ndarray:  # [...] -> [size]: each index + by, padding kept
+    return np.where(index < 0, -1, index + by).ravel()
+
+
+def _pick(a: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
+    """a's entries at ``index`` along ``axis``, zeros where the index is -1 (padding)."""
+    out = np.take(a, np.maximum(index, 0), axis=axis)
+    np.moveaxis(out, axis, 0)[index < 0] = 0
+    return out
+
+
 def float_walk(model: Model, shape: Shape, chunk: int | None = None,
                hook: Callable[[str, np.ndarray], None] | None = None,
                names: frozenset[str] | None = None) -> Iterator[Visit]:
@@ -30,13 +121,14 @@ def float_walk(model: Model, shape: Shape, chunk: int | None = None,
     every intermediate of each batch at its new positions ([n, …], forward's shapes less the position axis) before
     the batch is yielded (only those ``names`` holds, when given); with a hook nothing is skipped."""
     reads = [hook is not None or not silent(block["attn"]) for block in model.params["blocks"]]
-    table = qkv_table(model.params) if model.n_layer and reads[0] else None
-    root = [(np.zeros((1, model.n_ctx, model.n_embd)), np.zeros((1, model.n_ctx, model.n_embd))) if r else None
-            for r in reads]  # the empty prefix: no keys yet, room for n_ctx
+    prepared = prepare(model, reads, hook is not None)
+    root = [None if heads is None else (np.zeros((model.n_ctx, model.n_head * heads.qk, 1)),
+                                        np.zeros((model.n_ctx, model.n_head * heads.v, 1)))
+            for heads in prepared.heads]  # the empty prefix: no keys yet, room for n_ctx
 
     def step(past, rows, family, length, logits, keep):  # the parents' keys and values: views of their batch's
-        past = [None if kv is None else (kv[0][rows], kv[1][rows]) for kv in past]
-        return float_step(model, table, past, family, length, logits, keep, hook, names)
+        past = [None if kv is None else (kv[0][..., rows], kv[1][..., rows]) for kv in past]
+        return float_step(model, prepared, past, family, length, logits, keep, hook, names)
 
     nodes = chunk or batch_nodes(model, model.n_ctx)
     return walking.walk(shape, step, root, nodes)  # looked up when called: tests watch it
@@ -44,7 +136,8 @@ def float_walk(model: Model, shape: Shape, chunk: int | None = None,
 
 class _Named:
     """The hook as one block sees it (``prefix`` blocks.0.), passing on the intermediates ``names`` holds (all when
-    None); without a hook it wants nothing."""
+    None); without a hook it wants nothing. Values come as columns [..., n] and go out as [n, …]: ``axes`` reorders
+    them (by default the last axis comes first, the others keep their order)."""
 
     def __init__(self, hook, prefix: str = "", names: frozenset[str] | None = None):
         self.hook, self.prefix, self.names = hook, prefix, names
@@ -52,45 +145,45 @@ class _Named:
     def wants(self, name: str) -> bool:
         return self.hook is not None and (self.names is None or self.prefix + name in self.names)
 
-    def __call__(self, name: str, value) -> None:
+    def __call__(self, name: str, value, axes: tuple[int, ...] | None = None) -> None:
         if self.wants(name):
-            self.hook(self.prefix + name, value)
+            self.hook(self.prefix + name, np.moveaxis(value, -1, 0) if axes is None else value.transpose(axes))
 
 
 _ignore = _Named(None)  # the hook when nothing is recorded
 
 
-def float_step(model: Model, table, past: list, family: Family, length: int, logits: bool, keep: bool,
-               hook=None, names: frozenset[str] | None = None) -> tuple[np.ndarray | None, list]:
+def float_step(model: Model, prepared: Prepared, past: list, family: Family, length: int, logits: bool,
+               keep: bool, hook=None, names: frozenset[str] | None = None) -> tuple[np.ndarray | None, list]:
     """The children's new positions: their next-token logits [n, n_vocab] (when ``logits``), and (when ``keep``)
-    their past: per block, every position's keys and values [n, length, n_embd] each (None: a silent attention)."""
+    their past: per block, every position's keys and values [room, n_head * qk, n] and [room, n_head * v, n]
+    (see :class:`Heads`; None: a silent attention)."""
     params, tokens, at = model.params, family.tokens, _Named(hook, "", names)
-    x = params["wte"][tokens] + params["wpe"][length - 1]  # [n, n_embd]
-    at("hook_embed", params["wte"][tokens])
-    at("hook_pos_embed", np.broadcast_to(params["wpe"][length - 1], x.shape))
+    x = np.take(prepared.embed[length - 1], tokens, axis=1)  # [n_embd, n] (take: a C-ordered copy; [:, tokens] is not)
+    if at.hook is not None:  # (arguments are made only when they are wanted)
+        at("hook_embed", params["wte"][tokens].T)
+        at("hook_pos_embed", np.broadcast_to(params["wpe"][length - 1][:, None], x.shape))
     kept: list = []
     last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
-    for b, (block, kv) in enumerate(zip(params["blocks"], past)):
+    for b, (block, kv, heads) in enumerate(zip(params["blocks"], past, prepared.heads)):
         named = _Named(hook, f"blocks.{b}.", names)
         named("hook_resid_pre", x)
         if kv is None:  # silent attention: only its bias reaches the residual stream
             kept.append(None)
-            x = x + block["attn"]["c_proj"]["b"]  # [n, n_embd]
+            x = _residual(x, block["attn"]["c_proj"]["b"][:, None], named)  # [n_embd, n]
         else:
-            if b == 0 and table is not None:
-                qkv = table[tokens, length - 1]  # [n, 3*n_embd]
-                if named.wants("ln1.hook_normalized") and "ln_1" in block:
-                    named("ln1.hook_normalized", layer_norm(x, **block["ln_1"]))
-            else:
-                h = layer_norm(x, **block["ln_1"]) if "ln_1" in block else x  # [n, n_embd]
+            if heads.b is None:  # block 0: looked up
+                qkv = np.take(heads.w[length - 1], tokens, axis=1)  # [rows, n]
                 if "ln_1" in block:
-                    named("ln1.hook_normalized", h)
-                qkv = linear(h, **block["attn"]["c_attn"])  # [n, 3*n_embd]
-            seen, mine = _extend(kv, qkv, family, length, keep)
+                    _normalized(x, named, "ln1")
+            else:
+                h = _norm(x, block["ln_1"], named, "ln1") if "ln_1" in block else x  # [n_embd, n]
+                qkv = _linear(h, heads.w, heads.b)  # [rows, n]
+            seen, mine = _extend(prepared.room, b, kv, qkv, family, length, keep)
             kept.append(mine)
-            if not logits and b == last:  # nothing later reads this batch's residual stream
+            if not logits and b >= last:  # nothing later reads this batch's residual stream
                 return None, kept + [None] * (len(past) - len(kept))
-            x = x + _attention(block, qkv, kv, seen, family, length, model.n_head, named)
+            x = _residual(x, _attention(block, heads, qkv, seen, model.n_head, named), named)
         if not logits and b >= last:
             return None, kept + [None] * (len(past) - len(kept))
         x = _mlp(x, block, named)
@@ -98,128 +191,96 @@ def float_step(model: Model, table, past: list, family: Family, length: int, log
     if not logits:
         return None, kept
     if "ln_f" in params:
-        x = layer_norm(x, **params["ln_f"])
-        at("ln_final.hook_normalized", x)
-    out = matmul(x, params["wte"].T)  # [n, n_vocab], tied unembedding
-    at("logits", out)
+        x = _norm(x, params["ln_f"], at, "ln_final")
+    out = matmul(prepared.unembed, x).T  # [n, n_vocab], tied unembedding (a view of [n_vocab, n])
+    at("logits", out, (0, 1))
     if at.wants("probs"):
-        at("probs", softmax(out))
+        at("probs", softmax(out), (0, 1))
     return out, kept
 
 
-def _extend(kv, qkv, family: Family, length: int, keep: bool):
-    """The keys and values each child sees ([n, length, n_embd] x2: its parent's, then its own), when they are
-    made, and the children's past (when ``keep``). A parent's past has room for n_ctx positions: an only child
-    writes its own into its parent's room, and the two share it (no copy); several siblings each get a copy of
-    their parent's, made only when they have children of their own."""
-    n_embd = qkv.shape[1] // 3
-    own = qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:]  # [n, n_embd] x2
-    if family.width == 1 and family.uniform and kv[0].shape[1] >= length:
-        for past, new in zip(kv, own):
-            past[:, length - 1] = new
-        return (kv[0][:, :length], kv[1][:, :length]), kv
-    if not keep:
-        return None, None
-    mine = inherit(kv, own, family, length)
-    return (mine[0][:, :length], mine[1][:, :length]), mine
+def _residual(x, out, at):  # [n_embd, n] + what a layer adds: in place when no hook may hold x (it is the step's own)
+    return x + out if at.hook is not None else np.add(x, out, out=x)
 
 
-def inherit(kv, own, family: Family, length: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each child's past: its parent's keys and values (positions 0…length-2), then its own, with room for its
-    descendants' up to the parent's room. [c, room, n_embd] x2, [n, n_embd] x2 -> [n, room, n_embd] x2."""
-    out = []
-    for past, new in zip(kv, own):
-        c, room, n_embd = past.shape
-        child = np.empty((len(new), room, n_embd))
-        if family.uniform:  # the parents' rows broadcast to their children: no index array
-            child.reshape(c, family.width, room, n_embd)[:, :, :length - 1] = past[:, None, :length - 1]
-        else:
-            child[:, :length - 1] = past[family.parent, :length - 1]
-        child[:, length - 1] = new
-        out.append(child)
-    return out[0], out[1]
-
-
-def _pad(x: np.ndarray, family: Family) -> np.ndarray:  # [n, k] -> [c, width, k], zeros where a parent has fewer
-    if family.uniform:
-        return x.reshape(family.c, family.width, x.shape[-1])
-    out = np.zeros((family.c, family.width, x.shape[-1]))
-    out[family.parent, family.slot] = x
+def _linear(x, w, b):  # [n_in, n] -> [n_out, n]: forward's linear on columns, w.T @ x + b
+    out = matmul(w.T, x)
+    if b.any():  # hand-wired biases are mostly zero
+        out += b[:, None]
     return out
 
 
-def _unpad(x: np.ndarray, family: Family) -> np.ndarray:  # [c, width, k] -> [n, k]
-    return x.reshape(-1, x.shape[-1]) if family.uniform else x[family.parent, family.slot]
+def _norm(x, params, at=_ignore, name=""):  # [n_embd, n] -> [n_embd, n]: forward's layer_norm over each column
+    _normalized(x, at, name)
+    return layer_norm(x, params["g"][:, None], params["b"][:, None], axis=0)
 
 
-def _attention(block, qkv, kv, seen, family, length, n_head, at=_ignore):
-    # qkv [n, 3*n_embd] at the new positions -> the block's attention output [n, n_embd]. ``seen``: the keys and
-    # values each child sees [n, L, n_embd] x2, when made; else the siblings attend together, each query over its
-    # parent's keys (kv, [c, room, n_embd], the first L-1 positions) and then its own.
-    n_embd = qkv.shape[1] // 3
-    n, d_head = len(qkv), n_embd // n_head
-    if at.hook is not None:
+def _normalized(x, at, name):  # {name}.hook_normalized: the columns normalised, before the gain and bias (as forward's)
+    if at.wants(f"{name}.hook_normalized"):
+        at(f"{name}.hook_normalized", layer_norm(x, 1.0, 0.0, axis=0))
+
+
+def _extend(room, block: int, kv, qkv, family: Family, length: int, keep: bool):
+    """The keys and values each child sees ([length, rows, n] x2: its parent's, then its own), and the children's
+    past (when ``keep``). A parent's past has room for n_ctx positions: an only child writes its own into its
+    parent's room, and the two share it (no copy); several siblings each get a copy of their parent's, in the
+    ``room(key, shape)`` their length keeps (see :class:`Prepared`), with room for their children's."""
+    split = len(kv[0][0])  # rows of q, and of k
+    own = qkv[split:2 * split], qkv[2 * split:]  # [n_head * qk, n], [n_head * v, n]
+    if family.width == 1 and family.uniform and len(kv[0]) >= length:
+        for past, new in zip(kv, own):
+            past[length - 1] = new
+        return (kv[0][:length], kv[1][:length]), kv
+    rows = len(kv[0]) if keep else length
+    mine = inherit(kv, own, family, length, tuple(room((length, block, part), (rows, len(new), len(family.tokens)))
+                                                  for part, new in enumerate(own)))
+    return (mine[0][:length], mine[1][:length]), (mine if keep else None)
+
+
+def inherit(kv, own, family: Family, length: int, children: tuple) -> tuple:
+    """Each child's past: its parent's keys and values (positions 0…length-2), then its own, written into
+    ``children``. [room, rows, c] x2, [rows, n] x2 -> [room, rows, n] x2 (``children``)."""
+    for past, new, child in zip(kv, own, children):
+        np.take(past[:length - 1], family.parent, axis=2, out=child[:length - 1])
+        child[length - 1] = new
+    return children
+
+
+def _attention(block, heads: Heads, qkv, seen, n_head, at=_ignore):
+    # qkv [rows, n] at the new positions, the keys and values each node sees [L, n_head * qk, n] and
+    # [L, n_head * v, n] -> the block's attention output [n_embd, n]
+    n, length, split = qkv.shape[1], len(seen[0]), n_head * heads.qk
+    n_embd = len(heads.proj[0])
+    if at.hook is not None:  # nothing is skipped: qk and v are d_head
         for i, name in enumerate(("hook_q", "hook_k", "hook_v")):
-            at(f"attn.{name}", qkv[:, i * n_embd:(i + 1) * n_embd].reshape(n, n_head, d_head))
-    if seen is not None:
-        q = qkv[:, :n_embd].reshape(n, 1, n_head, d_head).transpose(0, 2, 1, 3)  # [n, head, 1, d_head]
-        keys = seen[0].reshape(n, length, n_head, d_head).transpose(0, 2, 3, 1)  # [n, head, d_head, L]
-        scores = q @ keys  # [n, head, 1, L]
-        values = seen[1].reshape(n, length, n_head, d_head).transpose(0, 2, 1, 3)  # [n, head, L, d_head]
-        pattern = _softmax(scores, d_head, at, lambda a: a[:, :, 0])
-        z = (pattern @ values)[:, :, 0]  # [n, head, d_head]
-    else:
-        z = _siblings(qkv, kv, family, length, n_head, at)
+            at(f"attn.{name}", qkv[i * n_embd:(i + 1) * n_embd].reshape(n_head, n_embd // n_head, n))
+    q = qkv[:split].reshape(n_head, heads.qk, n)  # [head, qk, n]
+    scores = np.einsum("hdn,lhdn->lhn", q, seen[0].reshape(length, n_head, heads.qk, n))  # [L, head, n]
+    scores /= np.sqrt(n_embd // n_head)
+    for name in ("attn.scores_before_mask", "attn.hook_attn_scores"):  # the mask hides nothing here
+        if at.wants(name):
+            at(name, scores.copy(), (2, 1, 0))
+    pattern = softmax(scores, out=scores, axis=0)  # [L, head, n]
+    at("attn.hook_pattern", pattern, (2, 1, 0))
+    z = np.einsum("lhn,lhdn->hdn", pattern, seen[1].reshape(length, n_head, heads.v, n))  # [head, v, n]
     at("attn.hook_z", z)
-    out = linear(z.reshape(n, n_embd), **block["attn"]["c_proj"])  # [n, n_embd]
+    out = _linear(z.reshape(-1, n), heads.proj, block["attn"]["c_proj"]["b"])  # [n_embd, n]
     at("hook_attn_out", out)
     return out
 
 
-def _softmax(scores, d_head, at, flat):
-    # scaled in place, softmax in place; ``at`` sees the scores and the pattern as [n, head, L] (``flat`` of them)
-    scores /= np.sqrt(d_head)
-    for name in ("attn.scores_before_mask", "attn.hook_attn_scores"):  # the mask hides nothing here
-        if at.wants(name):
-            at(name, flat(scores).copy())
-    softmax(scores, out=scores)
-    if at.wants("attn.hook_pattern"):
-        at("attn.hook_pattern", flat(scores))
-    return scores
-
-
-def _siblings(qkv, kv, family, length, n_head, at):
-    # -> z [n, head, d_head]: each child's query over its parent's keys, then its own key, with its siblings in one
-    # product per parent
-    n_embd = qkv.shape[1] // 3
-    c, w, d_head = family.c, family.width, n_embd // n_head
-    n_past = length - 1
-    q, k, v = (_pad(qkv[:, i * n_embd:(i + 1) * n_embd], family).reshape(c, w, n_head, d_head) for i in range(3))
-    q = q.transpose(0, 2, 1, 3)  # [c, head, w, d_head]
-    past_k = kv[0][:, :n_past].reshape(c, n_past, n_head, d_head).transpose(0, 2, 3, 1)  # [c, head, d_head, P]
-    past_v = kv[1][:, :n_past].reshape(c, n_past, n_head, d_head).transpose(0, 2, 1, 3)  # [c, head, P, d_head]
-    scores = np.empty((c, n_head, w, n_past + 1))
-    np.matmul(q, past_k, out=scores[..., :n_past])
-    scores[..., n_past] = (q * k.transpose(0, 2, 1, 3)).sum(axis=-1)  # each query against its own key
-
-    def flat(a):  # [c, head, w, L] -> [n, head, L]
-        return _unpad(a.transpose(0, 2, 1, 3).reshape(c, w, -1), family).reshape(-1, n_head, n_past + 1)
-
-    scores = _softmax(scores, d_head, at, flat)
-    z = scores[..., :n_past] @ past_v  # [c, head, w, d_head]
-    z += scores[..., n_past:] * v.transpose(0, 2, 1, 3)
-    return _unpad(z.transpose(0, 2, 1, 3).reshape(c, w, n_embd), family).reshape(-1, n_head, d_head)
-
-
-def _mlp(x, block, at):  # [n, n_embd] -> [n, n_embd]: after the block's MLP, if it has one
+def _mlp(x, block, at):  # [n_embd, n] -> [n_embd, n]: after the block's MLP, if it has one
     if "mlp" not in block:
         return x
-    if at.hook is None and silent(block["mlp"]):  # nothing captured: a silent MLP adds its bias alone
-        return x + block["mlp"]["c_proj"]["b"]
+    layer = block["mlp"]
+    if at.hook is None and silent(layer):  # nothing captured: a silent MLP adds its bias alone
+        return _residual(x, layer["c_proj"]["b"][:, None], at)
     at("hook_resid_mid", x)
-    h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x
-    if "ln_2" in block:
-        at("ln2.hook_normalized", h)
-    mlp_out = mlp(h, **block["mlp"], hook=None if at.hook is None else at)
+    h = _norm(x, block["ln_2"], at, "ln2") if "ln_2" in block else x
+    pre = _linear(h, **layer["c_fc"])  # [n_hidden, n]
+    at("mlp.hook_pre", pre)
+    post = gelu(pre)
+    at("mlp.hook_post", post)
+    mlp_out = _linear(post, **layer["c_proj"])  # [n_embd, n]
     at("hook_mlp_out", mlp_out)
-    return x + mlp_out
+    return _residual(x, mlp_out, at)

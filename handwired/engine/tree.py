@@ -71,21 +71,37 @@ def new_position_block(x, params, n_head, keys, values, qkv=None):
     values[:, -n_sibling:] = qkv[:, 2 * n_embd :].reshape(c, n_sibling, n_embd)
     mask = sibling_mask(n_keys - n_sibling, n_sibling)  # [sibling, n_keys]
     z = attention(split_heads(q, n_head), split_heads(keys, n_head), split_heads(values, n_head), mask)
-    x = x + linear(merge_heads(z).reshape(n, n_embd), **params["attn"]["c_proj"])  # [n, n_embd]
+    return _mlp(x + linear(merge_heads(z).reshape(n, n_embd), **params["attn"]["c_proj"]), params)
+
+
+def _mlp(x, params):  # x [n, n_embd], the caller's own array -> x after the block's MLP, if it has one
     if "mlp" in params:
         h = layer_norm(x, **params["ln_2"]) if "ln_2" in params else x  # [n, n_embd]
-        x += mlp(h, **params["mlp"])  # x is this function's own array by now
+        x += mlp(h, **params["mlp"])
     return x
+
+
+def silent_attention(block: dict) -> bool:
+    """An attention whose c_proj.w is all zeros adds exactly its c_proj.b, whatever it reads: its keys and values are
+    never made (a starter's blocks, or one not wired yet)."""
+    return not block["attn"]["c_proj"]["w"].any()
+
+
+def silent_block(x, params):  # x [n, n_embd] -> x after a block whose attention is silent: its bias, then the MLP
+    return _mlp(x + params["attn"]["c_proj"]["b"], params)
 
 
 def new_position(params, n_head, tokens, position, kv, table=None):
     # tokens [n] the new token of each context; kv: per block, the parents' keys and values with room for the
-    # new ones, [c, position + sibling, n_embd] each -> logits [n, n_vocab] for the token after each context
-    # np.take of whole rows: a fraction of the cost of fancy indexing on this many rows
+    # new ones, [c, position + sibling, n_embd] each (None: a silent attention) -> logits [n, n_vocab] for the token
+    # after each context; np.take of whole rows: a fraction of the cost of fancy indexing on this many rows
     x = np.take(params["wte"] + params["wpe"][position], tokens, axis=0)  # [n, n_embd]
-    for i, (block_params, (keys, values)) in enumerate(zip(params["blocks"], kv)):
+    for i, (block_params, past) in enumerate(zip(params["blocks"], kv)):
+        if past is None:
+            x = silent_block(x, block_params)
+            continue
         qkv = np.take(table[:, position], tokens, axis=0) if table is not None and i == 0 else None  # [n, 3*n_embd]
-        x = new_position_block(x, block_params, n_head, keys, values, qkv)
+        x = new_position_block(x, block_params, n_head, *past, qkv)
     if "ln_f" in params:
         x = layer_norm(x, **params["ln_f"])  # [n, n_embd]
     return matmul(x, params["wte"].T)  # [n, n_vocab], tied unembedding
@@ -107,7 +123,7 @@ class Pass:
     """How a walk evaluates a batch's new position: ``position(params, n_head, tokens, position, kv, setup)``, as
     :func:`new_position` (or :func:`handwired.engine.trie`'s, as it walks), given ``setup(model)`` made once per
     walk, each of its keys and values n_embd + ``extra``·n_head numbers and its logits ``logits`` per token
-    (:mod:`handwired.engine.certify`'s: 2 and 2)."""
+    (:mod:`handwired.engine.certify`'s: 4 and 2)."""
 
     setup: Callable
     position: Callable
@@ -124,7 +140,7 @@ class _Level:
     """The batch of one length on the path from the root: its contexts' keys and values, with room for children."""
 
     first: int
-    kv: list[tuple[np.ndarray, np.ndarray]]  # per block [n, length + n_vocab, n_embd] each
+    kv: list[tuple[np.ndarray, np.ndarray] | None]  # per block [n, length + n_vocab, n_embd] each; None: silent
 
 
 def _walk(model: Model, table, size: int, min_length: int, deepest: int, path: dict[int, _Level],
@@ -140,7 +156,8 @@ def _walk(model: Model, table, size: int, min_length: int, deepest: int, path: d
         length, first, n = stack.pop()
         parents = path[length - 1]
         rows = slice(first // n_vocab - parents.first, (first + n) // n_vocab - parents.first)
-        kv = [(keys[rows], values[rows]) for keys, values in parents.kv]  # per block [c, length-1 + n_vocab, n_embd]
+        kv = [None if past is None else (past[0][rows], past[1][rows])
+              for past in parents.kv]  # per block [c, length-1 + n_vocab, n_embd] x2, None: a silent attention
         tokens = np.arange(first, first + n) % n_vocab  # [n]
         logits = evaluator.position(params, model.n_head, tokens, length - 1, kv, table)
         if length >= min_length:
@@ -149,11 +166,13 @@ def _walk(model: Model, table, size: int, min_length: int, deepest: int, path: d
             level = path.get(length)
             if level is None:  # the first batch of this length on this walk: make room, reused by the next ones
                 shape = (n, length + n_vocab, n_embd + evaluator.extra * model.n_head)
-                level = path[length] = _Level(first, [(np.empty(shape), np.empty(shape)) for _ in kv])
+                level = path[length] = _Level(first, [None if past is None else (np.empty(shape), np.empty(shape))
+                                                      for past in kv])
             level.first = first
-            for (keys, values), (own_keys, own_values) in zip(kv, level.kv):
-                inherit(keys, own_keys)
-                inherit(values, own_values)
+            for past, own in zip(kv, level.kv):
+                if past is not None:
+                    inherit(past[0], own[0])
+                    inherit(past[1], own[1])
         if length < deepest:
             step = min(n * n_vocab, size)
             children = range(first * n_vocab, (first + n) * n_vocab, step)
@@ -187,7 +206,8 @@ def evaluate_tree(model: Model, min_length: int = 1, chunk: int | None = None,
     table = evaluator.setup(model)  # block 0's q, k, v depend on token and position only: looked up
     size = batch_size(model, CHUNK if chunk is None else chunk)  # as the float pass's: the certified path keeps a
     shape = (1, n_vocab, n_embd + evaluator.extra * model.n_head)  # key's extra numbers beyond the memory figure
-    root = _Level(0, [(np.empty(shape), np.empty(shape)) for _ in range(model.n_layer)])
+    root = _Level(0, [None if silent_attention(block) else (np.empty(shape), np.empty(shape))
+                      for block in model.params["blocks"]])
     path = {0: root}
     # The top: the shortest lengths, until there are enough subtrees to share out.
     top = 0

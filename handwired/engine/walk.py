@@ -8,8 +8,8 @@ nothing is ever sorted. Under the causal mask nothing before a node's last
 position depends on its last token, so in every block a node's keys and values
 at positions 0…L-2 are its parent's: each node computes one new position, its
 q, k and v, its attention over its parent's keys and its own, c_proj and the
-MLP. The siblings of a parent attend together, as queries over their parent's
-keys (a batched product per parent, no copy per child).
+MLP. An only child shares its parent's keys and values (it writes its own into
+the parent's room); siblings get a copy of their parent's, once per batch.
 
 Memory is bounded by a batch and the depth, not by the number of contexts: the
 walk keeps only the batches on the path from the root (each of at most
@@ -132,7 +132,7 @@ def walk(shape: Shape, step: Step, root: Any, chunk: int) -> Iterator[Visit]:
         rows = slice(start, start + chunk)
         family = _family(parents.parent[rows], parents.tokens[rows])
         first = int(parents.parent[start])
-        prefixes = np.concatenate([parents.prefixes[first + family.parent], family.tokens[:, None]], axis=1)
+        prefixes = _grown(parents.prefixes, first, family)
         judged = shape.judged(prefixes)
         allowed = shape.children(prefixes)
         grows = bool(allowed.any())
@@ -153,6 +153,18 @@ def shape_walk(shape: Shape, chunk: int = CHUNK) -> Iterator[Visit]:
 def _parents(shape: Shape, prefixes: np.ndarray, past: Any) -> _Parents:
     parent, tokens = np.nonzero(shape.children(prefixes))
     return _Parents(prefixes, past, parent, tokens.astype(np.uint8 if tokens.max(initial=0) < 256 else np.int64))
+
+
+def _grown(prefixes: np.ndarray, first: int, family: Family) -> np.ndarray:
+    """The children's prefixes [n, L]: their parents' ([c, L-1] from row ``first`` of ``prefixes``), then their own
+    token; only children's parents are a slice, not an index."""
+    out = np.empty((len(family.tokens), prefixes.shape[1] + 1), dtype=np.result_type(prefixes, family.tokens))
+    if family.uniform and family.width == 1:
+        out[:, :-1] = prefixes[first:first + family.c]
+    else:
+        out[:, :-1] = prefixes[first + family.parent]
+    out[:, -1] = family.tokens
+    return out
 
 
 def _family(parent: np.ndarray, tokens: np.ndarray) -> Family:

@@ -21,8 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from handwired.engine.trie import build_trie, capture_trie
+from handwired.engine.resume import recorded_walk
+from handwired.errors import HandwiredError
 from handwired.judge import workbench
+from handwired.judge.rules import DECIDED
 from handwired.judge.spread import Source
 from handwired.judge.workbench import Bench, Verdict
 from handwired.weightfile import Model
@@ -105,12 +107,46 @@ def spare_parameters(rows) -> int:
     return len(frozenset().union(*(row.part.holds for row in rows)))
 
 
-def _means(model: Model, source: Source, bench: Bench, hook: str) -> np.ndarray:
-    """``hook``'s mean over every distinct prefix of the judged contexts, each once (not over the contexts the rule
-    does not judge): [...] its shape at one position."""
-    judged = build_trie([contexts for contexts, _, _ in bench.judged if len(contexts)])
-    _, kept = capture_trie(model, judged, hook, None)
-    return np.concatenate([level.reshape(len(level), -1) for level in kept if level is not None]).mean(axis=0)
+def hook_means(model: Model, source: Source, names: frozenset[str], tick: Callable[[], None] = lambda: None
+               ) -> dict[str, np.ndarray]:
+    """Each hook's mean over every distinct prefix of the contexts the rule judges, each once (not over the
+    contexts it does not judge): [...] its shape at one position. One walk; ``tick()`` after each batch."""
+    sums = {name: 0.0 for name in names}
+    count = 0
+    path: list = []  # the batches on the walk's path: (prefixes, recorded values, included), by length
+
+    def close(length: int) -> None:  # every batch of ``length`` or more is done with: count it, tell its parent
+        nonlocal count
+        while len(path) >= length:
+            prefixes, values, included = path.pop()
+            if path:
+                parents = path[-1][0]
+                path[-1][2][_rows_in(parents, prefixes[included, :-1])] = True
+            count += int(included.sum())
+            for name in names:
+                sums[name] = sums[name] + values[name][included].reshape(int(included.sum()), -1).sum(axis=0)
+
+    for visit, recorded in recorded_walk(model, source.shape, names):
+        length = visit.prefixes.shape[1]
+        close(length)
+        included = np.zeros(len(visit.prefixes), dtype=bool)
+        if visit.judged.any():
+            assert source.rule is not None, "ablate() makes its Bench first, which refuses a source without a rule"
+            included[visit.judged] = source.rule.judge(visit.prefixes[visit.judged]).status == DECIDED
+        path.append((visit.prefixes, {name: np.array(recorded[name]) for name in names}, included))
+        tick()
+    close(1)
+    if not count:
+        raise HandwiredError(f"{model.source}: the rule judges none of these contexts")
+    return {name: total / count for name, total in sums.items()}
+
+
+def _rows_in(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """[m, L] rows in vocab order, [n, L] rows among them -> [n] their indices."""
+    def flat(array):  # one comparable value per row: big-endian ids compare bytewise in vocab order
+        array = np.ascontiguousarray(array, dtype=">u8")
+        return array.view(np.dtype((np.void, array.dtype.itemsize * array.shape[1]))).ravel()
+    return np.searchsorted(flat(sorted_rows), flat(rows))
 
 
 def _whole(model: Model, b: int, kind: str, out: np.ndarray | None) -> Part:
@@ -126,11 +162,22 @@ def _whole(model: Model, b: int, kind: str, out: np.ndarray | None) -> Part:
         f"{proj}.b": np.zeros(model.n_embd) if out is None else out}))
 
 
-def block_parts(model: Model, source: Source, bench: Bench | None, b: int) -> list[Part]:
-    """Block ``b``'s attention, its heads, its MLP and its units, each removed (or mean-ablated with ``bench``)."""
+def mean_hooks(model: Model) -> frozenset[str]:
+    """The outputs a mean ablation replaces parts by: each block's z, attention output, MLP output and units."""
+    out = set()
+    for b, block in enumerate(model.params["blocks"]):
+        out |= {f"blocks.{b}.attn.hook_z", f"blocks.{b}.hook_attn_out"}
+        if "mlp" in block:
+            out |= {f"blocks.{b}.hook_mlp_out", f"blocks.{b}.mlp.hook_post"}
+    return frozenset(out)
+
+
+def block_parts(model: Model, means: dict[str, np.ndarray] | None, b: int) -> list[Part]:
+    """Block ``b``'s attention, its heads, its MLP and its units, each removed (or replaced by its mean, with the
+    ``means`` of :func:`mean_hooks`)."""
     block, at = model.params["blocks"][b], f"blocks[{b}]"
     proj, d_head, n_embd = f"{at}.attn.c_proj", model.d_head, model.n_embd
-    mean = (lambda hook: _means(model, source, bench, f"blocks.{b}.{hook}")) if bench is not None else None
+    mean = (lambda hook: means[f"blocks.{b}.{hook}"]) if means is not None else None
     z = mean("attn.hook_z") if mean else None
     parts = [_whole(model, b, "attn", mean("hook_attn_out") if mean else None)]
     for h in range(model.n_head):
@@ -160,10 +207,12 @@ def _mlp_parts(model: Model, b: int, mean) -> list[Part]:
     return parts
 
 
-def entry_parts(model: Model) -> list[Part]:
-    """Every non-zero weight entry, named by its label path (as ``diff`` names it), set to 0."""
+def entry_parts(model: Model, tick: Callable[[], None] = lambda: None) -> list[Part]:
+    """Every non-zero weight entry, named by its label path (as ``diff`` names it), set to 0; ``tick()`` after
+    each array."""
     parts = []
     for path, axes in model.written.axes.items():
+        tick()
         values = locate(model.params, path)
         for index in zip(*np.nonzero(values)):
             label = ".".join([path, *(axis.labels[i] for axis, i in zip(axes, index))])
@@ -174,21 +223,32 @@ def entry_parts(model: Model) -> list[Part]:
     return parts
 
 
-def parts(model: Model, source: Source, bench: Bench | None = None, entries: bool = False) -> list[Part]:
-    """Every part of the model, each removed; with ``bench`` (the unablated model's), mean-ablated."""
-    out = [part for b in range(model.n_layer) for part in block_parts(model, source, bench, b)]
+def parts(model: Model, means: dict[str, np.ndarray] | None = None, entries: bool = False,
+          tick: Callable[[], None] = lambda: None) -> list[Part]:
+    """Every part of the model, each removed; with ``means`` (:func:`hook_means`), mean-ablated. ``tick()`` after
+    each block and each array of entries."""
+    out = []
+    for b in range(model.n_layer):
+        out += block_parts(model, means, b)
+        tick()
     if "ln_f" in model.params:
         holds = held(model, *((f"ln_f.{key}", ...) for key in model.params["ln_f"]))
         params = {key: value for key, value in model.params.items() if key != "ln_f"}
         out.append(Part("ln_f", "ln_f", holds, replace(model, params=params)))
-    return out + (entry_parts(model) if entries else [])
+    return out + (entry_parts(model, tick) if entries else [])
+
+
+def count_parts(model: Model, entries: bool) -> int:
+    """How many parts :func:`parts` removes, before any is made."""
+    count = sum(1 + model.n_head + hidden + (hidden > 0) for hidden in model.hidden) + ("ln_f" in model.params)
+    if entries:
+        count += sum(int(np.count_nonzero(locate(model.params, path))) for path in model.written.axes)
+    return count
 
 
 def refuse_long(model: Model, source: Source, entries: bool) -> None:
     """Refuse an ablation estimated at more than a few minutes, before anything is removed."""
-    runs = 1 + sum(2 + model.n_head + hidden + (hidden > 0) for hidden in model.hidden) + ("ln_f" in model.params)
-    if entries:
-        runs += sum(int(np.count_nonzero(locate(model.params, path))) for path in model.written.axes)
+    runs = 2 + count_parts(model, entries)  # and the file itself, and a mean ablation's walk
     workbench.refuse_long(model, source, runs, "ablation", "judge a smaller set of contexts, or leave out "
                           "{entries}" if entries else "judge a smaller set of contexts", ("entries",) if entries
                           else ())
@@ -197,15 +257,15 @@ def refuse_long(model: Model, source: Source, entries: bool) -> None:
 def ablate(model: Model, source: Source, entries: bool = False, mean: bool = False,
            progress: Callable[[int, int], None] | None = None) -> Ablations:
     """Every part removed in turn, judged; sorted by harm (contexts broken, then the smallest lead).
-    ``progress(done, total)`` is told after each part."""
-    plain = parts(model, source, entries=entries)
-    bench = Bench(model, source, [part.variant for part in plain])
-    chosen = parts(model, source, bench, entries) if mean else plain
-    rows = []
-    for part in chosen:
-        rows.append(Ablation(part, bench.verdict(part.variant)))
-        if progress is not None:
-            progress(len(rows), len(chosen))
+    ``progress(done, total)`` is told as the parts are set up and after each batch of the walk; it may raise to
+    stop the ablation (Ctrl-C)."""
+    report, total = progress or (lambda done, total: None), count_parts(model, entries)
+    bench = Bench(model, source)
+    means = hook_means(model, source, mean_hooks(model), lambda: report(0, total)) if mean else None
+    chosen = parts(model, means, entries, lambda: report(0, total))
+    verdicts = bench.verdicts([part.variant for part in chosen], lambda done: report(done, len(chosen)))
+    rows = [Ablation(part, verdict) for part, verdict in zip(chosen, verdicts)]
     rows.sort(key=lambda row: (not row.needed, -row.verdict.broken, (row.verdict.worst if row.verdict.finite
                                                                      else -np.inf) if row.needed else -row.part.cost))
+    assert bench.base is not None, "the walk judged the base model"
     return Ablations(source.description, bench.total, bench.base, mean, tuple(rows))

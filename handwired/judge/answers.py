@@ -93,31 +93,44 @@ class SumRule:
         return self.width
 
     def answering(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [n, p] -> [n, width], [n]
+        # by columns ([p, n]): every step is a whole row of n, not a few numbers per input
         value = np.full(len(self.vocab), -1)  # token id -> its digit; -1: not a digit
         value[list(self.digits)] = np.arange(len(self.digits))
         n, p = inputs.shape
-        at_plus = inputs == self.plus
-        valid = at_plus.sum(axis=1) == 1
-        split = np.argmax(at_plus, axis=1)  # [n]
+        columns = np.ascontiguousarray(inputs.T)  # [p, n]
+        digit = value.take(columns)  # [p, n]
+        pluses, split = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        for i, column in enumerate(columns):
+            at_plus = column == self.plus
+            pluses += at_plus
+            split += i * at_plus  # where the plus is, in an input with one
+        valid = pluses == 1
         total = np.zeros(n, dtype=np.int64)
-        for q in sorted(set(split[valid].tolist())):
+        for q in np.flatnonzero(np.bincount(split[valid], minlength=p)):  # each place of the plus, in order
             rows = np.flatnonzero(valid & (split == q))
-            left, right = value[inputs[rows, :q]], value[inputs[rows, q + 1:]]  # [k, q], [k, p-q-1]
-            ok = (left >= 0).all(axis=1) & (right >= 0).all(axis=1) & (q > 0) & (q < p - 1)
-            total[rows] = _number(left) + _number(right)
-            valid[rows] &= ok
+            (left, left_ok), (right, right_ok) = (_number(digit[part].take(rows, axis=1))
+                                                  for part in (slice(None, q), slice(q + 1, None)))
+            total[rows] = left + right
+            valid[rows] &= left_ok & right_ok & (q > 0) & (q < p - 1)
         valid &= total < 10**self.width
-        places = 10 ** np.arange(self.width - 1, -1, -1)  # [width]
-        answers = np.array(self.digits)[(total[:, None] // places) % 10]  # [n, width]
-        return answers, valid
+        places = np.empty((self.width, n), dtype=np.int64)  # the answer's digits, last first
+        for i in reversed(range(self.width)):
+            total, places[i] = np.divmod(total, 10)
+        return np.take(self.digits, places).T, valid  # [n, width]
 
     def judge(self, contexts: np.ndarray) -> Judgement:
         return judge_after(contexts, self.equals, self.answering, len(self.vocab))
 
 
-def _number(digits: np.ndarray) -> np.ndarray:  # [n, d] digit values, most significant first -> [n]
-    places = 10 ** np.arange(digits.shape[1] - 1, -1, -1, dtype=np.int64)
-    return (np.maximum(digits, 0) * places).sum(axis=1)
+def _number(digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[d, n] digit values, most significant first, -1 where a token is none -> the numbers [n] (a -1 read as 0)
+    and whether every token was a digit [n]."""
+    out, ok = np.zeros(digits.shape[1], dtype=np.int64), np.ones(digits.shape[1], dtype=bool)
+    for row in digits:
+        out *= 10
+        out += np.maximum(row, 0)
+        ok &= row >= 0
+    return out, ok
 
 
 def _padded(value: int, width: int) -> list[int]:

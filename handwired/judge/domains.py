@@ -178,28 +178,34 @@ class Domain:
         if self.rule is None:
             return out
         body = prefixes[:, self.inputs.offset:]  # [n, k]
-        at = body == self.rule.separator  # [n, k]
-        after = at.any(axis=1)  # [n]: inputs ended already
+        first, after = self._ended(body)  # [n]: where each input ends, and whether it has
         out[after] = False
         if self.inputs.complete(body.shape[1]):  # an input may end here: the separator follows if it has an answer
             rows = np.flatnonzero(~after)
             answers, valid = self.rule.answering(body[rows])  # [r, A], [r]
             out[rows, self.rule.separator] = valid & (answers.shape[1] > 0)
-        first = np.argmax(at, axis=1) if body.shape[1] else np.zeros(len(body), dtype=np.intp)  # [n]: input ends
         # the answer so far: its next token, while the answer goes on (not np.unique: it would import numpy.ma)
-        for p in sorted(set(first[after].tolist())):
-            rows = np.flatnonzero(after & (first == p))
-            answers, _ = self.rule.answering(body[rows, :p])  # [r, A]; these inputs are in the domain, so valid
+        for p in np.flatnonzero(np.bincount(first[after], minlength=body.shape[1] + 1)).tolist():
             so_far = body.shape[1] - p - 1
-            if so_far + 1 < answers.shape[1]:
+            if so_far + 1 < self.rule.answer_length(p):
+                rows = np.flatnonzero(after & (first == p))
+                answers, _ = self.rule.answering(body[rows, :p])  # [r, A]; these inputs are in the domain, so valid
                 out[rows, answers[:, so_far]] = True
         return out
+
+    def _ended(self, body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """[n, k] -> where each input ends (its separator) [n], and whether it has ended [n] bool."""
+        if body.shape[1] == 0:
+            return np.zeros(len(body), dtype=np.intp), np.zeros(len(body), dtype=bool)
+        at = body == self.rule.separator  # [n, k]
+        first = np.argmax(at, axis=1)  # [n]: the first separator, where there is one
+        return first, at[np.arange(len(body)), first]  # (the last is any(axis=1), at a fraction of its cost)
 
     def judged(self, prefixes: np.ndarray) -> np.ndarray:
         """[n, L] prefixes in the domain's trie -> [n] bool: which are contexts."""
         if self.rule is None:
             return np.full(len(prefixes), self.inputs.complete(prefixes.shape[1] - self.inputs.offset))
-        return (prefixes[:, self.inputs.offset:] == self.rule.separator).any(axis=1)
+        return self._ended(prefixes[:, self.inputs.offset:])[1]
 
     def holds(self, ids: list[int]) -> bool:
         """Whether a context (token ids) is one of the domain's: its path down the trie, token by token."""

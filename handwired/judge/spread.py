@@ -8,13 +8,11 @@ token or the length; :mod:`handwired.judge.separation` says where they lie along
 """
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
 from handwired.engine.probe import Probe, parse_probe, probe_values
 from handwired.engine.step import float_walk
-from handwired.engine.trie import Trie, full_trie
 from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import every_length, refuse_every_context, refuse_large_domain, refuse_large_walk
@@ -37,20 +35,6 @@ class Source:
     description: str  # which contexts, in words
     shape: Shape  # which contexts: a puzzle's domain, or every string
     rule: Rule | None  # how the right answer is found; None: no answers
-
-    @cached_property
-    def trie(self) -> Trie | None:
-        """Every string's trie, known without sorting; None for a domain (the workbench builds it)."""
-        return full_trie(self.shape.n_vocab, self.shape.n_ctx) if isinstance(self.shape, EveryString) else None
-
-    @cached_property
-    def contexts(self) -> tuple[np.ndarray, ...]:
-        """Every context, enumerated, by length ([n, L] token ids each), for the workbench's variants."""
-        if self.trie is not None:
-            return tuple(level.prefixes for level in self.trie.levels)
-        assert isinstance(self.shape, Domain), "a source is every string or a puzzle's domain"
-        return tuple(self.shape.contexts)
-
 
 @dataclass(frozen=True)
 class Spread:

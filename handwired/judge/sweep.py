@@ -26,6 +26,7 @@ MAX_STEPS = 1000  # values per constant
 MAX_POINTS = 10_000  # values in all, with two constants
 MAX_HALVINGS = 60  # bisection steps per edge, at most (each narrows the bracket to 3/5 of its width or less)
 REFINE = 1024  # by default an edge is refined to 1/REFINE of the grid step it lies in
+SPECULATE = 3  # bisection steps judged in one walk, when each walk runs the file too (2^3 - 1 values)
 
 
 @dataclass(frozen=True)
@@ -114,38 +115,99 @@ def check_steps(steps: int, ranges: int) -> None:
                                         f"{MAX_POINTS:,} a sweep tries; ask for fewer")
 
 
-def refuse_long(model: Model, source: Source, steps: int, ranges: int) -> None:
-    """Refuse a sweep estimated at more than a few minutes, before any value is tried."""
-    workbench.refuse_long(model, source, steps**ranges, f"{{steps}} {steps}", "ask for fewer values", ("steps",))
+def halvings(swept: Range, precision: float | None) -> int:
+    """The most bisection steps one edge of ``swept``'s grid takes: each narrows its bracket to 3/5 of its width or
+    less (of its logarithm's, on a log scale), from the widest grid step down to ``precision`` (default: 1/REFINE of
+    the step), at most MAX_HALVINGS."""
+    values = swept.values
+    step = float(np.max(np.diff(values)))
+    target = precision if precision is not None else step / REFINE
+    if swept.log:  # a bracket [a, a·r] near the top of the range is narrow enough once r <= 1 + target / top
+        ratio = float(np.max(values[1:] / values[:-1]))
+        shrink = math.log(ratio) / math.log1p(target / float(values[-1]))
+    else:
+        shrink = step / target
+    return min(MAX_HALVINGS, max(0, math.ceil(math.log(shrink) / math.log(5 / 3)))) if shrink > 1 else 0
+
+
+def refuse_long(model: Model, source: Source, ranges: list[Range], precision: float | None = None,
+                edges: int = 2) -> None:
+    """Refuse a sweep estimated at more than a few minutes, before any value is tried: the grid's values and, with
+    one constant, the bisection of ``edges`` edges (2: one passing interval inside the range; the sweep estimates
+    again with the edges it found before it bisects them)."""
+    steps = len(ranges[0].values)
+    grid = steps ** len(ranges)
+    bisection = edges * halvings(ranges[0], precision) if len(ranges) == 1 else 0
+    what = f"{{steps}} {steps}" + (f" (and up to {bisection:,} values bisecting {edges} edges)" if bisection else "")
+    workbench.refuse_long(model, source, grid + bisection, what, "ask for fewer values"
+                          + (", or a coarser {precision}" if bisection else ""), ("steps", "precision"))
 
 
 def sweep(model: Model, source: Source, ranges: list[Range], precision: float | None = None,
           progress: Callable[[int, int], None] | None = None) -> Sweep:
     """The verdict at every point of the grid; with one constant, the intervals where every context passes.
-    ``progress(done, total)`` is told after each point of the grid."""
+    ``progress(done, total)`` is told after each variant is set up and after each batch of the walk; it may raise
+    to stop the sweep (Ctrl-C)."""
     if len({r.name for r in ranges}) < len(ranges):
         raise HandwiredError(f"{ranges[0].name} is swept twice: give two different constants")
     if precision is not None and not (precision > 0 and math.isfinite(precision)):
         raise bad_value("precision", precision, "expected a positive number")
+    report = progress or (lambda done, total: None)
     grid = [tuple(reversed(point)) for point in itertools.product(*[r.values for r in reversed(ranges)])]
-    variants = [with_constants(model, dict(zip((r.name for r in ranges), point))) for point in grid]
-    bench = Bench(model, source, variants)
-    points = []
-    for point, variant in zip(grid, variants):
-        points.append(Point(tuple(map(float, point)), bench.verdict(variant)))
-        if progress is not None:
-            progress(len(points), len(grid))
-    points = tuple(points)
-    done = (lambda: progress(len(grid), len(grid))) if progress is not None else (lambda: None)  # bisecting
-    intervals = () if len(ranges) > 1 else tuple(_intervals(model, bench, ranges[0], points, precision, done))
+    variants = []
+    for point in grid:  # setting up: told too, so that a stop asked now is not kept waiting
+        variants.append(with_constants(model, dict(zip((r.name for r in ranges), point))))
+        report(0, len(grid))
+    bench = Bench(model, source)
+    verdicts = bench.verdicts(variants, lambda done: report(done, len(grid)))
+    points = tuple(Point(tuple(map(float, point)), verdict) for point, verdict in zip(grid, verdicts))
+    assert bench.base is not None, "the walk judged the base model"
+    if len(ranges) > 1:
+        return Sweep(tuple(ranges), source.description, points, (), precision, bench.total, bench.base)
+    edges = sum(1 for a, b in zip(points, points[1:]) if a.verdict.ok != b.verdict.ok)
+    if edges > 2:
+        refuse_long(model, source, ranges, precision, edges)
+    depth = SPECULATE if bench.shares_run(variants[0]) else 1
+    intervals = tuple(_intervals(model, bench, ranges[0], points, precision, depth,
+                                 lambda: report(len(grid), len(grid))))
     return Sweep(tuple(ranges), source.description, points, intervals, precision, bench.total, bench.base)
 
 
+@dataclass
+class _Bracket:
+    fails: float  # a value that fails
+    passes: float  # one that passes
+    target: float  # the width to narrow it to
+    tried: int = 0  # the values tried that pass
+    steps: int = 0
+
+    def middle(self, log: bool) -> float | None:
+        """The next value to try, or None when the bracket is narrow enough or float64 has nothing between."""
+        if self.steps >= MAX_HALVINGS or abs(self.passes - self.fails) <= self.target:
+            return None
+        middle = _short_middle(self.fails, self.passes, log)
+        return None if middle in (self.fails, self.passes) else middle
+
+    def ahead(self, log: bool, depth: int) -> list[float]:
+        """The values the next ``depth`` steps may try, whichever way each goes."""
+        middle = self.middle(log)
+        if middle is None or depth == 0:
+            return []
+        after = [_Bracket(middle, self.passes, self.target, 0, self.steps + 1),
+                 _Bracket(self.fails, middle, self.target, 0, self.steps + 1)]
+        return [middle] + [value for bracket in after for value in bracket.ahead(log, depth - 1)]
+
+    def edge(self) -> Edge:
+        return Edge(float(self.fails), float(self.passes), self.tried, bool(abs(self.passes - self.fails)
+                                                                          <= self.target))
+
+
 def _intervals(model: Model, bench: Bench, swept: Range, points: tuple[Point, ...], precision: float | None,
-               done: Callable[[], None]):
+               depth: int, done: Callable[[], None]):
     """Each run of passing grid values, its edges refined by bisection."""
     ok = [point.verdict.ok for point in points]
     values = swept.values
+    runs = []
     i = 0
     while i < len(ok):
         if not ok[i]:
@@ -154,35 +216,46 @@ def _intervals(model: Model, bench: Bench, swept: Range, points: tuple[Point, ..
         j = i
         while j + 1 < len(ok) and ok[j + 1]:
             j += 1
-        below = _bisect(model, bench, swept, values[i - 1], values[i], precision, done) if i > 0 else None
-        above = _bisect(model, bench, swept, values[j + 1], values[j], precision, done) if j + 1 < len(ok) else None
+        runs.append((i, j))
+        i = j + 1
+
+    def bracket(fails: float, passes: float) -> _Bracket:
+        return _Bracket(fails, passes, precision if precision is not None else abs(passes - fails) / REFINE)
+
+    brackets = {(i, j): (bracket(values[i - 1], values[i]) if i > 0 else None,
+                         bracket(values[j + 1], values[j]) if j + 1 < len(ok) else None) for i, j in runs}
+    _bisect([b for pair in brackets.values() for b in pair if b is not None], model, bench, swept, depth, done)
+    for (i, j), (below, above) in brackets.items():
         low = below.passes if below else values[i]
         high = above.passes if above else values[j]
         tried = j - i + 1 + (below.tried if below else 0) + (above.tried if above else 0)  # bisection: all pass
-        yield Interval(float(low), float(high), below, above, tried)
-        i = j + 1
+        yield Interval(float(low), float(high), below and below.edge(), above and above.edge(), tried)
 
 
-def _bisect(model: Model, bench: Bench, swept: Range, fails: float, passes: float, precision: float | None,
-            done: Callable[[], None]) -> Edge:
-    """Narrow a (fails, passes) bracket to ``precision`` (default: its width / REFINE); the values that pass
-    on the way move ``passes`` (and are counted), the ones that fail move ``fails``."""
-    target = precision if precision is not None else abs(passes - fails) / REFINE
-    tried_passing = 0
-    for _ in range(MAX_HALVINGS):
-        if abs(passes - fails) <= target:
-            break
-        middle = _short_middle(fails, passes, swept.log)
-        if middle in (fails, passes):  # float64 has nothing between them
-            break
-        passing = bench.verdict(with_constants(model, {swept.name: middle})).ok
-        done()
-        if passing:
-            passes, tried_passing = middle, tried_passing + 1
-        else:
-            fails = middle
-    return Edge(float(fails), float(passes), tried_passing, bool(abs(passes - fails) <= target))
-
+def _bisect(brackets: list[_Bracket], model: Model, bench: Bench, swept: Range, depth: int,
+            done: Callable[[], None]) -> None:
+    """Narrow every bracket (fails, passes) to its target: the values that pass on the way move ``passes`` (and
+    are counted), the ones that fail move ``fails``. Each walk judges the next ``depth`` steps of every bracket
+    at once, whichever way each goes: the values tried are those one step at a time would try."""
+    while True:
+        ahead = sorted({value for bracket in brackets for value in bracket.ahead(swept.log, depth)})
+        if not ahead:
+            return
+        variants = []
+        for value in ahead:
+            variants.append(with_constants(model, {swept.name: value}))
+            done()
+        verdicts = dict(zip(ahead, (verdict.ok for verdict in bench.verdicts(variants, lambda _: done()))))
+        for bracket in brackets:
+            for _ in range(depth):
+                middle = bracket.middle(swept.log)
+                if middle is None:
+                    break
+                if verdicts[middle]:
+                    bracket.passes, bracket.tried = middle, bracket.tried + 1
+                else:
+                    bracket.fails = middle
+                bracket.steps += 1
 
 def _short_middle(a: float, b: float, log: bool) -> float:
     """A value near the middle of (a, b) — within its middle fifth, on a log scale with ``log`` — with as few

@@ -2,28 +2,29 @@
 
 ``sweep`` (a constant changed) and ``ablate`` (a part removed) judge many variants of a model on the same
 contexts — a puzzle's, or every context by the file's target, as :mod:`handwired.judge.spread` finds them. The
-contexts are judged by the rule once; the variants are evaluated over the contexts' prefix trie, sharing every
-stage of the forward pass they do not change (:mod:`handwired.engine.resume`). A context passes as in ``check``:
-the right token's logit strictly above every other token's, in float64.
+contexts are walked as a trie of their prefixes, depth first in bounded batches, once for a group of variants
+(:mod:`handwired.engine.resume`): each batch is judged by the rule once, the base model runs on it once, and every
+variant resumes from the first stage it changes. A context passes as in ``check``: the right token's logit strictly
+above every other token's, in float64. Nothing is kept per context: each verdict is tallied batch by batch.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.engine.logits import require_finite
 from handwired.engine.memory import refuse_large
-from handwired.engine.resume import share, shared_stages, variant_logits
-from handwired.engine.trie import build_trie
+from handwired.engine.resume import VARIANT_MEMORY, groups, resumed, variant_walk
+from handwired.engine.walk import EveryString, batch_nodes, walk_bytes
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import MAX_RUN_SECONDS, duration, estimated_seconds, how_many
+from handwired.judge.contexts import MAX_RUN_SECONDS, duration, every_length, how_many, walk_seconds
+from handwired.judge.domains import Domain
 from handwired.judge.report import leads
 from handwired.judge.rules import DECIDED
 from handwired.judge.spread import Source
 from handwired.weightfile import Model
 
-MAX_SHARES = 4  # evaluations of the base model kept for its variants to resume from
+SHARED_MEMORY = 64 * 2**20  # bytes of the base model's values and judgements kept across walks, at most
 
 
 @dataclass(frozen=True)
@@ -43,75 +44,174 @@ class Verdict:
         return self.failed == 0 and self.finite
 
 
-class Bench:
-    """A base model, the contexts it is judged on, and what its variants share with it."""
+class _Tally:
+    """One variant's verdict, batch by batch (batches come depth first: ties go to the shortest, then vocab
+    order, as reports list contexts)."""
 
-    def __init__(self, model: Model, source: Source, variants: Sequence[Model] = ()) -> None:
+    def __init__(self) -> None:
+        self.passed, self.total, self.broken, self.finite = 0, 0, 0, True
+        self.worst: tuple | None = None  # (lead, length, tokens): the smallest lead below +inf, and where
+        self.first_broken: tuple | None = None  # (length, tokens)
+
+    def add(self, contexts: np.ndarray, lead: np.ndarray, finite: bool, base: np.ndarray) -> None:
+        """A batch of judged contexts [n, L], the variant's leads there [n], whether its logits are all numbers,
+        and which of them the base model passes [n]."""
+        self.finite &= finite
+        passes = lead > 0
+        self.passed += int(passes.sum())
+        self.total += len(lead)
+        if len(lead) and lead.min() < np.inf:  # the first smallest of a batch in vocab order
+            row = int(np.argmin(lead))
+            here = (float(lead[row]), contexts.shape[1], tuple(contexts[row].tolist()))
+            self.worst = here if self.worst is None else min(self.worst, here)
+        newly = base & ~passes
+        self.broken += int(newly.sum())
+        if newly.any():
+            shortest = (contexts.shape[1], tuple(contexts[int(np.argmax(newly))].tolist()))
+            self.first_broken = min(self.first_broken or shortest, shortest)
+
+    def verdict(self, model: Model, base_passed: int) -> Verdict:
+        if not self.finite:
+            return Verdict(0, self.total, np.nan, "", base_passed, None, False)
+        worst = np.nan if not self.total else np.inf if self.worst is None else self.worst[0]
+        where = "" if self.worst is None else model.decode(np.array(self.worst[2]))
+        first = None if self.first_broken is None else model.decode(np.array(self.first_broken[1]))
+        return Verdict(self.passed, self.total - self.passed, worst, where, self.broken, first)
+
+
+def _leads(logits: np.ndarray, rows: np.ndarray, acceptable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every variant's leads at once, as report.leads computes each: [variants, m, n_vocab] logits, the rows judged
+    [n] and their acceptable tokens [n, n_vocab] -> the leads [variants, n], and whether each variant's logits
+    there are all numbers [variants]. The vocab is the first axis, so each max is over whole rows."""
+    by_token = np.moveaxis(logits[:, rows], 2, 0)  # [n_vocab, variants, n]
+    right = acceptable.T[:, None, :]  # [n_vocab, 1, n]
+    best_right = np.where(right, by_token, -np.inf).max(axis=0)  # [variants, n]
+    best_wrong = np.where(right, -np.inf, by_token).max(axis=0)  # [variants, n]
+    return best_right - best_wrong, np.isfinite(by_token).all(axis=(0, 2))
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """A batch's judged contexts: their rows in the batch [n], tokens [n, L], acceptable tokens [n, n_vocab], and
+    the base model's leads there [n] (and whether its logits are all numbers)."""
+
+    rows: np.ndarray
+    contexts: np.ndarray
+    acceptable: np.ndarray
+    base: np.ndarray
+    finite: bool
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows.nbytes + self.contexts.nbytes + self.acceptable.nbytes + self.base.nbytes
+
+
+class Bench:
+    """A base model, the contexts it is judged on, and its variants' verdicts there.
+
+    What the base model hands the variants at each batch, and the batch's judgement, are kept across walks when
+    all of them fit in SHARED_MEMORY (one walk finds out): the next walks replay them instead of running the base
+    model and the rule again. Past that, every walk computes them afresh."""
+
+    def __init__(self, model: Model, source: Source) -> None:
         if source.rule is None:
             raise HandwiredError(f"{model.source}: nothing to judge by: give a puzzle, or a file with a target")
         self.model, self.source = model, source
-        self.trie = source.trie if source.trie is not None else build_trie(list(source.contexts))
-        self.lengths = {batch.shape[1] for batch in source.contexts}
-        self.judged = []  # per batch, its decided contexts [n, L], their acceptable tokens [n, n_vocab], trie rows [n]
-        for batch in source.contexts:
-            judgement = source.rule.judge(batch)
-            decided = judgement.status == DECIDED
-            self.judged.append((batch[decided], judgement.acceptable[decided], self.trie.find(batch[decided])))
-        self.total = sum(len(contexts) for contexts, _, _ in self.judged)
-        if not self.total:
-            raise HandwiredError(f"{model.source}: the rule judges none of these contexts")
-        stages = sorted({shared_stages(model.params, variant.params) for variant in variants} or {0})
-        if len(stages) > MAX_SHARES:  # each is one evaluation of the model, and its memory: the latest few
-            stages = stages[:1] + stages[1 - MAX_SHARES:]
-        self.shares = [share(model, self.trie, stage, self.lengths) for stage in stages]
-        logits = list(self.shares[0].logits)
-        self._base_passes = [lead > 0 for lead in self._leads(logits, model)[0]]
-        self.base = self._verdict(logits, model)
+        self.base: Verdict | None = None  # known after the first walk
+        self.total = 0
+        self._shared: list[tuple[dict, _Judged | None]] | None = None  # per batch, of the last walk that fitted
+        self._names: frozenset[str] = frozenset()  # the hooks _shared holds
+        self._fits = True  # False once a walk's shared values were found over SHARED_MEMORY
 
-    def verdict(self, variant: Model) -> Verdict:
-        """The variant's verdict: evaluated from the first stage it changes, judged as ``check`` judges."""
-        same = shared_stages(self.model.params, variant.params)
-        shared = max((s for s in self.shares if s.stage <= same), key=lambda s: s.stage, default=self.shares[0])
-        return self._verdict(variant_logits(shared, variant, self.trie, self.lengths, self.model), variant)
+    def shares_run(self, variant: Model) -> bool:
+        """Whether walking the variant would run the base model too, to hand it what it shares (not kept from an
+        earlier walk): then judging several such variants in one walk saves a run of the base model each."""
+        plan = resumed(self.model, variant)
+        return plan.stage > 0 and not (self._shared is not None and set(plan.hooks) <= self._names)
 
-    def _leads(self, logits: list, variant: Model) -> tuple[list[np.ndarray], bool]:
-        """Each judged context's lead [n] per batch, and whether every logit is a number."""
-        out, finite = [], True
-        for contexts, acceptable, rows in self.judged:
-            level = logits[contexts.shape[1] - 1][rows]  # [n, n_vocab]
-            try:
-                require_finite(variant, contexts, level)
-            except HandwiredError:
-                finite = False
-            out.append(leads(level, acceptable))  # [n]
-        return out, finite
+    def verdicts(self, variants: Sequence[Model], tick: Callable[[int], None] = lambda done: None) -> list[Verdict]:
+        """Each variant's verdict, evaluated from the first stage it changes, judged as ``check`` judges;
+        ``tick(done)`` is told after each batch of each walk how many of the variants have their verdict."""
+        plans = [resumed(self.model, variant) for variant in variants]
+        out: list[Verdict] = []
+        for group in groups(self.model, plans, batch_nodes(self.model, self.model.n_ctx)):
+            chosen = [plans[i] for i in group]
+            tallies = [_Tally() for _ in range(len(chosen) + 1)]  # the base model's first
+            self._walk(chosen, tallies, lambda: tick(len(out)))  # noqa: B023 (out grows only between walks)
+            if self.base is None:
+                self._set_base(tallies[0])
+            base_passed = self.base.passed if self.base is not None else 0
+            out += [tally.verdict(plan.model, base_passed) for tally, plan in zip(tallies[1:], chosen)]
+            tick(len(out))
+        return out
 
-    def _verdict(self, logits: list, variant: Model) -> Verdict:
-        lead, finite = self._leads(logits, variant)
-        if not finite:
-            return Verdict(0, self.total, np.nan, "", sum(int(p.sum()) for p in self._base_passes), None, False)
-        passed, worst, worst_context, broken, first_broken = 0, np.inf, "", 0, None
-        for (contexts, _, _), batch, base in zip(self.judged, lead, self._base_passes):
-            passed += int((batch > 0).sum())
-            if len(batch) and batch.min() < worst:  # the first smallest: batches run shortest first, in vocab order
-                row = int(np.argmin(batch))
-                worst, worst_context = float(batch[row]), variant.decode(contexts[row])
-            newly = base & ~(batch > 0)
-            broken += int(newly.sum())
-            if first_broken is None and newly.any():
-                first_broken = variant.decode(contexts[int(np.argmax(newly))])
-        return Verdict(passed, self.total - passed, worst, worst_context, broken, first_broken)
+    def _walk(self, chosen: list, tallies: list[_Tally], tick: Callable[[], None]) -> None:
+        names = frozenset(hook for plan in chosen for hook in plan.hooks)
+        replay = self._shared if self._shared is not None and names <= self._names else None
+        recording: list | None = [] if replay is None and self._fits else None
+        size = 0
+        walk = variant_walk(self.model, chosen, self.source.shape, replay=replay and [entries for entries, _ in replay])
+        for i, (visit, logits, entries) in enumerate(walk):
+            judged = replay[i][1] if replay is not None else self._judge(visit)
+            if judged is not None:
+                self._tally(judged, logits, tallies)
+            if recording is not None:
+                size += sum(value.nbytes for value in entries.values()) + (judged.nbytes if judged else 0)
+                self._fits = size <= SHARED_MEMORY
+                recording = recording if self._fits else None
+                if recording is not None:
+                    recording.append((entries, judged))
+            tick()
+        if recording is not None:
+            self._shared, self._names = recording, names
+
+    def _judge(self, visit) -> _Judged | None:
+        """A batch's contexts judged by the rule, and the base model's leads there."""
+        if not visit.judged.any() or visit.logits is None:
+            return None
+        rows = np.flatnonzero(visit.judged)
+        judgement = self.source.rule.judge(visit.prefixes[rows])
+        decided = judgement.status == DECIDED  # [n]
+        rows, acceptable = rows[decided], judgement.acceptable[decided]
+        mine = visit.logits[rows]  # [n, n_vocab]
+        return _Judged(rows, visit.prefixes[rows], acceptable, leads(mine, acceptable), bool(np.isfinite(mine).all()))
+
+    @staticmethod
+    def _tally(judged: _Judged, logits: np.ndarray | None, tallies: list[_Tally]) -> None:
+        """Tally the base model's verdict and each variant's on a batch's judged contexts."""
+        passes = judged.base > 0
+        tallies[0].add(judged.contexts, judged.base, judged.finite, passes)
+        if logits is None or len(tallies) == 1:
+            return
+        lead, finite = _leads(logits, judged.rows, judged.acceptable)
+        for i, tally in enumerate(tallies[1:]):
+            tally.add(judged.contexts, lead[i], bool(finite[i]), passes)
+
+    def _set_base(self, tally: _Tally) -> None:
+        if not tally.total:
+            raise HandwiredError(f"{self.model.source}: the rule judges none of these contexts")
+        self.total = tally.total
+        self.base = tally.verdict(self.model, tally.passed)
+
+
+def size(model: Model, source: Source) -> tuple[int, int, int]:
+    """The contexts, the prefixes walked and the longest context of ``source``, from its shape alone."""
+    if isinstance(source.shape, Domain):
+        contexts, nodes = source.shape.bound()
+        return contexts, nodes, source.shape.longest
+    assert isinstance(source.shape, EveryString), "a source is every string or a puzzle's domain"
+    total = every_length(model.n_vocab, model.n_ctx)
+    return total, total, model.n_ctx
 
 
 def refuse_long(model: Model, source: Source, runs: int, what: str, instead: str, parameters=()) -> None:
-    """Refuse ``runs`` checks of ``source``'s contexts estimated at more than MAX_RUN_SECONDS, before any runs."""
-    contexts = sum(len(batch) for batch in source.contexts)
-    # every prefix's keys and values in each block, twice (the base model's and a variant's), and what is shared
-    nodes = source.trie.nodes if source.trie is not None else sum(batch.size for batch in source.contexts)  # or fewer
-    kept = nodes * model.n_embd * 8 * (4 * model.n_layer + 2 * MAX_SHARES)  # bytes
+    """Refuse ``runs`` walks of ``source``'s contexts (each a variant's verdict) estimated at more than
+    MAX_RUN_SECONDS, or a walk whose memory is over MAX_MEMORY, before any runs."""
+    contexts, nodes, longest = size(model, source)
+    kept = walk_bytes(model, longest) + VARIANT_MEMORY + SHARED_MEMORY  # the walk, the variants' paths, the shared
     refuse_large(f"{what}: {how_many(contexts)} contexts at n_embd {model.n_embd}", kept, "; judge fewer contexts",
                  parameters)
-    seconds = runs * estimated_seconds(model, contexts)
+    seconds = runs * walk_seconds(model, nodes, contexts)
     if seconds > MAX_RUN_SECONDS:
         raise HandwiredError(f"{what}: {runs:,} checks of {how_many(contexts)} contexts, about {duration(seconds)} "
                              f"for this model, more than the {duration(MAX_RUN_SECONDS)} handwired will spend on "
