@@ -144,8 +144,8 @@ def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int 
     nodes, shape = chunk or batch_nodes(base, base.n_ctx), _Echo(shape)
     names = frozenset(hook for variant in variants for hook in variant.hooks)
     entries: dict[str, np.ndarray] = {}
-    mine: Iterator[Any] = iter(replay) if replay is not None else float_walk(base, shape, nodes, entries.__setitem__ if names
-                                                              else None, names)
+    handing = entries.__setitem__ if names else None
+    mine: Iterator[Any] = iter(replay) if replay is not None else float_walk(base, shape, nodes, handing, names)
     whole = [float_walk(v.model, shape, nodes) if not v.stage else None for v in variants]
     root = [[(np.zeros((1, 0, base.n_embd)), np.zeros((1, 0, base.n_embd))) if b in v.attends and v.stage else None
              for b in range(base.n_layer)] for v in variants]  # the empty prefix: no keys yet

@@ -150,7 +150,7 @@ class Bench:
         replay = self._shared if self._shared is not None and names <= self._names else None
         recording: list | None = [] if replay is None and self._fits else None
         size = 0
-        walk = variant_walk(self.model, chosen, self.source.shape, 
+        walk = variant_walk(self.model, chosen, self.source.shape,
                             replay=None if replay is None else [entries for entries, _ in replay])
         for i, (visit, logits, entries) in enumerate(walk):
             judged = replay[i][1] if replay is not None else self._judge(visit)
