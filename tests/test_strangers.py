@@ -9,7 +9,8 @@ import pytest
 from test_cli import invoke, user_error
 
 from handwired.judge import progress as progressing
-from handwired.judge.puzzle import MAX_HINTS, TEMPLATE
+from handwired.judge.puzzle import TEMPLATE
+from handwired.judge.statement import MAX_HINTS
 
 RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # what a terminal obeys: C0 but the newline, DEL, C1
 ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b]8;;http://x/\x1b\\link\x1b]8;;\x1b\\\x9b31m\x7f\x00"

@@ -233,3 +233,22 @@ def test_a_constant_that_fails_to_evaluate_is_reported_once_not_at_each_use(writ
         "2 problems"]
     with pytest.raises(HandwiredError, match=r"exp\(1000\) is too large for a float64 \(and 1 more"):
         load(str(path))
+
+
+def test_the_package_names_load_on_first_use_and_keep_their_meaning():
+    """`import handwired.weightfile` loads no model, parser or numpy; each name the package gives is its module's
+    object, and `parse` stays the function when the module of that name loads first."""
+    import subprocess
+    import sys
+
+    program = ("import sys, importlib, handwired.weightfile as w\n"
+               "assert 'numpy' not in sys.modules and 'handwired.weightfile.model' not in sys.modules\n"
+               "import handwired.weightfile.parse\n"
+               "from handwired.weightfile import parse\n"
+               "assert callable(parse) and parse is sys.modules['handwired.weightfile.parse'].parse\n"
+               "for name, home in w.HOMES.items():\n"
+               "    assert getattr(w, name) is getattr(importlib.import_module('handwired.weightfile.' + home), name)\n"
+               "assert sorted(w.__all__) == sorted(w.HOMES) and w.files.load is w.load\n"
+               "try:\n    w.nothing\nexcept AttributeError:\n    print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert done.stdout == "ok\n", done.stderr

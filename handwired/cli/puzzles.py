@@ -7,7 +7,7 @@ from handwired.cli import LazyGroup
 from handwired.cli.common import JsonOption, stdout, warn
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
-from handwired.judge.catalogue import catalogue
+from handwired.judge.catalogue import listing
 from handwired.views.catalogue import catalogue_json, catalogue_view
 from handwired.weightfile.writing import json_text
 
@@ -47,7 +47,7 @@ def puzzles_main(ctx: typer.Context, as_json: JsonOption = False) -> None:
 def puzzles_list(as_json: JsonOption = False) -> None:
     """Every puzzle: level, name, what to build, caps, par, record, solved?, your best score (★: it ties or beats
     the record)."""
-    puzzles = catalogue()
+    puzzles = listing()
     if as_json:
         typer.echo(json_text(catalogue_json(puzzles, progress()), indent=2))
         return

@@ -1,17 +1,27 @@
-"""Finding puzzles: the bundled statements and their reference solutions, by name, in level order."""
+"""Finding puzzles: the bundled statements and their reference solutions, by name, in level order.
+
+The list (:func:`listing`) reads each bundled statement light (:mod:`.listing`), so this module loads the whole
+reader (:mod:`.puzzle`, with the rule and domain machinery) and the weight file's parser only in the functions
+that read a statement or a solution whole.
+"""
 
 import hashlib
 import os
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from handwired.errors import HandwiredError
-from handwired.judge.puzzle import Puzzle, read_statement, statement_from_text
-from handwired.weightfile import Model, bundled_folder, json_files, load
+from handwired.judge.listing import Listed, listed, read_listed
 from handwired.weightfile.checker import describe
 from handwired.weightfile.jsonfile import check_path, read_text
+from handwired.weightfile.locations import bundled_folder, json_files
 from handwired.weightfile.puzzlekey import HASH_MARK, beside, reference
+
+if TYPE_CHECKING:
+    from handwired.judge.puzzle import Puzzle
+    from handwired.weightfile.model import Model
 
 FOLDER_VARIABLE = "HANDWIRED_PUZZLES"
 
@@ -35,13 +45,15 @@ def solution_path(name: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def reference_solution(puzzle: Puzzle) -> Model | None:
+def reference_solution(puzzle: "Puzzle") -> "Model | None":
     """The puzzle's bundled reference solution, loaded; None if it has none."""
+    from handwired.weightfile.files import load  # the parser and numpy: never for the list
+
     path = solution_path(puzzle.name)
     return None if path is None else load(str(path))
 
 
-def load_puzzle(name: str) -> Puzzle:
+def load_puzzle(name: str) -> "Puzzle":
     """A bundled puzzle by name, or a statement someone wrote by its path (``my-puzzle.json``).
 
     A wrong name is one line listing the valid ones. A written statement's progress is kept under its name and
@@ -55,6 +67,8 @@ def load_puzzle(name: str) -> Puzzle:
     if name.endswith(".json") or path.exists():
         if not path.is_file():
             raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
+        from handwired.judge.puzzle import statement_from_text  # the whole reader: never for the list
+
         text = read_text(path)  # read once: the hash is of the very text the puzzle is made from
         puzzle = statement_from_text(text, path)
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
@@ -63,25 +77,44 @@ def load_puzzle(name: str) -> Puzzle:
     raise HandwiredError(f"no puzzle named {name!r} (puzzles: {names}; or give a statement's path, NAME.json)")
 
 
-def catalogue() -> list[Puzzle]:
+def catalogue() -> list["Puzzle"]:
     """Every bundled puzzle, by level, then name."""
     puzzles = [_bundled(path) for path in bundled_puzzles().values()]
     return sorted(puzzles, key=lambda p: (p.level, p.name))
 
 
-def _bundled(path: Path) -> Puzzle:
+def listing() -> list[Listed]:
+    """Every puzzle as the list shows it, by level, then name. The bundled statements are read light, only what
+    the list shows; a folder given by $HANDWIRED_PUZZLES (statements someone is writing) is read whole, so that
+    the list refuses a broken statement there in the very line ``puzzles show`` gives, whatever part is wrong."""
+    whole = bool(os.environ.get(FOLDER_VARIABLE))
+    entries = [listed(_bundled(path)) if whole else _listed(path) for path in bundled_puzzles().values()]
+    return sorted(entries, key=lambda p: (p.level, p.name))
+
+
+def _listed(path: Path) -> Listed:
+    entry, problems = read_listed(path)
+    if entry is None:  # the whole reader says what is wrong, in the words (and the count) it always has
+        _bundled(path)
+        raise HandwiredError(f"{path}: {problems[0]}")  # not reached: both readers check these parts alike
+    return entry
+
+
+def _bundled(path: Path) -> "Puzzle":
+    from handwired.judge.puzzle import read_statement  # the whole reader: never for the list
+
     puzzle = read_statement(path, named_by_file=True)
     return replace(puzzle, ref=puzzle.name, key=puzzle.name)
 
 
-def puzzle_reference(puzzle: Puzzle, folder: Path) -> str | None:
+def puzzle_reference(puzzle: "Puzzle", folder: Path) -> str | None:
     """What a weight file in ``folder`` writes as its ``puzzle``: a bundled puzzle's name, or the statement's
     file name, ``#`` and its content's hash (as progress keeps it), so an edited statement is noticed; None for a
     statement that is not in ``folder`` (a weight file names only a statement beside it)."""
     return puzzle.name if puzzle.bundled else reference(Path(puzzle.ref), puzzle.key.rpartition(HASH_MARK)[2], folder)
 
 
-def named_puzzle(model: Model) -> tuple[Puzzle | None, str | None]:
+def named_puzzle(model: "Model") -> tuple["Puzzle | None", str | None]:
     """The puzzle a weight file names (None if it names none), and a note when its statement has changed since."""
     if model.puzzle is None:
         return None, None
@@ -114,7 +147,7 @@ def named_puzzle(model: Model) -> tuple[Puzzle | None, str | None]:
     return puzzle, note
 
 
-def other_puzzle(model: Model, puzzle: Puzzle) -> str | None:
+def other_puzzle(model: "Model", puzzle: "Puzzle") -> str | None:
     """The puzzle the file names (as it writes it) when that is not ``puzzle``; None when it names none or that one."""
     if model.puzzle is None:
         return None

@@ -10,13 +10,11 @@ still loads, margin and all).
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from handwired.weightfile import Model
 from handwired.weightfile.checker import MAX_SIZE, Checker, join
 
-if TYPE_CHECKING:  # a score reads a report; reading a score (the list, the progress file) needs none
+if TYPE_CHECKING:  # a score reads a report and a model; reading a score (the list, the progress file) needs neither
     from handwired.judge.report import Report
+    from handwired.weightfile.model import Model
 
 SCORE_KEYS = {"parameters": True, "n_embd": True, "n_head": True, "n_layer": True, "margin": True}
 MAX_PARAMETERS = MAX_SIZE**3  # far beyond any file handwired reads; a bound for numbers read back
@@ -66,7 +64,7 @@ def read_score(check: Checker, value: Any, path: str) -> Score | None:
     return Score(parameters, n_embd, n_head, n_layer, margin)
 
 
-def nonzero_parameters(model: Model) -> int:
+def nonzero_parameters(model: "Model") -> int:
     """How many numbers in the model's parameters are not zero (a missing bias counts as zeros)."""
 
     def count(value: Any) -> int:
@@ -74,12 +72,12 @@ def nonzero_parameters(model: Model) -> int:
             return sum(count(item) for item in value.values())
         if isinstance(value, list):
             return sum(count(item) for item in value)
-        return int(np.count_nonzero(value))
+        return int((value != 0).sum())  # the array's own methods: reading a score loads no numpy
 
     return count(model.params)
 
 
-def score(model: Model, report: "Report") -> Score | None:
+def score(model: "Model", report: "Report") -> Score | None:
     """The score of a solved puzzle; None when the report is not a solution: something failed, or the passing
     contexts are not all proved (or the proof was skipped)."""
     if not report.ok or report.margin is None or not report.proof:

@@ -5,9 +5,10 @@ from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
+from handwired.judge.listing import Listed
 from handwired.judge.progress import Progress
-from handwired.judge.puzzle import Caps, Puzzle
 from handwired.judge.scores import Score
+from handwired.judge.statement import Caps
 from handwired.weightfile.axes import printable
 
 WIDE = 100  # columns: from here on the list also says what each puzzle asks (puzzles show always does)
@@ -15,7 +16,7 @@ COMPACT = 80  # columns: below this the list's headers are short, so that it fit
 SHORT = {"level": "lv", "n_embd": "embd", "heads": "hd", "blocks": "blk", "record": "rec"}
 
 
-def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80) -> Group:
+def catalogue_view(catalogue: list[Listed], progress: Progress, width: int = 80) -> Group:
     """Every puzzle on one line: level, name, its caps under labelled columns, par, record, the player's best;
     on a terminal of ``WIDE`` columns or more, also what to build."""
     wide, short = width >= WIDE, width < COMPACT
@@ -58,7 +59,7 @@ def catalogue_view(catalogue: list[Puzzle], progress: Progress, width: int = 80)
 RECORD_MARK = "★"
 
 
-def _yours(puzzle: Puzzle, best: Score | None, solved: bool) -> Text:
+def _yours(puzzle: Listed, best: Score | None, solved: bool) -> Text:
     """The player's best in the list: ``✓ 8``, and ``★`` when it ties or beats the statement's record as it is now."""
     if not solved or best is None:
         return Text("·", style="dim")
@@ -66,12 +67,12 @@ def _yours(puzzle: Puzzle, best: Score | None, solved: bool) -> Text:
     return Text(f"✓ {best.parameters}{mark}", style="bold green" if mark else "green")
 
 
-def catalogue_json(catalogue: list[Puzzle], progress: Progress) -> dict:
+def catalogue_json(catalogue: list[Listed], progress: Progress) -> dict:
     """Every puzzle with the player's progress, for programs: solved, best score, hints revealed of how many, and
     how the best compares with par and the record (``better``, ``tie``, ``worse``; null without one of them)."""
     return {"puzzles": [{"name": puzzle.name, "level": puzzle.level, "title": puzzle.title,
                          "solved": progress.solved(puzzle.key), "best": score_json(best := progress.best(puzzle.key)),
-                         "hints": progress.hints(puzzle.key), "hints_available": len(puzzle.hints),
+                         "hints": progress.hints(puzzle.key), "hints_available": puzzle.n_hints,
                          "par": score_json(puzzle.par), "record": score_json(puzzle.record),
                          "best_against_par": against(best, puzzle.par),
                          "best_against_record": against(best, puzzle.record)} for puzzle in catalogue]}

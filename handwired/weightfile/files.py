@@ -6,23 +6,9 @@ from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
 from handwired.weightfile.checker import known
 from handwired.weightfile.jsonfile import check_path, read_json
+from handwired.weightfile.locations import bundled_folder, json_files
 from handwired.weightfile.model import Model
 from handwired.weightfile.parse import parse
-
-PACKAGE = Path(__file__).resolve().parent.parent  # a plain path: importlib.resources would cost every command ~3 ms
-
-
-def bundled_folder(name: str) -> Path:
-    """A folder of bundled files (weights, puzzles): inside the installed package, or at the top of a checkout."""
-    packaged = PACKAGE / name
-    return packaged if packaged.is_dir() else PACKAGE.parent / name
-
-
-def json_files(folder: Path) -> dict[str, Path]:
-    """Name (the file's stem) -> path, for every .json file directly in ``folder``."""
-    if not folder.is_dir():
-        return {}
-    return {path.stem: path for path in sorted(folder.glob("*.json"))}
 
 
 def bundled_dir() -> Path:
