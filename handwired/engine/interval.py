@@ -54,9 +54,10 @@ def exact(mid):  # [...] -> an interval of zero radius: a float64 the model hold
     return mid, np.zeros_like(mid)
 
 
-def add(a, b):  # intervals [...] + [...] -> [...]: one rounding, within u·|sum|; adding never underflows
-    mid = a[0] + b[0]
-    rad = np.abs(mid)
+def add(a, b, out=(None, None)):  # intervals [...] + [...] -> [...]: one rounding, within u·|sum|; adding never
+    # underflows. ``out``: where the mid and the radius go (a's mid, b's mid: they may; by default new arrays)
+    mid = np.add(a[0], b[0], out=out[0])
+    rad = np.abs(mid, out=out[1])
     rad *= U
     rad += a[1]
     rad += b[1]
@@ -117,15 +118,16 @@ def linear(x, weight, b, grouped=None):  # interval [..., n_in] @ exact [n_in, n
     return mid, rad
 
 
-def columns_radius(x, weight):  # interval [n_in, n] on columns -> the radius [n_out, n] of forward's linear on
-    # columns (weight.w.T @ x + b, :func:`handwired.engine.step.linear_columns`): :func:`linear`'s, transposed
+def columns_radius(x, weight, size=None, out=None):  # interval [n_in, n] on columns -> the radius [n_out, n] of
+    # forward's linear on columns (weight.w.T @ x + b, :func:`handwired.engine.step.linear_columns`): :func:`linear`'s,
+    # transposed; ``size`` [n_in, n] and ``out`` [n_out, n]: buffers to work in (by default new arrays)
     xm, xr = x
     if weight.zero:  # 0·x + b: exactly b
         return np.zeros((weight.w.shape[1], xm.shape[1]))
-    size = np.abs(xm)  # [n_in, n]
+    size = np.abs(xm, out=size)  # [n_in, n]
     size *= weight.size
     size += xr
-    rad = forward.matmul(weight.abs.T, size)  # [n_out, n]
+    rad = np.matmul(weight.abs.T, size, out=out)  # [n_out, n]
     rad += weight.floor[:, None]
     return rad
 
@@ -216,4 +218,9 @@ def gelu_bounds(x):  # interval [...] -> interval [...], mid forward.gelu's
     # x ≥ 0; as |gelu(x)| = |x| / (1 + e^t) and t / (1 + e^t) ≤ 0.2785, that is within (12.2·0.2785 + 24)·u·|x| <
     # GELU_ROUNDING·u·|x|; once exp(t) overflows, the real |gelu(x)| is below TINY.
     xm, xr = x
-    return forward.gelu(xm), up(GELU_SLOPE * xr + (GELU_ROUNDING * U) * np.abs(xm), 3) + TINY
+    rad = np.abs(xm)
+    rad *= GELU_ROUNDING * U
+    rad += GELU_SLOPE * xr
+    rad = up(rad, 3)
+    rad += TINY
+    return forward.gelu(xm), rad

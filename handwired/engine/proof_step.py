@@ -125,7 +125,9 @@ def certified_step(model: Model, proving: Proving, past: list, family: Family, l
     the float step's, each key's value bounds [room, 2*head, n] and the largest bounds of the keys each sees
     [4*head, n] (None: a silent attention)."""
     params, tokens, floats = model.params, family.tokens, proving.floats
-    x = np.take(floats.embed[length - 1], tokens, axis=1), np.take(proving.embed[length - 1], tokens, axis=1)
+    n_embd, n = model.n_embd, len(tokens)
+    x = (np.take(floats.embed[length - 1], tokens, axis=1),
+         np.take(proving.embed[length - 1], tokens, axis=1, out=_scratch(proving, "embed", (n_embd, n))))
     kept: list = []
     last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
     for b, (block, kv) in enumerate(zip(params["blocks"], past)):
@@ -137,16 +139,27 @@ def certified_step(model: Model, proving: Proving, past: list, family: Family, l
             kept.append(mine)
             if out is None:  # nothing later reads this batch's residual stream
                 return None, kept + [None] * (len(past) - len(kept))
-            x = iv.add(x, out)
+            x = iv.add(x, out, out=(x[0], out[0]))  # in the step's own arrays
         if not logits and b >= last:
             return None, kept + [None] * (len(past) - len(kept))
-        x = _mlp(x, block, proving.mlps[b])
+        x = _mlp(x, block, proving.mlps[b], proving)
     if not logits:
         return None, kept
     if "ln_f" in params:
         x = _norm(x, params["ln_f"])
     mid = matmul(floats.unembed, x[0])  # [n_vocab, n], the float step's tied unembedding
-    return np.concatenate([mid, iv.columns_radius(x, proving.unembed)]).T, kept
+    rad = iv.columns_radius(x, proving.unembed, _scratch(proving, "unembed size", (n_embd, n)),
+                            _scratch(proving, "unembed", mid.shape))
+    packed = np.empty((n, 2 * len(mid)))  # [n, 2*n_vocab], rows: what the judge reads
+    packed[:, :len(mid)] = mid.T
+    packed[:, len(mid):] = rad.T
+    return packed, kept
+
+
+def _scratch(proving: Proving, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """An uninitialised array for a value the step uses and drops, its buffer kept for the next batch (a new array
+    each time would cost the pages it touches)."""
+    return proving.floats.room(("scratch", name), shape)
 
 
 def _attention(model, proving, b, x, kv, family, length, keep, wanted):
@@ -156,7 +169,8 @@ def _attention(model, proving, b, x, kv, family, length, keep, wanted):
     tokens, n = family.tokens, len(family.tokens)
     if heads.b is None:  # block 0: looked up
         qkv = np.take(heads.w[length - 1], tokens, axis=1)  # [rows, n]
-        stats = np.take(proving.first[length - 1], tokens, axis=1)  # [6*head, n]
+        stats = np.take(proving.first[length - 1], tokens, axis=1,
+                        out=_scratch(proving, "stats", (6 * h, n)))  # [6*head, n]
     else:
         x = _norm(x, block["ln_1"]) if "ln_1" in block else x
         qkv = linear_columns(x[0], heads.w, heads.b)  # [rows, n]
@@ -173,17 +187,17 @@ def _attention(model, proving, b, x, kv, family, length, keep, wanted):
     z = attention_values(heads, pattern, seen[1]).reshape(-1, n)  # [head * v, n]
     mixed = np.empty((3, h, n))  # Σ p̃·|v|, Σ p̃·|r_v|, Σ p̃·(1 - p̃)·|v| over the keys
     np.einsum("lhn,lchn->chn", pattern, seen[2].reshape(length, 2, h, n), out=mixed[:2])
-    spread = 1 - pattern
+    spread = np.subtract(1, pattern, out=_scratch(proving, "spread", pattern.shape))
     spread *= pattern
     np.einsum("lhn,lhn->hn", spread, seen[2][:, :h], out=mixed[2])
     k_big, k_rad, v_big, v_rad = bounds.reshape(4, h, n)
     zeta = iv.attention_radius(stats[:h], stats[h:2 * h], k_big, k_rad, v_big, v_rad, np.moveaxis(mixed, 0, -1),
                                model.n_embd // h, length)  # [head, n]: every kept dimension of z
     proj = layer.c_proj
-    size = np.abs(z)  # [head * v, n]: z's own radius is ζ per head, through each head's rows of |w|
-    size *= proj.size
-    rad = matmul(proj.abs.T, size)  # [n_embd, n]
-    rad += matmul(proj.grouped.T, zeta)
+    size = np.abs(z, out=_scratch(proving, "z", z.shape))  # [head * v, n]: z's own radius is ζ per head, through
+    size *= proj.size  # each head's rows of |w|
+    rad = np.matmul(proj.abs.T, size, out=_scratch(proving, "c_proj", (model.n_embd, n)))  # [n_embd, n]
+    rad += np.matmul(proj.grouped.T, zeta, out=_scratch(proving, "c_proj heads", (model.n_embd, n)))
     rad += proj.floor[:, None]
     return (linear_columns(z, heads.proj, block["attn"]["c_proj"]["b"]), rad), mine
 
@@ -205,13 +219,18 @@ def _norm(x, params):  # interval [n_embd, n] -> interval: the float step's Laye
     return iv.layer_norm_bounds(x, params["g"][:, None], params["b"][:, None], axis=0)
 
 
-def _mlp(x, block, weights):  # interval [n_embd, n] -> x after the block's MLP, if it has one
+def _mlp(x, block, weights, proving: Proving):  # interval [n_embd, n] -> x after the block's MLP, if it has one
     if "mlp" not in block:
         return x
     layer = block["mlp"]
     if weights is None:  # a silent MLP adds its bias alone, as the float step does
         return iv.add(x, (layer["c_proj"]["b"][:, None], 0.0))
     h = _norm(x, block["ln_2"]) if "ln_2" in block else x
-    pre = linear_columns(h[0], **layer["c_fc"]), iv.columns_radius(h, weights["c_fc"])  # [n_hidden, n]
+    pre = linear_columns(h[0], **layer["c_fc"])  # [n_hidden, n]
+    pre = pre, iv.columns_radius(h, weights["c_fc"], _scratch(proving, "c_fc size", h[0].shape),
+                                 _scratch(proving, "c_fc", pre.shape))
     post = iv.gelu_bounds(pre)
-    return iv.add(x, (linear_columns(post[0], **layer["c_proj"]), iv.columns_radius(post, weights["c_proj"])))
+    out = linear_columns(post[0], **layer["c_proj"])  # [n_embd, n]
+    rad = iv.columns_radius(post, weights["c_proj"], _scratch(proving, "mlp size", post[0].shape),
+                            _scratch(proving, "mlp", out.shape))
+    return iv.add(x, (out, rad), out=(x[0], out))  # in the step's own arrays
