@@ -127,7 +127,7 @@ def certified_step(model: Model, proving: Proving, past: list, family: Family, l
     params, tokens, floats = model.params, family.tokens, proving.floats
     n_embd, n = model.n_embd, len(tokens)
     x = (np.take(floats.embed[length - 1], tokens, axis=1),
-         np.take(proving.embed[length - 1], tokens, axis=1, out=_scratch(proving, "embed", (n_embd, n))))
+         np.take(proving.embed[length - 1], tokens, axis=1, out=_scratch(proving, "embed", (n_embd, n)), mode="clip"))
     kept: list = []
     last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
     for b, (block, kv) in enumerate(zip(params["blocks"], past)):
@@ -169,8 +169,8 @@ def _attention(model, proving, b, x, kv, family, length, keep, wanted):
     tokens, n = family.tokens, len(family.tokens)
     if heads.b is None:  # block 0: looked up
         qkv = np.take(heads.w[length - 1], tokens, axis=1)  # [rows, n]
-        stats = np.take(proving.first[length - 1], tokens, axis=1,
-                        out=_scratch(proving, "stats", (6 * h, n)))  # [6*head, n]
+        stats = np.take(proving.first[length - 1], tokens, axis=1, out=_scratch(proving, "stats", (6 * h, n)),
+                        mode="clip")  # [6*head, n] (with ``out``, "clip" is not buffered; tokens are in range)
     else:
         x = _norm(x, block["ln_1"]) if "ln_1" in block else x
         qkv = linear_columns(x[0], heads.w, heads.b)  # [rows, n]

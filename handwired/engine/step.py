@@ -246,7 +246,7 @@ def inherit(kv, own, family: Family, length: int, children: tuple) -> tuple:
     """Each child's past: its parent's keys and values (positions 0…length-2), then its own, written into
     ``children``. [room, rows, c] x2, [rows, n] x2 -> [room, rows, n] x2 (``children``)."""
     for past, new, child in zip(kv, own, children):
-        np.take(past[:length - 1], family.parent, axis=2, out=child[:length - 1])
+        np.take(past[:length - 1], family.parent, axis=2, out=child[:length - 1], mode="clip")  # unbuffered
         child[length - 1] = new
     return children
 
