@@ -56,7 +56,7 @@ class Prepared:
     heads: list[Heads | None]
     rooms: dict = field(default_factory=dict)
 
-    def room(self, key: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
+    def room(self, key: tuple, shape: tuple[int, ...]) -> np.ndarray:
         """An uninitialised array of ``shape`` for ``key`` (the batch's length, the block, keys 0 or values 1), its
         buffer kept for the next batch of that length."""
         size = int(np.prod(shape))
