@@ -26,7 +26,7 @@ from handwired.engine.tree import Pass, sibling_mask
 from handwired.weightfile import Model
 
 CHUNK_POSITIONS = 8192  # positions per certified pass over whole contexts
-_LAST_PREPARED: dict = {}  # the last model certified_logits prepared, and its prepared weights
+_LAST_PREPARED: dict = {}  # the last model certified_logits prepared, a copy of its weights, its prepared weights
 
 
 def prepare(params: dict, n_head: int) -> dict:
@@ -228,6 +228,19 @@ def certified_forward(prepared, tokens):  # [batch, n_seq] token ids -> packed l
     return _logits(prepared, (x[0][:, -1], x[1][:, -1]))
 
 
+def _weights(params: dict) -> list[np.ndarray]:  # every array of the parameters, in a fixed order
+    found = []
+    for key in sorted(params):
+        value = params[key]
+        if isinstance(value, dict):
+            found += _weights(value)
+        elif isinstance(value, list):
+            found += [a for item in value for a in _weights(item)]
+        elif isinstance(value, np.ndarray):
+            found.append(value)
+    return found
+
+
 def logit_bounds(logits, radius):  # [..., n_vocab] x2 -> (lower, upper) [..., n_vocab]: the real logits between
     return iv.lower(logits - radius), iv.upper(logits + radius)
 
@@ -236,9 +249,13 @@ def certified_logits(model: Model, contexts: np.ndarray) -> tuple[np.ndarray, np
     """[n, n_seq] contexts of one length -> (logits, radius) [n, n_vocab] each: float64's next-token logits and
     a bound on their distance from the real-arithmetic ones."""
     last = _LAST_PREPARED.get("model")
-    if last is None or last[0] is not model:  # a stream check asks batch after batch for the same model
-        last = _LAST_PREPARED["model"] = (model, {**prepare(model.params, model.n_head), "n_head": model.n_head})
-    prepared = last[1]
+    weights = _weights(model.params)
+    if last is None or last[0] is not model or not all(np.array_equal(a, b) for a, b in zip(last[1], weights,
+                                                                                              strict=True)):
+        # a stream check asks batch after batch for the same model; a caller may have edited its weights in place
+        last = _LAST_PREPARED["model"] = (model, [np.copy(a) for a in weights],
+                                          {**prepare(model.params, model.n_head), "n_head": model.n_head})
+    prepared = last[2]
     contexts = np.asarray(contexts)
     if len(contexts) == 0:
         return np.zeros((0, model.n_vocab)), np.zeros((0, model.n_vocab))
