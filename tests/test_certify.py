@@ -239,7 +239,7 @@ def test_every_reference_and_record_is_proved_on_its_whole_domain(path):
 
 def test_the_certified_mids_are_the_float_passes_bits():
     """The certified tree, the whole-context pass and the domain walk compute float64's logits exactly (the walk:
-    the float walk's, in the same batches), beside their radii."""
+    the float walk's, in the same batches here), beside their radii."""
     rng = np.random.default_rng(1)
     params = random_params(rng, n_vocab=3, n_ctx=4, n_embd=6, n_layer=2, n_hidden=8)
     model = model_of(params, ["a", "b", "c"], 4, 2)

@@ -1,8 +1,9 @@
 """The certified step of the walk (:mod:`handwired.engine.walk`): :func:`handwired.engine.step.float_step` in
 intervals (:mod:`handwired.engine.interval`), on the float step's columns and with its functions.
 
-Every mid is computed by the float step's own functions, on the same columns, in the same batches: the logits are
-the float walk's bits whenever both keep the same attention dimensions. They do on every model whose block 0 has
+Every mid is computed by the float step's own functions, on the same columns (each node's numbers its own, in
+batches as large as the float walk's, or smaller where the certified walk's memory needs it): the logits are the
+float walk's bits whenever both keep the same attention dimensions. They do on every model whose block 0 has
 no c_attn weight on a dimension every embedding leaves at zero: the certified walk skips only the dimensions the
 weights and biases make zero (exact zeros in real arithmetic too, in mid and radius), while the float walk skips in
 block 0 also those float64 computes as zero for every token and position (a rounding may hide a real value there);
@@ -22,7 +23,7 @@ from handwired.engine import step as floating
 from handwired.engine import walk as walking
 from handwired.engine.forward import matmul
 from handwired.engine.step import Heads, Prepared, attention_pattern, attention_values, extend, linear_columns, pick
-from handwired.engine.walk import Family, Shape, Visit, batch_nodes
+from handwired.engine.walk import Family, Shape, Visit, _node_bytes, batch_nodes, walk_bytes
 from handwired.weightfile import Model
 
 
@@ -105,7 +106,7 @@ def _stats(mid, radii, layer: Layer, heads: Heads, n_head: int):  # q, k and v [
 
 def certified_walk(model: Model, shape: Shape, chunk: int | None = None) -> Iterator[Visit]:
     """:func:`handwired.engine.walk.walk` with :func:`certified_step`: each visit's logits packed mid | rad
-    [n, 2*n_vocab], in the float walk's batches."""
+    [n, 2*n_vocab], in batches of :func:`batch_size` nodes."""
     proving = prepare(model)
     h, room = model.n_head, model.n_ctx
     root = [None if heads is None else (np.zeros((room, h * heads.qk, 1)), np.zeros((room, h * heads.v, 1)),
@@ -116,7 +117,19 @@ def certified_walk(model: Model, shape: Shape, chunk: int | None = None) -> Iter
         past = [None if kv is None else (*(part[..., rows] for part in kv[:3]), kv[3][:, rows]) for kv in past]
         return certified_step(model, proving, past, family, length, logits, keep)
 
-    return walking.walk(shape, step, root, chunk or batch_nodes(model, model.n_ctx))
+    return walking.walk(shape, step, root, chunk or batch_size(model, proving.floats.heads))
+
+
+def batch_size(model: Model, heads: list) -> int:
+    """Nodes per batch: the float walk's, or fewer where the certified walk's would allocate more than the estimate
+    made before a check (walk_bytes, the float walk's): per position it keeps each block's kept key and value rows and
+    each value's bounds (2*head), per node the keys' largest bounds (4*head), and it evaluates intervals (twice the
+    float walk's widest arrays)."""
+    longest, h = model.n_ctx, model.n_head
+    path, wide = _node_bytes(model, longest)  # the float walk's, per node, keys and values of n_embd rows each
+    rows = sum(h * (each.qk + each.v + 2) + 4 * h / longest for each in heads if each is not None)
+    node = path * rows / (2 * model.n_embd * max(1, model.n_layer)) + 2 * wide
+    return max(1, min(batch_nodes(model, longest), int(walk_bytes(model, longest) // node)))
 
 
 def certified_step(model: Model, proving: Proving, past: list, family: Family, length: int, logits: bool,
