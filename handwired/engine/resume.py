@@ -16,6 +16,7 @@ order).
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -143,13 +144,13 @@ def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int 
     nodes, shape = chunk or batch_nodes(base, base.n_ctx), _Echo(shape)
     names = frozenset(hook for variant in variants for hook in variant.hooks)
     entries: dict[str, np.ndarray] = {}
-    mine = iter(replay) if replay is not None else float_walk(base, shape, nodes, entries.__setitem__ if names
-                                                              else None, names)
+    handing = entries.__setitem__ if names else None
+    mine: Iterator[Any] = iter(replay) if replay is not None else float_walk(base, shape, nodes, handing, names)
     whole = [float_walk(v.model, shape, nodes) if not v.stage else None for v in variants]
     root = [[(np.zeros((1, 0, base.n_embd)), np.zeros((1, 0, base.n_embd))) if b in v.attends and v.stage else None
              for b in range(base.n_layer)] for v in variants]  # the empty prefix: no keys yet
 
-    def step(past, rows, family, length, logits, keep):
+    def step(past: list, rows, family, length, logits, keep) -> tuple[Any, list]:
         entries.clear()
         own = next(mine)  # the base model's batch (the same as this one), or what it handed over then
         handed = own if replay is not None else dict(entries)
@@ -169,7 +170,8 @@ def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int 
         return (None if replay is not None else own.logits, outs, handed), pasts
 
     for visit in walking.walk(shape, step, root, nodes):
-        base_logits, logits, handed = visit.logits
+        returned: Any = visit.logits  # what step returned for the batch
+        base_logits, logits, handed = returned
         yield Visit(visit.prefixes, visit.judged, base_logits), logits, handed
 
 

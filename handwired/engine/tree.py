@@ -101,7 +101,8 @@ def new_position(params, n_head, tokens, position, kv, table=None):
             x = silent_block(x, block_params)
             continue
         qkv = np.take(table[:, position], tokens, axis=0) if table is not None and i == 0 else None  # [n, 3*n_embd]
-        x = new_position_block(x, block_params, n_head, *past, qkv)
+        keys, values = past
+        x = new_position_block(x, block_params, n_head, keys, values, qkv)
     if "ln_f" in params:
         x = layer_norm(x, **params["ln_f"])  # [n, n_embd]
     return matmul(x, params["wte"].T)  # [n, n_vocab], tied unembedding
@@ -170,7 +171,7 @@ def _walk(model: Model, table, size: int, min_length: int, deepest: int, path: d
                                                       for past in kv])
             level.first = first
             for past, own in zip(kv, level.kv):
-                if past is not None:
+                if past is not None and own is not None:
                     inherit(past[0], own[0])
                     inherit(past[1], own[1])
         if length < deepest:

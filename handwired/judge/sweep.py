@@ -222,8 +222,8 @@ def _intervals(model: Model, bench: Bench, swept: Range, points: tuple[Point, ..
     def bracket(fails: float, passes: float) -> _Bracket:
         return _Bracket(fails, passes, precision if precision is not None else abs(passes - fails) / REFINE)
 
-    brackets = {(i, j): (bracket(values[i - 1], values[i]) if i > 0 else None,
-                         bracket(values[j + 1], values[j]) if j + 1 < len(ok) else None) for i, j in runs}
+    brackets = {(i, j): (bracket(float(values[i - 1]), float(values[i])) if i > 0 else None,
+                         bracket(float(values[j + 1]), float(values[j])) if j + 1 < len(ok) else None) for i, j in runs}
     _bisect([b for pair in brackets.values() for b in pair if b is not None], model, bench, swept, depth, done)
     for (i, j), (below, above) in brackets.items():
         low = below.passes if below else values[i]

@@ -87,7 +87,7 @@ def _leads(logits: np.ndarray, rows: np.ndarray, acceptable: np.ndarray) -> tupl
     right = acceptable.T[:, None, :]  # [n_vocab, 1, n]
     best_right = np.where(right, by_token, -np.inf).max(axis=0)  # [variants, n]
     best_wrong = np.where(right, -np.inf, by_token).max(axis=0)  # [variants, n]
-    return best_right - best_wrong, np.isfinite(by_token).all(axis=(0, 2))
+    return best_right - best_wrong, np.asarray(np.isfinite(by_token).all(axis=(0, 2)))
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class Bench:
     def __init__(self, model: Model, source: Source) -> None:
         if source.rule is None:
             raise HandwiredError(f"{model.source}: nothing to judge by: give a puzzle, or a file with a target")
-        self.model, self.source = model, source
+        self.model, self.source, self.rule = model, source, source.rule
         self.base: Verdict | None = None  # known after the first walk
         self.total = 0
         self._shared: list[tuple[dict, _Judged | None]] | None = None  # per batch, of the last walk that fitted
@@ -150,7 +150,8 @@ class Bench:
         replay = self._shared if self._shared is not None and names <= self._names else None
         recording: list | None = [] if replay is None and self._fits else None
         size = 0
-        walk = variant_walk(self.model, chosen, self.source.shape, replay=replay and [entries for entries, _ in replay])
+        walk = variant_walk(self.model, chosen, self.source.shape,
+                            replay=None if replay is None else [entries for entries, _ in replay])
         for i, (visit, logits, entries) in enumerate(walk):
             judged = replay[i][1] if replay is not None else self._judge(visit)
             if judged is not None:
@@ -170,7 +171,7 @@ class Bench:
         if not visit.judged.any() or visit.logits is None:
             return None
         rows = np.flatnonzero(visit.judged)
-        judgement = self.source.rule.judge(visit.prefixes[rows])
+        judgement = self.rule.judge(visit.prefixes[rows])
         decided = judgement.status == DECIDED  # [n]
         rows, acceptable = rows[decided], judgement.acceptable[decided]
         mine = visit.logits[rows]  # [n, n_vocab]
