@@ -489,3 +489,17 @@ def test_stack_activation_takes_transformer_lens_layer_and_sublayer_type(layered
     assert cache.stack_activation("pattern", -1).shape == (2, 2, 2, 5, 5)  # [layer, batch, head, query, key]
     with pytest.raises(HandwiredError, match="^layer=0: no block comes before block 0"):
         cache.stack_activation("resid_post", 0)
+
+
+@pytest.mark.parametrize("value,start", [(float("nan"), "near_miss=nan: "), (-1.5, "near_miss=-1.5: "),
+                                         (float("inf"), "near_miss=inf: ")])
+def test_check_refuses_a_near_miss_the_command_line_refuses(value, start, monkeypatch):
+    """near_miss is a number of logits, 0 or more, from Python as on the command line: a negative one, nan or ∞
+    (which would call a margin of 1,023 logits a near miss) is refused before anything is checked."""
+    from handwired.api import judging
+
+    monkeypatch.setattr(judging, "run", lambda *args, **kwargs: pytest.fail("checked"))
+    for model in (handwired.load("aab"), "aab"):
+        with pytest.raises(HandwiredError) as error:
+            handwired.check(model, near_miss=value)
+        assert str(error.value) == start + "expected a number of logits, 0 or more"

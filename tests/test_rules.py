@@ -225,3 +225,18 @@ def test_a_rule_function_returning_something_unusable_is_named(returned, message
     with pytest.raises(HandwiredError) as caught:
         rule.judge(np.array([[0, 1]]))
     assert str(caught.value).startswith("my rule: on 'ab' the rule function ") and message in str(caught.value)
+
+
+@pytest.mark.parametrize("left,right", [(2**64 + 5, 1), (10**19 + 7, 3), (10**17 - 1, 10**17), (10**18 - 2, 1),
+                                        (10**18 - 1, 1), (123, 10**40 + 2**64), (0, 10**17 * 9 + 5)])
+@pytest.mark.parametrize("width", [18, 5])
+def test_a_sum_of_operands_beyond_int64_is_never_judged_wrapped(left, right, width):
+    """Operands of 19 digits and more (a statement's n_ctx allows them) are summed as Python's exact integers do: a
+    sum wider than ``width`` has no answer (not judged), never the digits of a sum wrapped around 2^64."""
+    spec = {"kind": "sum", "plus": "+", "equals": "=", "digits": "0123456789", "width": width}
+    vocab = "0123456789+="
+    total = left + right
+    expected = {str(total).zfill(width)[0]} if total < 10**width else OUT_OF_DOMAIN
+    assert judged(spec, vocab, f"{left}+{right}=") == expected
+    padded = f"{left:0>22}+{right}="  # leading zeros change nothing
+    assert judged(spec, vocab, padded) == expected

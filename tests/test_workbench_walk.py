@@ -136,16 +136,17 @@ def test_the_estimate_of_a_sweep_counts_the_bisection_of_its_edges(monkeypatch):
     monkeypatch.setattr(workbench, "walk_seconds", lambda *args: 10.0)  # each value's walk: 10 s
     monkeypatch.setattr(workbench, "variant_walk", lambda *args, **kwargs: seconds.append(1) or iter(()))
     line = user_error("sweep", add, "K=1..40", "--puzzle", "add", "--steps", "40")
-    assert "--steps 40 (and up to 28 values bisecting 2 edges)" in line  # 2 x 14 steps of 3/5 to 1/1024
-    assert "68 checks" in line and "--precision" in line and seconds == []
+    assert "--steps 40 (and up to 62 values bisecting 2 edges)" in line  # 2 x 14 steps of 3/5 to 1/1024, 31 values
+    assert "102 checks" in line and "--precision" in line and seconds == []
     line = user_error("sweep", add, "K=1..40", "--puzzle", "add", "--steps", "30", "--precision", "1e-300")
-    assert "(and up to 120 values bisecting 2 edges)" in line  # 60 steps each at most
+    assert "(and up to 280 values bisecting 2 edges)" in line  # 60 steps each at most, 20 walks of 7 values
     line = user_error("sweep", add, "K=1..2", "G=1..2", "--puzzle", "add", "--steps", "8")  # a heatmap: no bisection
     assert "--steps 8: 64 checks" in line and "bisect" not in line and "--precision" not in line
     model = load(add)  # a sweep that finds more edges is estimated again, with them, before it bisects
+    monkeypatch.setattr(workbench, "walk_seconds", lambda *args: 5.0)
     ranges = [parse_range(model, "K=1..40", 20, False)]
-    refuse_long(model, puzzle_source(load_puzzle("add"), model), ranges)  # 20 + 28 values: 480 s
-    with pytest.raises(HandwiredError, match=r"steps 20 \(and up to 70 values bisecting 5 edges\): 90 checks"):
+    refuse_long(model, puzzle_source(load_puzzle("add"), model), ranges)  # 20 + 62 values: 410 s
+    with pytest.raises(HandwiredError, match=r"steps 20 \(and up to 155 values bisecting 5 edges\): 175 checks"):
         refuse_long(model, puzzle_source(load_puzzle("add"), model), ranges, None, 5)
 
 
@@ -186,3 +187,28 @@ def test_bisection_takes_no_more_steps_than_the_estimate_counts(args, monkeypatc
     edges = [edge for interval in result.intervals for edge in (interval.below, interval.above) if edge]
     assert edges and 0 < steps <= len(edges) * halvings(swept, precision)
     assert all(edge.reached for edge in edges)
+
+
+def test_the_values_a_sweep_says_bisection_may_try_bound_those_three_steps_per_walk_try(monkeypatch):
+    """When each walk judges three steps of an edge at once (7 values, whichever way each step goes), the estimate's
+    "up to N values bisecting" bounds the values it tries, and its seconds count them all."""
+    import re
+
+    from handwired.judge import sweep as sweeping
+
+    puzzle, model = load_puzzle("add"), load(str(solution_path("add")))
+    source = puzzle_source(puzzle, model)
+    monkeypatch.setattr(workbench, "SHARED_MEMORY", 0)  # the file's run is not kept: three steps per walk
+    made = []
+    original = sweeping.with_constants
+    monkeypatch.setattr(sweeping, "with_constants", lambda *args: made.append(1) or original(*args))
+    ranges = [parse_range(model, "K=1..40", 9, False)]
+    result = sweep(model, source, ranges)
+    tried = len(made) - 9
+    edges = sum(1 for interval in result.intervals for edge in (interval.below, interval.above) if edge)
+    monkeypatch.setattr(workbench, "walk_seconds", lambda *args: 1e6)  # refused, so that the figure is printed
+    with pytest.raises(HandwiredError) as refused:
+        refuse_long(model, source, ranges, None, edges)
+    said = int(re.search(r"up to ([\d,]+) values bisecting", str(refused.value))[1].replace(",", ""))
+    assert edges >= 1 and 0 < tried <= said
+    assert said <= edges * 7 * -(-halvings(ranges[0], None) // 3)  # and not more than whole walks of 7 each

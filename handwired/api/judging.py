@@ -16,7 +16,7 @@ from handwired.judge import progress
 from handwired.judge.catalogue import load_puzzle, reference_solution
 from handwired.judge.plans import Plan, chosen_plan, exhaustive_plan, sample_plan
 from handwired.judge.puzzle import Answer, Puzzle, answer
-from handwired.judge.report import Report, run
+from handwired.judge.report import Report, check_near_miss, run
 from handwired.judge.rules import FunctionRule
 from handwired.judge.scores import Score
 from handwired.judge.verdict import Submission, submit
@@ -67,6 +67,7 @@ def check(model, target: str | None = None, *, rule: Callable[[str], Any] | None
     stream test, or ``exhaustive=True`` every context, or ``sample=N`` random ones. ``rule``: a Python function
     from a context to its acceptable next tokens (or AMBIGUOUS, OUT_OF_DOMAIN) judges instead of a target, on
     every context (or ``sample=N``). ``proof=False`` skips the certified bounds (then nothing is proved)."""
+    check_near_miss(near_miss)
     hooked = _model(model)
     if rule is not None:
         plan = _rule_plan(hooked.model, rule, target, length, exhaustive, sample, seed, min_length, proof)

@@ -18,7 +18,7 @@ from handwired.errors import HandwiredError
 
 # a core parameter given with no value: the keyword and value that ask for it (the rest are their own names)
 SWITCHES = {"no_proof": "proof=False", "exhaustive": "exhaustive=True"}
-NUMBER = r"(-?\d+(?:,\d{3})*)"  # a whole number as the core prints it, with thousands separators
+NUMBER = r"(-?(?:\d+(?:,\d{3})*|inf\b|nan\b))"  # a number as the core prints it, with thousands separators
 QUOTED = r"(?=['\"])"  # a string the core quotes with repr
 
 Function = TypeVar("Function", bound=Callable)

@@ -23,11 +23,11 @@ from handwired.cli.common import (
     weight_spec,
 )
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STREAM_MIN_LENGTH
-from handwired.errors import HandwiredError, bad_value
+from handwired.errors import HandwiredError
 from handwired.judge.catalogue import bundled_puzzles, load_puzzle
 from handwired.judge.plans import Plan, chosen_plan
 from handwired.judge.puzzle import Puzzle
-from handwired.judge.report import run
+from handwired.judge.report import check_near_miss, run
 from handwired.views.report import failure_view, report_json
 from handwired.weightfile import Model, load
 from handwired.weightfile.writing import json_text
@@ -66,8 +66,7 @@ def check(
     """Score the model on its target pattern, or on its puzzle's rule when it names one (or --puzzle), with bounds on
     every rounding; exit code 0 only if nothing fails and every passing context is proved."""
     spec = weight_spec(file, weights)
-    if not near_miss >= 0 or near_miss == float("inf"):  # also refuses nan
-        raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
+    check_near_miss(near_miss)
     given = given_flags(target=target, length=length, exhaustive=exhaustive, sample=sample, min_length=min_length)
     shown = {"svg": svg, "html": html, "force": force, "show_all": show_all, "proof": not no_proof}
     if puzzle is not None:

@@ -66,6 +66,9 @@ class AnswerRule:
         return judge_after(contexts, self.separator, self.answering, len(self.vocab))
 
 
+SATURATED = 10**18  # above every sum a rule's width (at most 18 digits) holds; two of them still fit in int64
+
+
 @dataclass(frozen=True)
 class SumRule:
     """The sum of the two numbers before ``equals`` (``12+34``), zero-padded to ``width`` digits."""
@@ -123,12 +126,14 @@ class SumRule:
 
 
 def _number(digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """[d, n] digit values, most significant first, -1 where a token is none -> the numbers [n] (a -1 read as 0)
-    and whether every token was a digit [n]."""
+    """[d, n] digit values, most significant first, -1 where a token is none -> the numbers [n] (a -1 read as 0;
+    one of SATURATED or more is SATURATED, never wrapped around 2^64) and whether every token was a digit [n]."""
     out, ok = np.zeros(digits.shape[1], dtype=np.int64), np.ones(digits.shape[1], dtype=bool)
     for row in digits:
-        out *= 10
+        np.minimum(out, SATURATED // 10 + 1, out=out)  # a number already that large stays at least SATURATED
+        out *= 10  # at most 10^18 + 10: within int64
         out += np.maximum(row, 0)
+        np.minimum(out, SATURATED, out=out)
         ok &= row >= 0
     return out, ok
 

@@ -101,6 +101,13 @@ class Report:
                 f"{self.checked:,} checked ({self.description}){first}>")
 
 
+def check_near_miss(near_miss: float) -> None:
+    """Refuse a near-miss threshold that is no number of logits, 0 or more (nan, a negative one, or ∞, under which
+    every margin would be called a near miss)."""
+    if not near_miss >= 0 or near_miss == math.inf:  # also refuses nan
+        raise bad_value("near_miss", near_miss, "expected a number of logits, 0 or more")
+
+
 def run(
     model: Model,
     plan: Plan,

@@ -130,6 +130,12 @@ def halvings(swept: Range, precision: float | None) -> int:
     return min(MAX_HALVINGS, max(0, math.ceil(math.log(shrink) / math.log(5 / 3)))) if shrink > 1 else 0
 
 
+def tried_at_most(steps: int, depth: int = SPECULATE) -> int:
+    """The most values bisecting one edge of at most ``steps`` steps tries when each walk judges the next ``depth``
+    steps whichever way each goes (2^depth - 1 values), the last walk only the steps left."""
+    return steps // depth * (2**depth - 1) + 2 ** (steps % depth) - 1
+
+
 def refuse_long(model: Model, source: Source, ranges: list[Range], precision: float | None = None,
                 edges: int = 2) -> None:
     """Refuse a sweep estimated at more than a few minutes, before any value is tried: the grid's values and, with
@@ -137,7 +143,7 @@ def refuse_long(model: Model, source: Source, ranges: list[Range], precision: fl
     again with the edges it found before it bisects them)."""
     steps = len(ranges[0].values)
     grid = steps ** len(ranges)
-    bisection = edges * halvings(ranges[0], precision) if len(ranges) == 1 else 0
+    bisection = edges * tried_at_most(halvings(ranges[0], precision)) if len(ranges) == 1 else 0
     what = f"{{steps}} {steps}" + (f" (and up to {bisection:,} values bisecting {edges} edges)" if bisection else "")
     workbench.refuse_long(model, source, grid + bisection, what, "ask for fewer values"
                           + (", or a coarser {precision}" if bisection else ""), ("steps", "precision"))
