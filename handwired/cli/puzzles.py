@@ -11,9 +11,10 @@ from handwired.judge.catalogue import listing
 from handwired.views.catalogue import catalogue_json, catalogue_view
 from handwired.weightfile.writing import json_text
 
-COMMANDS = {  # in the order help lists them; the list is this module's, every other command is .puzzle's
+COMMANDS = {  # in the order help lists them; the list is this module's, the solution .solution's, the others .puzzle's
     "list": "handwired.cli.puzzles:app list",
-    **{name: f"handwired.cli.puzzle:app {name}" for name in ("show", "start", "new", "check", "hint", "solution")},
+    **{name: f"handwired.cli.puzzle:app {name}" for name in ("show", "start", "new", "check", "hint")},
+    "solution": "handwired.cli.solution:app",
 }
 
 
