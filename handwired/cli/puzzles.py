@@ -1,5 +1,5 @@
-"""puzzles: the game's group and its list; the other commands (show, start, check…) are in :mod:`.puzzle`,
-imported only when one of them runs, so that the list loads nothing of a check."""
+"""puzzles: the game's group and its list; show, start, new, check and hint are in :mod:`.puzzle` and the solution in
+:mod:`.solution`, each imported only when one of its commands runs, so that the list loads nothing of a check."""
 
 import typer
 
