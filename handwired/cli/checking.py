@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, warn
 from handwired.defaults import DEFAULT_MODEL
@@ -48,6 +47,9 @@ def progress_and_stop(show_progress: bool) -> Iterator[tuple[Callable[[int, int]
         if not show_progress or not console.is_terminal or time.monotonic() - started < BAR_AFTER:
             return
         if not bar:
+            # loaded here, with the first bar: a check that ends within BAR_AFTER (every small puzzle's) never needs it
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
             bar["progress"] = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                                        console=console, transient=True)
             bar["task"] = bar["progress"].add_task("check", total=total)

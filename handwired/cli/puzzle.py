@@ -1,12 +1,11 @@
-"""puzzles' commands on one puzzle, or a new one: show, start, new, check, hint and the reference solution
-(the group and its list are :mod:`.puzzles`)."""
+"""puzzles' commands on one puzzle, or a new one: show, start, new, check and hint (the group and its list are
+:mod:`.puzzles`; the reference solution, which loads a syntax highlighter, is :mod:`.solution`)."""
 
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.syntax import Syntax
 from rich.text import Text
 
 from handwired.cli.checking import puzzle_verdict
@@ -25,11 +24,9 @@ from handwired.cli.common import (
 )
 from handwired.cli.puzzles import progress
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
-from handwired.errors import HandwiredError
-from handwired.judge.catalogue import load_puzzle, puzzle_reference, solution_path
+from handwired.judge.catalogue import load_puzzle, puzzle_reference
 from handwired.judge.puzzle import starter, template
-from handwired.views.puzzles import score_text, statement_view
-from handwired.weightfile import load
+from handwired.views.puzzles import statement_view
 from handwired.weightfile.axes import escaped, shown
 from handwired.weightfile.writing import dumps
 
@@ -118,40 +115,3 @@ def puzzles_hint(
     if revealed == len(puzzle.hints) and before == revealed and puzzle.bundled:
         console.print(Text("That was the last hint. The reference solution: "
                            f"handwired puzzles solution {puzzle.ref} (once solved, or with --spoil)", style="dim"))
-
-
-@app.command("solution")
-def puzzles_solution(
-    name: NameArgument,
-    spoil: Annotated[bool, typer.Option("--spoil", help="Show it even though you have not solved the puzzle.")] = False,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the solution's weight file here instead of showing it.")
-    ] = None,
-    force: ForceOption = False,
-) -> None:
-    """The reference solution, once you have solved the puzzle (or with --spoil). In a pipe, or with -o, the weight
-    file alone, as it is written."""
-    puzzle = load_puzzle(name)
-    path = solution_path(puzzle.name) if puzzle.bundled else None
-    if path is None:
-        raise HandwiredError(f"puzzle {name!r} has no reference solution")
-    if not spoil and not progress().solved(puzzle.key):
-        raise HandwiredError(f"puzzle {name!r} is not solved yet: solve it first "
-                             f"(handwired puzzles check {name} FILE), or add --spoil to see the solution anyway")
-    text = path.read_text(encoding="utf-8")
-    console = stdout()
-    if output is not None:
-        say = write_output(output, text, force)
-        say.print(f"wrote {escape(str(output))}: the reference solution of {escape(name)}. "
-                  f"See it: handwired weights show {escape(str(output))}")
-        return
-    if not console.is_terminal:  # the file alone, so `> f` is a weight file
-        typer.echo(text, nl=not text.endswith("\n"))
-        return
-    model = load(str(path))
-    console.print(Text.assemble(("reference solution of ", "dim"), (name, "bold"), ("  ", ""), (str(path), "dim")))
-    if model.description:
-        console.print(Text(model.description, style="italic"))
-    console.print(Text.assemble(("par: ", "bold"), score_text(puzzle.par) if puzzle.par else "not stated"))
-    console.print(Syntax(text, "json", theme="ansi_dark", word_wrap=True))
-    console.print(Text(f"Every matrix, labelled: handwired weights show {path}", style="dim"))

@@ -1,5 +1,5 @@
-"""puzzles: the game's group and its list; the other commands (show, start, check…) are in :mod:`.puzzle`,
-imported only when one of them runs, so that the list loads nothing of a check."""
+"""puzzles: the game's group and its list; show, start, new, check and hint are in :mod:`.puzzle` and the solution in
+:mod:`.solution`, each imported only when one of its commands runs, so that the list loads nothing of a check."""
 
 import typer
 
@@ -11,9 +11,10 @@ from handwired.judge.catalogue import listing
 from handwired.views.catalogue import catalogue_json, catalogue_view
 from handwired.weightfile.writing import json_text
 
-COMMANDS = {  # in the order help lists them; the list is this module's, every other command is .puzzle's
+COMMANDS = {  # in the order help lists them; the list is this module's, the solution .solution's, the others .puzzle's
     "list": "handwired.cli.puzzles:app list",
-    **{name: f"handwired.cli.puzzle:app {name}" for name in ("show", "start", "new", "check", "hint", "solution")},
+    **{name: f"handwired.cli.puzzle:app {name}" for name in ("show", "start", "new", "check", "hint")},
+    "solution": "handwired.cli.solution:app",
 }
 
 

@@ -6,8 +6,8 @@ gets the same logits however it is evaluated.
 """
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +16,9 @@ from handwired.engine.logits import require_finite
 from handwired.engine.memory import chunk_bytes, table_bytes
 from handwired.weightfile import Model
 
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
 # Positions per forward pass (contexts x their length). Big enough that numpy's
 # per-call overhead is small, small enough that the intermediates stay in cache.
 CHUNK_POSITIONS = 8192
@@ -23,8 +26,12 @@ WORKERS = min(8, os.cpu_count() or 1)  # chunks run side by side
 
 
 @lru_cache(maxsize=1)
-def pool() -> ThreadPoolExecutor:
+def pool() -> "ThreadPoolExecutor":
     # numpy releases the GIL inside its loops, so chunks run side by side on every core.
+    # imported with the first pool: the commands that load this module only to size a pass (a puzzle's check)
+    # never make one
+    from concurrent.futures import ThreadPoolExecutor
+
     return ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="handwired")
 
 

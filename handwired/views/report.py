@@ -7,7 +7,6 @@ from rich.text import Text
 
 from handwired.defaults import NEAR_MISS
 from handwired.judge.report import Margin, Report
-from handwired.views.failure import failure_parts
 from handwired.views.model import model_line
 from handwired.views.numbers import column, count, logits, number, probability
 from handwired.views.paging import COLUMN_CHROME, TABLE_EDGE, column_pages, table_width
@@ -93,6 +92,10 @@ def failure_view(model: Model, report: Report, near_miss: float = NEAR_MISS, eve
     parts: list = [report_view(model, report, near_miss)]
     failure = report.shortest_failure
     if failure is not None:
+        # loaded only to follow a failure through the model (its trace, attribution and step views): a check that
+        # passes never draws one
+        from handwired.views.failure import failure_parts
+
         parts += failure_parts(model, failure, everything, reveal)
     return parts
 
