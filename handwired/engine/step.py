@@ -57,8 +57,9 @@ class Prepared:
     rooms: dict = field(default_factory=dict)
 
     def room(self, key: tuple, shape: tuple[int, ...]) -> np.ndarray:
-        """An uninitialised array of ``shape`` for ``key`` (the batch's length, the block, keys 0 or values 1), its
-        buffer kept for the next batch of that length."""
+        """An uninitialised array of ``shape`` for ``key`` (the batch's length, the block, keys 0 or values 1 — the
+        certified step's value bounds 2 —, or a step's scratch name), its buffer kept for the next batch of that
+        length."""
         size = int(np.prod(shape))
         if len(self.rooms.get(key, ())) < size:
             self.rooms[key] = np.empty(size)
