@@ -5,15 +5,9 @@ check of a fresh copy of the edited weights proves."""
 import copy
 from dataclasses import replace
 
-import pytest
-
 import handwired
 
 
-@pytest.mark.xfail(strict=True, reason="engine/certify.py's certified_logits keeps the last model's prepared weights "
-                                       "(|w|, silent layers, floors) by the model's identity: after an in-place edit "
-                                       "the radii are the old weights' while the mids are the new ones', and 9 "
-                                       "contexts are 'proved' where the edited weights' bounds prove none")
 def test_a_check_after_editing_the_weights_in_place_proves_what_a_fresh_copy_proves():
     model = handwired.load("aab")
     assert handwired.check(model).report.proved == 27  # the unedited file: every context proved

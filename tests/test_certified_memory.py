@@ -4,7 +4,6 @@ MAX_MEMORY whether or not the proof is on) bounds what the certified walk alloca
 import tracemalloc
 
 import numpy as np
-import pytest
 from reference import params_to_document, random_params
 
 from handwired.engine import certify
@@ -36,10 +35,6 @@ def test_the_float_walk_stays_within_the_estimate():
     assert peak(float_walk(model, EveryString(5, 7))) <= walk_bytes(model, 7)
 
 
-@pytest.mark.xfail(strict=True, reason="the certified walk batches as many nodes as the float walk and keeps per "
-                                       "key 2·n_head more numbers per block (each value's bounds) and intervals (mid "
-                                       "and radius) while a batch is evaluated; the estimate is the float walk's: "
-                                       "140 MB allocated where 111 MB was estimated")
 def test_the_certified_walk_stays_within_the_estimate():
     model = one_dimensional_heads()
     assert peak(certify.certified_walk(model, EveryString(5, 7))) <= walk_bytes(model, 7)

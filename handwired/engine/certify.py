@@ -6,28 +6,27 @@ token's: then the real-arithmetic model predicts it too, whatever float64 rounde
 
 The passes here are the float ones with intervals: :func:`certified_logits` for a batch of whole contexts (as
 :mod:`handwired.engine.batch`), :func:`tree_position` for the walk of every string (:mod:`handwired.engine.tree`)
-and :func:`certified_step` for a puzzle's domain, and every string beyond the tree (:mod:`handwired.engine.walk`);
-each walk calls them in place of its float function. Attention's radius is one number per query and head,
+and :func:`~handwired.engine.proof_step.certified_step` for a puzzle's domain, and every string beyond the tree
+(:mod:`handwired.engine.walk`, on the float step's columns: :mod:`handwired.engine.proof_step`); each walk calls
+them in place of its float function. Attention's radius is one number per query and head,
 made from what each key contributes: per head, the largest |k| and |v| of its dimensions and their largest radii,
 its *bounds* (``4·n_head`` numbers: |k|'s, k's radii, |v|'s, v's radii), so a query needs only the largest bounds
 over the keys it sees. Logits come packed,
 ``[..., mid | rad]``. The mids of the tree and the whole-context pass are the float pass's numbers, bit for bit;
-the domain walk's are computed in its own order (within their radii of the float walk's).
+the domain walk's are the float walk's when both keep the same attention dimensions (see proof_step), and within
+their radii of them otherwise.
 """
-
-from collections.abc import Iterator
 
 import numpy as np
 
 from handwired.engine import interval as iv
-from handwired.engine import walk as walking
 from handwired.engine.forward import causal_mask, linear, matmul, merge_heads, softmax, split_heads
+from handwired.engine.proof_step import certified_walk  # noqa: F401 (the domain walk's certified pass)
 from handwired.engine.tree import Pass, sibling_mask
-from handwired.engine.walk import Family, Shape, Visit, batch_nodes
 from handwired.weightfile import Model
 
 CHUNK_POSITIONS = 8192  # positions per certified pass over whole contexts
-_LAST_PREPARED: dict = {}  # the last model certified_logits prepared, and its prepared weights
+_LAST_PREPARED: dict = {}  # the last model certified_logits prepared, a copy of its weights, its prepared weights
 
 
 def prepare(params: dict, n_head: int) -> dict:
@@ -193,77 +192,6 @@ def tree_position(params, n_head, tokens, position, kv, setup):
     return _logits(prepared, x)
 
 
-def certified_walk(model: Model, shape: Shape, chunk: int | None = None) -> Iterator[Visit]:
-    """:func:`handwired.engine.walk.walk` with :func:`certified_step`: each visit's logits packed mid | rad
-    [n, 2*n_vocab]. A batch holds as many nodes as the float walk's: the keys are float numbers, and a node's
-    bounds a few numbers per block."""
-    setup = certified_table(model)
-    room, h = (1, model.n_ctx, model.n_embd), model.n_head
-    root = [None if block["attn"]["c_proj"]["w"].zero
-            else (np.zeros(room), np.zeros(room), np.zeros((1, model.n_ctx, 2 * h)), np.zeros((1, 4 * h)))
-            for block in setup[0]["blocks"]]  # the empty prefix: no keys, room for n_ctx; None for a silent attention
-
-    def step(past, rows, family, length, logits, keep):  # the parents' keys and values: views of their batch's
-        past = [None if kv is None else tuple(part[rows] for part in kv) for kv in past]
-        return certified_step(model, setup, past, family, length, logits)
-
-    return walking.walk(shape, step, root, chunk or batch_nodes(model, model.n_ctx))
-
-
-def _extend(kv, qkv, st, family: Family, length: int, n_head: int):
-    """The children's keys, values, values' bounds and largest bounds: the parents' ([c, room, n_embd] x2,
-    [c, room, 2*head], [c, 4*head]), then their own (from qkv [n, 3*n_embd] and its stats). An only child writes its
-    own into its parent's room and shares it; siblings each get a copy of their parent's, with room."""
-    n_embd, h = qkv.shape[1] // 3, n_head
-    own = qkv[:, n_embd:2 * n_embd], qkv[:, 2 * n_embd:], st[:, 4 * h:]
-    bounds = np.maximum(kv[3][family.parent], st[:, 2 * h:])  # [n, 4*head]: the largest a child sees
-    if family.width == 1 and family.uniform:
-        for past, new in zip(kv[:3], own):
-            past[:, length - 1] = new
-        return (*kv[:3], bounds)
-    out = []
-    for past, new in zip(kv[:3], own):
-        child = np.take(past, family.parent, axis=0)  # [n, room, n_embd]: whole rows, cheaper than fancy indexing
-        child[:, length - 1] = new
-        out.append(child)
-    return (*out, bounds)
-
-
-def certified_step(model: Model, setup, past: list, family: Family, length: int,
-                   logits: bool) -> tuple[np.ndarray | None, list]:
-    """As :func:`handwired.engine.step.float_step`, in intervals: the children's packed logits [n, 2*n_vocab]
-    (when ``logits``) and their past: per block, the keys and values of every position they see with room for
-    n_ctx, [n, n_ctx, n_embd] each, and the largest bounds of those keys [n, 4*n_head] (None: a silent
-    attention), each value's largest |v| and radius per head [n, n_ctx, 2*n_head]."""
-    prepared, table = setup
-    tokens, h, n = family.tokens, model.n_head, len(family.tokens)
-    x = iv.embed(model.params["wte"][tokens] + model.params["wpe"][length - 1])  # [n, n_embd]
-    kept: list = []
-    last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
-    for b, (block, kv) in enumerate(zip(prepared["blocks"], past)):
-        if kv is None:  # silent attention: only its bias reaches the residual stream
-            kept.append(None)
-            x = _bias(x, block)  # [n, n_embd]
-        else:
-            qkv, st = _position_qkv(x, block, table[tokens, length - 1] if b == 0 else None, h)
-            mine = _extend(kv, qkv, st, family, length, h)
-            kept.append(mine)
-            if not logits and b >= last:  # nothing later reads this batch's residual stream
-                break
-            seen = [split_heads(part[:, :length], h) for part in mine[:2]]  # [n, head, length, d_head] x2
-            q = split_heads(qkv[:, None, :model.n_embd], h)  # [n, head, 1, d_head]
-            z, mixed = _attention(q, *seen, mine[2][:, :length], np.zeros((1, length)))  # [n, head, 1, ·]
-            zeta = z_radius(st[:, :2 * h], mine[3], mixed[:, :, 0], h, model.n_embd // h, length)  # [n, head]
-            z = z[:, :, 0]  # [n, head, d_head]
-            x = _after(x, block, z.reshape(n, model.n_embd), zeta)
-            continue
-        if not logits and b >= last:
-            break
-        x = _mlp(x, block)
-    kept += [None] * (len(past) - len(kept))
-    return (_logits(prepared, x) if logits else None), kept
-
-
 # The certified pass of engine.tree's walk: keys and values with their bounds, logits as mid | rad
 TREE = Pass(certified_table, tree_position, extra=4, logits=2)
 
@@ -300,6 +228,19 @@ def certified_forward(prepared, tokens):  # [batch, n_seq] token ids -> packed l
     return _logits(prepared, (x[0][:, -1], x[1][:, -1]))
 
 
+def _weights(params: dict) -> list[np.ndarray]:  # every array of the parameters, in a fixed order
+    found = []
+    for key in sorted(params):
+        value = params[key]
+        if isinstance(value, dict):
+            found += _weights(value)
+        elif isinstance(value, list):
+            found += [a for item in value for a in _weights(item)]
+        elif isinstance(value, np.ndarray):
+            found.append(value)
+    return found
+
+
 def logit_bounds(logits, radius):  # [..., n_vocab] x2 -> (lower, upper) [..., n_vocab]: the real logits between
     return iv.lower(logits - radius), iv.upper(logits + radius)
 
@@ -308,9 +249,13 @@ def certified_logits(model: Model, contexts: np.ndarray) -> tuple[np.ndarray, np
     """[n, n_seq] contexts of one length -> (logits, radius) [n, n_vocab] each: float64's next-token logits and
     a bound on their distance from the real-arithmetic ones."""
     last = _LAST_PREPARED.get("model")
-    if last is None or last[0] is not model:  # a stream check asks batch after batch for the same model
-        last = _LAST_PREPARED["model"] = (model, {**prepare(model.params, model.n_head), "n_head": model.n_head})
-    prepared = last[1]
+    weights = _weights(model.params)
+    if last is None or last[0] is not model or not all(np.array_equal(a, b) for a, b in zip(last[1], weights,
+                                                                                              strict=True)):
+        # a stream check asks batch after batch for the same model; a caller may have edited its weights in place
+        last = _LAST_PREPARED["model"] = (model, [np.copy(a) for a in weights],
+                                          {**prepare(model.params, model.n_head), "n_head": model.n_head})
+    prepared = last[2]
     contexts = np.asarray(contexts)
     if len(contexts) == 0:
         return np.zeros((0, model.n_vocab)), np.zeros((0, model.n_vocab))

@@ -54,9 +54,10 @@ def exact(mid):  # [...] -> an interval of zero radius: a float64 the model hold
     return mid, np.zeros_like(mid)
 
 
-def add(a, b):  # intervals [...] + [...] -> [...]: one rounding, within u·|sum|; adding never underflows
-    mid = a[0] + b[0]
-    rad = np.abs(mid)
+def add(a, b, out=(None, None)):  # intervals [...] + [...] -> [...]: one rounding, within u·|sum|; adding never
+    # underflows. ``out``: where the mid and the radius go (a's mid, b's mid: they may; by default new arrays)
+    mid = np.add(a[0], b[0], out=out[0])
+    rad = np.abs(mid, out=out[1])
     rad *= U
     rad += a[1]
     rad += b[1]
@@ -117,6 +118,26 @@ def linear(x, weight, b, grouped=None):  # interval [..., n_in] @ exact [n_in, n
     return mid, rad
 
 
+def columns_radius(x, weight, size=None, out=None):  # interval [n_in, n] on columns -> the radius [n_out, n] of
+    # forward's linear on columns (weight.w.T @ x + b, :func:`handwired.engine.step.linear_columns`): :func:`linear`'s,
+    # transposed; ``size`` [n_in, n] and ``out`` [n_out, n]: buffers to work in (by default new arrays)
+    xm, xr = x
+    if weight.zero:  # 0·x + b: exactly b
+        return np.zeros((weight.w.shape[1], xm.shape[1]))
+    size = np.abs(xm, out=size)  # [n_in, n]
+    size *= weight.size
+    size += xr
+    rad = np.matmul(weight.abs.T, size, out=out)  # [n_out, n]
+    rad += weight.floor[:, None]
+    return rad
+
+
+def group_norms(x, starts, d, axis=0):  # [..., m, ...] -> [..., groups, ...]: above the Euclidean norm of each
+    # group of at most d entries along ``axis``, the groups starting at ``starts``
+    squares = np.add.reduceat(x * x, starts, axis=axis)  # within γ_(d+1), in any order
+    return up(np.sqrt(squares), d + 3) + NORM_FLOOR
+
+
 def head_norms(x, d):  # [..., m] -> [..., m / d]: above the Euclidean norm of each run of d entries (a head's)
     runs = x.reshape(*x.shape[:-1], -1, d)
     squares = np.einsum("...d,...d->...", runs, runs)  # within γ_(d+1), in any order
@@ -165,18 +186,19 @@ def attention_radius(q_size, q_rad, k_big, k_rad, v_big, v_rad, mixed, d, n):
     return np.where(delta <= SOFTMAX_LIMIT, near, np.inf)  # a NaN Δ: infinite too
 
 
-def layer_norm_bounds(x, g, b, eps=LN_EPS):  # interval [..., n] -> interval [..., n], mid forward.layer_norm's
+def layer_norm_bounds(x, g, b, eps=LN_EPS, axis=-1):  # interval [..., n] -> interval [..., n], mid forward.layer_norm's
+    # (axis: where n is; g and b broadcast there)
     xm, xr = x
-    n = xm.shape[-1]
-    mean = np.mean(xm, axis=-1, keepdims=True)  # [..., 1]
-    mean_rad = up(np.mean(xr, axis=-1, keepdims=True) + np.mean(np.abs(xm), axis=-1, keepdims=True)
+    n = xm.shape[axis]
+    mean = np.mean(xm, axis=axis, keepdims=True)  # [..., 1]
+    mean_rad = up(np.mean(xr, axis=axis, keepdims=True) + np.mean(np.abs(xm), axis=axis, keepdims=True)
                   * gamma(n + 1), n + 4)  # [..., 1]: the real mean of the real x is within this of `mean`
     centred = xm - mean  # [..., n]
     centred_rad = up(xr + mean_rad + U * np.abs(centred), 3)  # [..., n]
     low = np.maximum(np.abs(centred) - centred_rad, 0)  # [..., n]: |c| from below, within u
     high = np.abs(centred) + centred_rad  # [..., n]: |c| from above
-    var_lo = np.mean(low * low, axis=-1, keepdims=True) * (1 - 2 * gamma(n + 6)) - TINY  # [..., 1]
-    var_hi = np.mean(high * high, axis=-1, keepdims=True) * (1 + 2 * gamma(n + 6)) + TINY  # [..., 1]
+    var_lo = np.mean(low * low, axis=axis, keepdims=True) * (1 - 2 * gamma(n + 6)) - TINY  # [..., 1]
+    var_hi = np.mean(high * high, axis=axis, keepdims=True) * (1 + 2 * gamma(n + 6)) + TINY  # [..., 1]
     s_lo = np.sqrt(np.maximum(var_lo, 0) + eps) * (1 - 4 * U)  # [..., 1] ≤ √(var + eps), and ≥ √eps·(1-4u) > 0
     s_hi = np.sqrt(var_hi + eps) * (1 + 4 * U)  # [..., 1]
     c_lo, c_hi = lower(centred - centred_rad), upper(centred + centred_rad)  # [..., n]
@@ -186,7 +208,7 @@ def layer_norm_bounds(x, g, b, eps=LN_EPS):  # interval [..., n] -> interval [..
     y_hi = upper(np.maximum(g * q_lo, g * q_hi))  # [..., n]
     if b.any():
         y_lo, y_hi = lower(y_lo + b), upper(y_hi + b)
-    return hull(forward.layer_norm(xm, g, b, eps), y_lo, y_hi)
+    return hull(forward.layer_norm(xm, g, b, eps, axis), y_lo, y_hi)
 
 
 def gelu_bounds(x):  # interval [...] -> interval [...], mid forward.gelu's
@@ -196,4 +218,9 @@ def gelu_bounds(x):  # interval [...] -> interval [...], mid forward.gelu's
     # x ≥ 0; as |gelu(x)| = |x| / (1 + e^t) and t / (1 + e^t) ≤ 0.2785, that is within (12.2·0.2785 + 24)·u·|x| <
     # GELU_ROUNDING·u·|x|; once exp(t) overflows, the real |gelu(x)| is below TINY.
     xm, xr = x
-    return forward.gelu(xm), up(GELU_SLOPE * xr + (GELU_ROUNDING * U) * np.abs(xm), 3) + TINY
+    rad = np.abs(xm)
+    rad *= GELU_ROUNDING * U
+    rad += GELU_SLOPE * xr
+    rad = up(rad, 3)
+    rad += TINY
+    return forward.gelu(xm), rad

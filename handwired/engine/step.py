@@ -34,13 +34,14 @@ class Heads:
     and c_proj row can both be non-zero, each padded with a zero column to the most any head keeps (at least one).
     ``w``, ``b``: c_attn's columns for them [n_in, rows] and [rows] (rows = n_head * (2*qk + v)), or block 0's q, k
     and v looked up for every token at each position [n_ctx, rows, n_vocab] (``w``; ``b`` None); ``proj``: c_proj's
-    rows for the v dimensions [n_head * v, n_embd]."""
+    rows for the v dimensions [n_head * v, n_embd]; ``columns``: c_attn's column of each row (-1: padding)."""
 
     qk: int
     v: int
     w: np.ndarray
     b: np.ndarray | None
     proj: np.ndarray
+    columns: np.ndarray
 
 
 @dataclass
@@ -55,42 +56,46 @@ class Prepared:
     heads: list[Heads | None]
     rooms: dict = field(default_factory=dict)
 
-    def room(self, key: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
-        """An uninitialised array of ``shape`` for ``key`` (the batch's length, the block, keys 0 or values 1), its
-        buffer kept for the next batch of that length."""
+    def room(self, key: tuple, shape: tuple[int, ...]) -> np.ndarray:
+        """An uninitialised array of ``shape`` for ``key`` (the batch's length, the block, keys 0 or values 1 — the
+        certified step's value bounds 2 —, or a step's scratch name), its buffer kept for the next batch of that
+        length."""
         size = int(np.prod(shape))
         if len(self.rooms.get(key, ())) < size:
             self.rooms[key] = np.empty(size)
         return self.rooms[key][:size].reshape(shape)
 
 
-def prepare(model: Model, reads: list[bool], full: bool) -> Prepared:
+def prepare(model: Model, reads: list[bool], full: bool, by_weights: bool = False) -> Prepared:
     """The lookups of a walk of ``model`` whose blocks' attentions are read where ``reads``; ``full``: nothing
-    skipped (a hook sees every intermediate)."""
+    skipped (a hook sees every intermediate); ``by_weights``: block 0 too skips only the dimensions its weights and
+    bias leave at zero, exact zeros in real arithmetic as well (not those float64 computes as zero for every
+    input)."""
     params = model.params
     embed = params["wte"].T[None] + params["wpe"][:, :, None]  # [n_ctx, n_embd, n_vocab]
     table = qkv_table(params) if model.n_layer and reads[0] else None  # [n_vocab, n_ctx, 3*n_embd]
-    heads = [_heads(block, table if b == 0 else None, model.n_head, full) if r else None
+    heads = [_heads(block, table if b == 0 else None, model.n_head, full, by_weights) if r else None
              for b, (block, r) in enumerate(zip(params["blocks"], reads))]
     return Prepared(embed, params["wte"], heads)
 
 
-def _heads(block: dict, table: np.ndarray | None, n_head: int, full: bool) -> Heads:
+def _heads(block: dict, table: np.ndarray | None, n_head: int, full: bool, by_weights: bool = False) -> Heads:
     attn = block["attn"]
     w, b, proj = attn["c_attn"]["w"], attn["c_attn"]["b"], attn["c_proj"]["w"]
     n_embd = len(proj)
     if full:
         live = np.ones(3 * n_embd, dtype=bool)
     else:  # a column that is zero for every token at every position, or in c_attn's weights and bias
-        live = table.any(axis=(0, 1)) if table is not None else w.any(axis=0) | (b != 0)  # [3*n_embd]
+        live = np.asarray(table.any(axis=(0, 1)) if table is not None and not by_weights else
+                          w.any(axis=0) | (b != 0))  # [3*n_embd]
     q, k, v = live[:n_embd], live[n_embd:2 * n_embd], live[2 * n_embd:]
     qk, vd = _per_head(q & k, n_head), _per_head(v if full else v & proj.any(axis=1), n_head)
     columns = np.concatenate([qk.ravel(), _shifted(qk, n_embd), _shifted(vd, 2 * n_embd)])
-    proj = _pick(proj, vd.ravel(), 0)  # [n_head * v, n_embd]
+    proj = pick(proj, vd.ravel(), 0)  # [n_head * v, n_embd]
     if table is not None:
-        return Heads(qk.shape[1], vd.shape[1], np.ascontiguousarray(_pick(table, columns, 2).transpose(1, 2, 0)),
-                     None, proj)
-    return Heads(qk.shape[1], vd.shape[1], _pick(w, columns, 1), _pick(b, columns, 0), proj)
+        return Heads(qk.shape[1], vd.shape[1], np.ascontiguousarray(pick(table, columns, 2).transpose(1, 2, 0)),
+                     None, proj, columns)
+    return Heads(qk.shape[1], vd.shape[1], pick(w, columns, 1), pick(b, columns, 0), proj, columns)
 
 
 def _per_head(live: np.ndarray, n_head: int) -> np.ndarray:
@@ -107,7 +112,7 @@ def _shifted(index: np.ndarray, by: int) -> np.ndarray:  # [...] -> [size]: each
     return np.where(index < 0, -1, index + by).ravel()
 
 
-def _pick(a: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
+def pick(a: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
     """a's entries at ``index`` along ``axis``, zeros where the index is -1 (padding)."""
     out = np.take(a, np.maximum(index, 0), axis=axis)
     np.moveaxis(out, axis, 0)[index < 0] = 0
@@ -172,14 +177,16 @@ def float_step(model: Model, prepared: Prepared, past: list, family: Family, len
             kept.append(None)
             x = _residual(x, block["attn"]["c_proj"]["b"][:, None], named)  # [n_embd, n]
         else:
+            assert heads is not None  # a block whose keys are kept is read
             if heads.b is None:  # block 0: looked up
                 qkv = np.take(heads.w[length - 1], tokens, axis=1)  # [rows, n]
                 if "ln_1" in block:
                     _normalized(x, named, "ln1")
             else:
-                h = _norm(x, block["ln_1"], named, "ln1") if "ln_1" in block else x  # [n_embd, n]
-                qkv = _linear(h, heads.w, heads.b)  # [rows, n]
-            seen, mine = _extend(prepared.room, b, kv, qkv, family, length, keep)
+                h = norm_columns(x, block["ln_1"], named, "ln1") if "ln_1" in block else x  # [n_embd, n]
+                qkv = linear_columns(h, heads.w, heads.b)  # [rows, n]
+            split = len(kv[0][0])  # rows of q, and of k
+            seen, mine = extend(prepared.room, b, kv, (qkv[split:2 * split], qkv[2 * split:]), family, length, keep)
             kept.append(mine)
             if not logits and b >= last:  # nothing later reads this batch's residual stream
                 return None, kept + [None] * (len(past) - len(kept))
@@ -191,7 +198,7 @@ def float_step(model: Model, prepared: Prepared, past: list, family: Family, len
     if not logits:
         return None, kept
     if "ln_f" in params:
-        x = _norm(x, params["ln_f"], at, "ln_final")
+        x = norm_columns(x, params["ln_f"], at, "ln_final")
     out = matmul(prepared.unembed, x).T  # [n, n_vocab], tied unembedding (a view of [n_vocab, n])
     at("logits", out, (0, 1))
     if at.wants("probs"):
@@ -203,14 +210,14 @@ def _residual(x, out, at):  # [n_embd, n] + what a layer adds: in place when no 
     return x + out if at.hook is not None else np.add(x, out, out=x)
 
 
-def _linear(x, w, b):  # [n_in, n] -> [n_out, n]: forward's linear on columns, w.T @ x + b
+def linear_columns(x, w, b):  # [n_in, n] -> [n_out, n]: forward's linear on columns, w.T @ x + b
     out = matmul(w.T, x)
     if b.any():  # hand-wired biases are mostly zero
         out += b[:, None]
     return out
 
 
-def _norm(x, params, at=_ignore, name=""):  # [n_embd, n] -> [n_embd, n]: forward's layer_norm over each column
+def norm_columns(x, params, at=_ignore, name=""):  # [n_embd, n] -> [n_embd, n]: forward's layer_norm over each column
     _normalized(x, at, name)
     return layer_norm(x, params["g"][:, None], params["b"][:, None], axis=0)
 
@@ -220,28 +227,27 @@ def _normalized(x, at, name):  # {name}.hook_normalized: the columns normalised,
         at(f"{name}.hook_normalized", layer_norm(x, 1.0, 0.0, axis=0))
 
 
-def _extend(room, block: int, kv, qkv, family: Family, length: int, keep: bool):
-    """The keys and values each child sees ([length, rows, n] x2: its parent's, then its own), and the children's
-    past (when ``keep``). A parent's past has room for n_ctx positions: an only child writes its own into its
-    parent's room, and the two share it (no copy); several siblings each get a copy of their parent's, in the
-    ``room(key, shape)`` their length keeps (see :class:`Prepared`), with room for their children's."""
-    split = len(kv[0][0])  # rows of q, and of k
-    own = qkv[split:2 * split], qkv[2 * split:]  # [n_head * qk, n], [n_head * v, n]
+def extend(room, block: int, kv: tuple, own: tuple, family: Family, length: int, keep: bool):
+    """The keys and values each child sees ([length, rows, n] for each part of ``kv``, the parents' [room, rows, c]:
+    its parent's, then its own, ``own`` [rows, n]), and the children's past (when ``keep``). A parent's past has
+    room for n_ctx positions: an only child writes its own into its parent's room, and the two share it (no copy);
+    several siblings each get a copy of their parent's, in the ``room(key, shape)`` their length keeps (see
+    :class:`Prepared`), with room for their children's."""
     if family.width == 1 and family.uniform and len(kv[0]) >= length:
         for past, new in zip(kv, own):
             past[length - 1] = new
-        return (kv[0][:length], kv[1][:length]), kv
+        return tuple(past[:length] for past in kv), kv
     rows = len(kv[0]) if keep else length
     mine = inherit(kv, own, family, length, tuple(room((length, block, part), (rows, len(new), len(family.tokens)))
                                                   for part, new in enumerate(own)))
-    return (mine[0][:length], mine[1][:length]), (mine if keep else None)
+    return tuple(past[:length] for past in mine), (mine if keep else None)
 
 
 def inherit(kv, own, family: Family, length: int, children: tuple) -> tuple:
     """Each child's past: its parent's keys and values (positions 0…length-2), then its own, written into
     ``children``. [room, rows, c] x2, [rows, n] x2 -> [room, rows, n] x2 (``children``)."""
     for past, new, child in zip(kv, own, children):
-        np.take(past[:length - 1], family.parent, axis=2, out=child[:length - 1])
+        np.take(past[:length - 1], family.parent, axis=2, out=child[:length - 1], mode="clip")  # unbuffered
         child[length - 1] = new
     return children
 
@@ -249,24 +255,36 @@ def inherit(kv, own, family: Family, length: int, children: tuple) -> tuple:
 def _attention(block, heads: Heads, qkv, seen, n_head, at=_ignore):
     # qkv [rows, n] at the new positions, the keys and values each node sees [L, n_head * qk, n] and
     # [L, n_head * v, n] -> the block's attention output [n_embd, n]
-    n, length, split = qkv.shape[1], len(seen[0]), n_head * heads.qk
+    n = qkv.shape[1]
     n_embd = len(heads.proj[0])
     if at.hook is not None:  # nothing is skipped: qk and v are d_head
         for i, name in enumerate(("hook_q", "hook_k", "hook_v")):
             at(f"attn.{name}", qkv[i * n_embd:(i + 1) * n_embd].reshape(n_head, n_embd // n_head, n))
+    pattern = attention_pattern(heads, qkv, seen[0], n_head, at)  # [L, head, n]
+    z = attention_values(heads, pattern, seen[1])  # [head, v, n]
+    at("attn.hook_z", z)
+    out = linear_columns(z.reshape(-1, n), heads.proj, block["attn"]["c_proj"]["b"])  # [n_embd, n]
+    at("hook_attn_out", out)
+    return out
+
+
+def attention_pattern(heads: Heads, qkv, keys, n_head, at=_ignore):
+    # qkv [rows, n] at the new positions, the keys each node sees [L, n_head * qk, n] -> the pattern [L, head, n]
+    n, length, split = qkv.shape[1], len(keys), n_head * heads.qk
     q = qkv[:split].reshape(n_head, heads.qk, n)  # [head, qk, n]
-    scores = np.einsum("hdn,lhdn->lhn", q, seen[0].reshape(length, n_head, heads.qk, n))  # [L, head, n]
-    scores /= np.sqrt(n_embd // n_head)
+    scores = np.einsum("hdn,lhdn->lhn", q, keys.reshape(length, n_head, heads.qk, n))  # [L, head, n]
+    scores /= np.sqrt(len(heads.proj[0]) // n_head)
     for name in ("attn.scores_before_mask", "attn.hook_attn_scores"):  # the mask hides nothing here
         if at.wants(name):
             at(name, scores.copy(), (2, 1, 0))
     pattern = softmax(scores, out=scores, axis=0)  # [L, head, n]
     at("attn.hook_pattern", pattern, (2, 1, 0))
-    z = np.einsum("lhn,lhdn->hdn", pattern, seen[1].reshape(length, n_head, heads.v, n))  # [head, v, n]
-    at("attn.hook_z", z)
-    out = _linear(z.reshape(-1, n), heads.proj, block["attn"]["c_proj"]["b"])  # [n_embd, n]
-    at("hook_attn_out", out)
-    return out
+    return pattern
+
+
+def attention_values(heads: Heads, pattern, values):  # [L, head, n], [L, head * v, n] -> z [head, v, n]
+    length, n_head, n = pattern.shape
+    return np.einsum("lhn,lhdn->hdn", pattern, values.reshape(length, n_head, heads.v, n))
 
 
 def _mlp(x, block, at):  # [n_embd, n] -> [n_embd, n]: after the block's MLP, if it has one
@@ -276,11 +294,11 @@ def _mlp(x, block, at):  # [n_embd, n] -> [n_embd, n]: after the block's MLP, if
     if at.hook is None and silent(layer):  # nothing captured: a silent MLP adds its bias alone
         return _residual(x, layer["c_proj"]["b"][:, None], at)
     at("hook_resid_mid", x)
-    h = _norm(x, block["ln_2"], at, "ln2") if "ln_2" in block else x
-    pre = _linear(h, **layer["c_fc"])  # [n_hidden, n]
+    h = norm_columns(x, block["ln_2"], at, "ln2") if "ln_2" in block else x
+    pre = linear_columns(h, **layer["c_fc"])  # [n_hidden, n]
     at("mlp.hook_pre", pre)
     post = gelu(pre)
     at("mlp.hook_post", post)
-    mlp_out = _linear(post, **layer["c_proj"])  # [n_embd, n]
+    mlp_out = linear_columns(post, **layer["c_proj"])  # [n_embd, n]
     at("hook_mlp_out", mlp_out)
     return _residual(x, mlp_out, at)
