@@ -47,7 +47,7 @@ from handwired.weightfile.axes import shown
 
 # What the certified bounds multiply a check's time by, in its estimate: on the tree and on a domain's walk the
 # certified check takes about 1.8–2.1× the float one (benchmarks/bench_proof.py, add and induction); on whole contexts
-# (a stream, a sample) the certified pass takes 3.4–4.3× the float pass (add, induction, copy)
+# (a stream, a sample) the certified pass takes 2.3–4.3× the float pass (copy, add, induction)
 PROOF_COST = 2.5
 WHOLE_PROOF_COST = 5
 
