@@ -157,6 +157,7 @@ def report_json(report: Report, near_miss: float = NEAR_MISS) -> dict:
         "ok": report.ok,
         "interrupted": report.interrupted,
         "proof": report.proof,
+        "sampled": report.sampled,
         "proved": report.proved,
         "unproved": report.unproved,
         "widest_bound": report.widest,
