@@ -72,9 +72,11 @@ def check(
     shown = {"svg": svg, "html": html, "force": force, "show_all": show_all, "proof": not no_proof}
     if puzzle is not None:
         other = [flag for flag in given if flag not in ("--exhaustive", "--sample")]  # a verdict is every context
-        if other or (exhaustive and sample is not None):
+        if other:
             raise HandwiredError(f"--puzzle judges every context by the puzzle's rule, or --sample some of them; "
-                                 f"{(other or ['--exhaustive'])[0]} does not apply")
+                                 f"{other[0]} does not apply")
+        if exhaustive and sample is not None:
+            raise HandwiredError("--exhaustive and --sample: choose one")
         if sample is not None:
             _sample_check(load_puzzle(puzzle), load(spec), spec, sample, seed, show, near_miss, as_json, shown)
             return
