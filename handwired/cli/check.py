@@ -83,11 +83,10 @@ def check(
         puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, **shown)
         return
     model = load(spec)
-    if given == ["--sample"] and model.puzzle is not None and model.target is None:
-        named = files_puzzle(model)
-        if named is not None:
-            _sample_check(named, model, spec, sample or 0, seed, show, near_miss, as_json, shown)
-            return
+    named = files_puzzle(model) if given == ["--sample"] and model.puzzle and model.target is None else None
+    if named is not None:  # a sample of the contexts of the puzzle the file names
+        _sample_check(named, model, spec, sample or 0, seed, show, near_miss, as_json, shown)
+        return
     named = _named_puzzle(model, given)
     if named is not None:
         puzzle_verdict(named, spec, show, near_miss, as_json, model=model, asked=False, **shown)

@@ -37,10 +37,10 @@ KINDS: dict[str, dict[str, bool]] = {  # kind -> parameter -> required
     "answer_so_far": {"alphabet": True, "length": False, "template": False, "start": False, "distinct": False},
 }
 SLOT = "#"  # in a template: one token of the alphabet
-MAX_INPUTS = 1_000_000  # inputs a domain may have: far more than a puzzle needs, few enough to enumerate at once
+MAX_INPUTS = 1_000_000  # inputs a domain may have to be walked (checked whole, spread, counted); more: a sample
 # Tokens in all the contexts of a domain, counted before anything is made. The check walks a domain depth first
 # in bounded memory (4,000,000 sums of ###+###, about 44 million tokens, in about 100 MB), so this bounds only
-# the counting and the estimates: the answers so far of 2^18 inputs of 18 letters (175 million) stay refused.
+# the counting and the estimates: the answers so far of 2^18 inputs of 18 letters (175 million) are never walked.
 MAX_TOKENS = 100_000_000
 # Inputs a domain may have at all: over MAX_INPUTS (or MAX_TOKENS) it is read, and checked only on a random sample
 # (sample_contexts), never walked; this bound keeps every count and draw within int64.
