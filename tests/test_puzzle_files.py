@@ -58,7 +58,10 @@ def test_exhaustive_on_a_file_that_names_its_puzzle_gives_the_puzzles_verdict(ma
     assert exhaustive == plain and exhaustive["puzzle"] == "max"
     assert exhaustive["failed"] == sum(4**n for n in range(1, 7))
     assert words(invoke("check", "--exhaustive", "m.json").stdout).startswith("puzzle max — Highest letter")
-    line = user_error("check", "--sample", "5", "m.json")
+    sampled = invoke("check", "--sample", "5", "m.json", "--json")  # a sample of the puzzle's contexts
+    assert sampled.exit_code == 1
+    assert json.loads(sampled.stdout)["checked"] == "5 random contexts of length 1…6 (seed 0)"
+    line = user_error("check", "--sample", "5", "--exhaustive", "m.json")
     assert line == ("error: m.json: names the puzzle 'max', judged on every context of its domain by its rule; "
                     "--sample does not apply (a target check needs --target)")
     assert user_error("check", "--exhaustive", "--min-length", "3", "m.json").endswith(

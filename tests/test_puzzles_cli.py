@@ -172,8 +172,11 @@ def test_check_puzzle_through_the_ordinary_check_command_gives_the_same_verdict(
     plain, exhaustive = (json.loads(invoke("check", "--puzzle", "aab", "-w", starter, *flags, "--json").stdout)
                          for flags in ((), ("--exhaustive",)))
     assert plain == exhaustive and plain["puzzle"] == "aab" and plain["failed"] > 0
-    assert "--puzzle judges every context by the puzzle's rule; --sample does not apply" in user_error(
-        "check", "--puzzle", "aab", "--exhaustive", "--sample", "5")
+    assert user_error("check", "--puzzle", "aab", "--exhaustive", "--sample", "5") == (
+        "error: --exhaustive and --sample: choose one")
+    assert user_error("check", "--puzzle", "aab", "--sample", "5", "--min-length", "2") == (
+        "error: --puzzle judges every context by the puzzle's rule, or --sample some of them; --min-length does not "
+        "apply")
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ from handwired.judge.catalogue import bundled_puzzles, load_puzzle
 from handwired.judge.plans import Plan, chosen_plan
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import check_near_miss, run
+from handwired.judge.verdict import puzzle_sample_plan
 from handwired.views.report import failure_view, report_json
 from handwired.weightfile import Model, load
 from handwired.weightfile.writing import json_text
@@ -70,12 +71,22 @@ def check(
     given = given_flags(target=target, length=length, exhaustive=exhaustive, sample=sample, min_length=min_length)
     shown = {"svg": svg, "html": html, "force": force, "show_all": show_all, "proof": not no_proof}
     if puzzle is not None:
-        other = [flag for flag in given if flag != "--exhaustive"]  # a puzzle's verdict is every context anyway
+        other = [flag for flag in given if flag not in ("--exhaustive", "--sample")]  # a verdict is every context
         if other:
-            raise HandwiredError(f"--puzzle judges every context by the puzzle's rule; {other[0]} does not apply")
+            raise HandwiredError(f"--puzzle judges every context by the puzzle's rule, or --sample some of them; "
+                                 f"{other[0]} does not apply")
+        if exhaustive and sample is not None:
+            raise HandwiredError("--exhaustive and --sample: choose one")
+        if sample is not None:
+            _sample_check(load_puzzle(puzzle), load(spec), spec, sample, seed, show, near_miss, as_json, shown)
+            return
         puzzle_verdict(load_puzzle(puzzle), spec, show, near_miss, as_json, **shown)
         return
     model = load(spec)
+    named = files_puzzle(model) if given == ["--sample"] and model.puzzle and model.target is None else None
+    if named is not None:  # a sample of the contexts of the puzzle the file names
+        _sample_check(named, model, spec, sample or 0, seed, show, near_miss, as_json, shown)
+        return
     named = _named_puzzle(model, given)
     if named is not None:
         puzzle_verdict(named, spec, show, near_miss, as_json, model=model, asked=False, **shown)
@@ -86,6 +97,15 @@ def check(
         _target_instead(model, given, target if target is not None else model.target)
     _check_plan(model, spec, plan, show, near_miss, as_json, Output(svg, html, force, reading=(Path(model.source),),
                                                                      as_json=as_json), show_all)
+
+
+def _sample_check(puzzle: Puzzle, model: Model, spec: str, sample: int, seed: int, show: int, near_miss: float,
+                  as_json: bool, shown: dict) -> None:
+    """A random sample of the puzzle's contexts judged by its rule: a check (exit code 1 if it fails), never the
+    puzzle's verdict: nothing is solved or recorded."""
+    plan = puzzle_sample_plan(puzzle, model, sample, seed, proof=shown["proof"])
+    out = Output(shown["svg"], shown["html"], shown["force"], reading=(Path(model.source),), as_json=as_json)
+    _check_plan(model, spec, plan, show, near_miss, as_json, out, shown["show_all"])
 
 
 def _target_instead(model: Model, given: list[str], pattern: str | None) -> None:

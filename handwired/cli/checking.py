@@ -19,6 +19,7 @@ from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
 from handwired.judge.catalogue import load_puzzle, named_puzzle, other_puzzle
+from handwired.judge.domains import SAMPLE_INSTEAD, TooLargeToWalk
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.verdict import require_fit, submit
 from handwired.views.puzzles import puzzle_line, score_view, submission_json, unsolved_line
@@ -118,7 +119,11 @@ def puzzle_verdict(puzzle: Puzzle, weights: str, show: int, near_miss: float, as
     model = model or load_answer(puzzle, weights)
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     with progress_and_stop(not as_json) as (progress, should_stop):
-        submission = submit(puzzle, model, show, progress, should_stop, proof)
+        try:
+            submission = submit(puzzle, model, show, progress, should_stop, proof)
+        except TooLargeToWalk as error:
+            again = shlex.join(["handwired", "check", weights, "--puzzle", puzzle.ref, "--sample", str(SAMPLE_INSTEAD)])
+            raise HandwiredError(f"{puzzle.source}: {error.problem}; check a random sample instead: {again}") from None
     if not submission.fits:
         raise submission.misfit_error()
     if asked:

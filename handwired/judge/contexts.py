@@ -179,22 +179,30 @@ def _refuse_large_sample(model: Model, sample: int, lengths: np.ndarray, per_len
                  f"head{'s' * (model.n_head != 1)}", peak, narrowing, ("sample",))
 
 
+def refuse_sample(model: Model, sample: int, seed: int, cost: float = 1.0, longest: int | None = None) -> None:
+    """Refuse, before anything is drawn, a sample of no context, a seed out of range, or one estimated (``cost``
+    times the float pass) over MAX_RUN_SECONDS; with ``longest``, one whose batches of that length would not fit."""
+    if sample < 1:
+        raise bad_value("sample", sample, "expected at least 1 context")
+    if not 0 <= seed < MAX_SEED:
+        raise bad_value("seed", seed, f"expected a whole number from 0 to {MAX_SEED - 1:,}")
+    seconds = SECONDS_PER_CHECK + forward_seconds(model, sample, model.n_ctx) * cost
+    if seconds > MAX_RUN_SECONDS:
+        raise HandwiredError(f"{{sample}} {sample:,}: about {duration(seconds)} of checking for this model, "
+                             f"more than the {duration(MAX_RUN_SECONDS)} handwired will spend on one; "
+                             "ask for fewer contexts", ("sample",))
+    if longest is not None:
+        _refuse_large_sample(model, sample, np.array([longest]), np.array([sample]))
+
+
 def random_contexts(model: Model, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH,
                     cost: float = 1.0) -> Callable[[], Iterator[np.ndarray]]:
     """``sample`` contexts drawn uniformly (with replacement) from :func:`exhaustive_contexts`'s set, shortest first.
 
     Returns a function that yields the same batches each time it is called.
     """
-    if sample < 1:
-        raise bad_value("sample", sample, "expected at least 1 context")
-    if not 0 <= seed < MAX_SEED:
-        raise bad_value("seed", seed, f"expected a whole number from 0 to {MAX_SEED - 1:,}")
+    refuse_sample(model, sample, seed, cost)
     lengths = np.array(_lengths(model, min_length))
-    seconds = SECONDS_PER_CHECK + forward_seconds(model, sample, model.n_ctx) * cost
-    if seconds > MAX_RUN_SECONDS:
-        raise HandwiredError(f"{{sample}} {sample:,}: about {duration(seconds)} of checking for this model, "
-                             f"more than the {duration(MAX_RUN_SECONDS)} handwired will spend on one; "
-                             "ask for fewer contexts", ("sample",))
     # Weight each length by how many contexts it has, so every context is equally likely.
     weights = np.array([float(model.n_vocab) ** (length - lengths[-1]) for length in lengths])
     rng = np.random.default_rng(seed)
@@ -232,7 +240,8 @@ def walk_seconds(model: Model, nodes: int, contexts: int) -> float:
 def refuse_large_domain(model: Model, domain: Domain, verb: str = "check", cost: float = 1.0) -> None:
     """Refuse, before anything is evaluated, to walk a domain whose estimate (from its parameters and the model's
     widths, times ``cost``: a certified check's is more) is over MAX_EXHAUSTIVE_SECONDS or MAX_MEMORY: one line with
-    the figures and what narrows it."""
+    the figures and what narrows it; TooLargeToWalk when it has too many inputs to walk at all."""
+    domain.refuse_walk()
     contexts, nodes = domain.bound()
     refuse_large_walk(model, f"every context of the domain: {how_many(contexts)} contexts ({how_many(nodes)} "
                       "prefixes)", contexts, nodes, domain.longest, verb,

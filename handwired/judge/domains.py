@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from handwired.engine.walk import shape_walk
+from handwired.errors import HandwiredError
 from handwired.judge.rules import Rule
 from handwired.weightfile.axes import shown
 from handwired.weightfile.checker import MAX_SIZE, Checker, describe, join
@@ -36,11 +37,23 @@ KINDS: dict[str, dict[str, bool]] = {  # kind -> parameter -> required
     "answer_so_far": {"alphabet": True, "length": False, "template": False, "start": False, "distinct": False},
 }
 SLOT = "#"  # in a template: one token of the alphabet
-MAX_INPUTS = 1_000_000  # inputs a domain may have: far more than a puzzle needs, few enough to enumerate at once
+MAX_INPUTS = 1_000_000  # inputs a domain may have to be walked (checked whole, spread, counted); more: a sample
 # Tokens in all the contexts of a domain, counted before anything is made. The check walks a domain depth first
 # in bounded memory (4,000,000 sums of ###+###, about 44 million tokens, in about 100 MB), so this bounds only
-# the counting and the estimates: the answers so far of 2^18 inputs of 18 letters (175 million) stay refused.
+# the counting and the estimates: the answers so far of 2^18 inputs of 18 letters (175 million) are never walked.
 MAX_TOKENS = 100_000_000
+# Inputs a domain may have at all: over MAX_INPUTS (or MAX_TOKENS) it is read, and checked only on a random sample
+# (sample_contexts), never walked; this bound keeps every count and draw within int64.
+MAX_SAMPLED = 10**18
+SAMPLE_INSTEAD = 100_000  # contexts: the sample a refusal to walk a domain suggests
+
+
+class TooLargeToWalk(HandwiredError):
+    """A domain too large to enumerate: refused by everything that walks it; a random sample may be checked."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem  # what is too large, without what to do instead
+        super().__init__(f"{problem}; check a random sample of its contexts instead")
 
 
 @dataclass(frozen=True)
@@ -154,6 +167,7 @@ class Domain:
         one the rule answers is a context per token of its answer)."""
         if self.rule is None:
             return self.inputs.count()
+        self.refuse_walk()
         total = 0
         for visit in shape_walk(_InputsOnly(self.inputs, self.n_vocab)):
             if visit.judged.any():
@@ -165,10 +179,22 @@ class Domain:
     @property
     def contexts(self) -> tuple[np.ndarray, ...]:
         """Every context, enumerated (for tests and small domains): [n, L] token ids per length, in vocab order."""
+        self.refuse_walk()
         by_length: dict[int, list[np.ndarray]] = {}
         for visit in shape_walk(self):
             by_length.setdefault(visit.prefixes.shape[1], []).append(visit.prefixes[visit.judged])
         return tuple(np.concatenate(by_length[length]) for length in sorted(by_length))
+
+    def refuse_walk(self) -> None:
+        """Raise TooLargeToWalk when the domain has more inputs (MAX_INPUTS) or tokens (MAX_TOKENS) than anything
+        walks: before a check, a spread or a count enumerates it."""
+        count = self.inputs.count()
+        if count > MAX_INPUTS:
+            raise TooLargeToWalk(f"domain of {count:,} inputs, more than the {MAX_INPUTS:,} a check walks")
+        tokens = self.inputs.tokens(None if self.rule is None else self.longest)
+        if tokens > MAX_TOKENS:
+            raise TooLargeToWalk(f"domain of up to {tokens:,} tokens in its contexts, more than the {MAX_TOKENS:,} "
+                                 "a check walks")
 
     def children(self, prefixes: np.ndarray) -> np.ndarray:
         """[n, L] prefixes in the domain's trie -> [n, n_vocab] bool: the tokens that extend each within it."""
@@ -281,15 +307,9 @@ def _inputs(spec: dict, vocab: tuple[str, ...], n_ctx: int | None, check: Checke
     inputs = _Inputs(tuple(vocab.index(t) for t in alphabet), lengths, template,
                      None if start is None else vocab.index(start), distinct)
     count = inputs.count()
-    if count > MAX_INPUTS:
-        check.problem(path, f"{count:,} inputs, more than the {MAX_INPUTS:,} a domain may hold; give fewer or "
-                            "shorter inputs (a smaller alphabet, length or template)")
-        return None
-    answers = spec.get("kind") == "answer_so_far"
-    tokens = inputs.tokens(n_ctx if answers else None)
-    if tokens > MAX_TOKENS:
-        check.problem(path, f"up to {tokens:,} tokens in its contexts{' with the answers so far' if answers else ''}, "
-                            f"more than the {MAX_TOKENS:,} a domain may hold; fewer or shorter inputs narrow it")
+    if count > MAX_SAMPLED:
+        check.problem(path, f"{count:,} inputs, more than the {MAX_SAMPLED:,} a domain may hold even to be sampled; "
+                            "give fewer or shorter inputs (a smaller alphabet, length or template)")
         return None
     return inputs
 

@@ -38,10 +38,12 @@ from handwired.judge.contexts import (
     refuse_every_context,
     refuse_large_domain,
     refuse_large_walk,
+    refuse_sample,
     stream_seconds,
 )
 from handwired.judge.domains import Domain
 from handwired.judge.rules import DECIDED, Judgement, PatternRule, Rule
+from handwired.judge.sampling import sample_contexts
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
@@ -67,6 +69,7 @@ class Plan:
     total: int  # contexts the plan will run
     batches: Callable[[], Iterator[Batch]]
     proof: bool = False  # every batch carries certified bounds (handwired.engine.certify)
+    sampled: bool = False  # a random sample: what it proves, it proves on the contexts drawn, not on every one
 
 
 def certified_batch(model: Model, contexts: np.ndarray, judgement: Judgement) -> Batch:
@@ -200,7 +203,24 @@ def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_len
         total=sample,
         batches=batches,
         proof=proof,
+        sampled=True,
     )
+
+
+def domain_sample_plan(model: Model, domain: Domain, rule: Rule, sample: int, seed: int = SEED,
+                       proof: bool = True) -> Plan:
+    """``sample`` contexts drawn uniformly (with replacement) from a puzzle's domain without enumerating it
+    (handwired.judge.sampling), each judged by the rule; ``proof``: certified. Refused before anything is drawn
+    when it would take too long or too much memory."""
+    refuse_sample(model, sample, seed, WHOLE_PROOF_COST if proof else 1, domain.longest)
+
+    def batches() -> Iterator[Batch]:
+        for contexts in sample_contexts(domain, sample, seed):
+            judgement = rule.judge(contexts)
+            yield certified_batch(model, contexts, judgement) if proof else Batch(contexts, judgement)
+
+    return Plan(f"{sample:,} random contexts of the domain: {domain.description} (seed {seed})", rule.description,
+                sample, batches, proof, sampled=True)
 
 
 def domain_plan(model: Model, domain: Domain, rule: Rule, proof: bool = True) -> Plan:

@@ -15,7 +15,7 @@ import numpy as np
 
 from handwired.errors import HandwiredError
 from handwired.judge.contexts import every_length, how_many
-from handwired.judge.domains import Domain, domain_from_spec
+from handwired.judge.domains import Domain, TooLargeToWalk, domain_from_spec
 from handwired.judge.kinds import rule_from_spec
 from handwired.judge.rules import DECIDED, OUT_OF_DOMAIN, Rule
 from handwired.judge.scores import Score
@@ -75,8 +75,13 @@ class Puzzle:
 
     @property
     def n_contexts(self) -> int:
-        """How many contexts are judged."""
-        return self.domain.size if self.domain is not None else every_length(len(self.vocab), self.n_ctx)
+        """How many contexts are judged (TooLargeToWalk, naming the statement, for a domain too large to count)."""
+        if self.domain is None:
+            return every_length(len(self.vocab), self.n_ctx)
+        try:
+            return self.domain.size
+        except TooLargeToWalk as error:
+            raise TooLargeToWalk(f"{self.source}: {error.problem}") from None
 
 
 def read_statement(path: Path, named_by_file: bool = False) -> Puzzle:

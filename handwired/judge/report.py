@@ -77,6 +77,7 @@ class Report:
     proved: int = 0  # passing contexts whose bounds prove them
     unproved: int = 0  # passing in float64, not proved
     first_unproved: Unproved | None = None  # the shortest, first in vocab order
+    sampled: bool = False  # a random sample: proved on the contexts drawn, not on every one
     widest: float = 0.0  # logits: the widest bound on any logit of a judged context (upper minus lower)
 
     @property
@@ -122,7 +123,7 @@ def run(
     """
     if show < 1:
         raise bad_value("show", show, "expected 1 or more")
-    report = Report(plan.description, plan.rule, plan.total, proof=plan.proof)
+    report = Report(plan.description, plan.rule, plan.total, proof=plan.proof, sampled=plan.sampled)
     failures: dict[str, Failure] = {}
     for batch in plan.batches():
         _tally(model, batch, report, failures, show)

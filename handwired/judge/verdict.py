@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from handwired.defaults import FAILURES_SHOWN, stream_length
 from handwired.errors import HandwiredError
 from handwired.judge.contexts import count_contexts, how_many
-from handwired.judge.plans import Plan, domain_plan, every_string_plan, exhaustive_plan, pattern_rule, stream_plan
+from handwired.judge.plans import (
+    Plan,
+    domain_plan,
+    domain_sample_plan,
+    every_string_plan,
+    exhaustive_plan,
+    pattern_rule,
+    sample_plan,
+    stream_plan,
+)
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import Report, run
 from handwired.judge.scores import Score, score
@@ -108,6 +117,15 @@ def puzzle_plan(puzzle: Puzzle, model: Model, proof: bool = True) -> Plan:
                 "(or a domain) makes the check shorter", ()), proof=proof)
         return every_string_plan(model, puzzle.rule, proof)
     return domain_plan(model, puzzle.domain, puzzle.rule, proof)
+
+
+def puzzle_sample_plan(puzzle: Puzzle, model: Model, sample: int, seed: int, proof: bool = True) -> Plan:
+    """``sample`` random contexts of those the puzzle judges (its domain's, drawn without enumerating it; else every
+    string of length 1…n_ctx), each by its rule: a check of a model that fits, never the puzzle's verdict."""
+    require_fit(puzzle, model)
+    if puzzle.domain is None:
+        return sample_plan(model, puzzle.rule, sample, seed, proof=proof)
+    return domain_sample_plan(model, puzzle.domain, puzzle.rule, sample, seed, proof)
 
 
 def submit(puzzle: Puzzle, model: Model, show: int = FAILURES_SHOWN,

@@ -198,6 +198,7 @@ class Bench:
 def size(model: Model, source: Source) -> tuple[int, int, int]:
     """The contexts, the prefixes walked and the longest context of ``source``, from its shape alone."""
     if isinstance(source.shape, Domain):
+        source.shape.refuse_walk()  # a domain too large to walk at all: offers the sample check instead
         contexts, nodes = source.shape.bound()
         return contexts, nodes, source.shape.longest
     assert isinstance(source.shape, EveryString), "a source is every string or a puzzle's domain"

@@ -67,7 +67,8 @@ def proof_line(report: Report) -> Text | None:
         return None
     if not report.proof:
         return Text("Passed in float64, not proved: the rounding was not bounded.", style="yellow")
-    return Text(f"Proved on every context: each right token's lower bound is above every other token's upper "
+    where = f"on the {report.checked:,} sampled contexts" if report.sampled else "on every context"
+    return Text(f"Proved {where}: each right token's lower bound is above every other token's upper "
                 f"bound, in real arithmetic (the widest bound {number(report.widest, show_tiny=True)} logits).",
                 style="bold green")
 
@@ -156,6 +157,7 @@ def report_json(report: Report, near_miss: float = NEAR_MISS) -> dict:
         "ok": report.ok,
         "interrupted": report.interrupted,
         "proof": report.proof,
+        "sampled": report.sampled,
         "proved": report.proved,
         "unproved": report.unproved,
         "widest_bound": report.widest,
