@@ -12,9 +12,11 @@ from handwired.cli.common import (
     ForceOption,
     HtmlOption,
     JsonOption,
+    NearMissOption,
     NoProofOption,
     Output,
     ShowAllOption,
+    ShowOption,
     SvgOption,
     WeightsArgument,
     WeightsOption,
@@ -52,8 +54,8 @@ def check(
         typer.Option(help=f"Shortest context to check; default {STREAM_MIN_LENGTH} for a stream, "
                           f"{MIN_LENGTH} otherwise."),
     ] = None,
-    show: Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")] = FAILURES_SHOWN,
-    near_miss: Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")] = NEAR_MISS,
+    show: ShowOption = FAILURES_SHOWN,
+    near_miss: NearMissOption = NEAR_MISS,
     as_json: JsonOption = False,
     puzzle: Annotated[
         str | None, typer.Option(help="Judge the model as an answer to this puzzle, on every context by its rule.")

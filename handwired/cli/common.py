@@ -67,6 +67,8 @@ HtmlOption = Annotated[
                                 "(- for stdout, instead of the view)."),
 ]
 ForceOption = Annotated[bool, typer.Option("--force", help="Replace an existing output file.")]
+ShowOption = Annotated[int, typer.Option(help="How many failing contexts to list, shortest first.")]
+NearMissOption = Annotated[float, typer.Option(help="Warn when the margin is below this many logits.")]
 NoMaskOption = Annotated[
     bool, typer.Option("--no-mask", help="Run without the causal mask: bidirectional self-attention, as an encoder.")
 ]
