@@ -18,7 +18,12 @@ How each rounding is bounded (u = 2^-53, round to nearest):
 * numpy's exp is trusted within ``EXP_ULPS`` units in the last place (a test checks it against 50-digit
   arithmetic on this platform);
 * radii are computed in float from non-negative terms only and then enlarged by :func:`up`, which covers
-  the roundings of computing them; every underflow is covered by an absolute ``TINY`` = 2^-1000.
+  the roundings of computing them; every underflow is covered by an absolute ``TINY`` = 2^-1000;
+* an overflow or a NaN bounds nothing: where one enters a radius it is infinite, and where float64 turns one back
+  into a finite number (LayerNorm's x / √inf, once a centred square overflows) the result's radius is made
+  infinite (:func:`unbounded_where`); a logit with an infinite or NaN radius is never proved;
+* round to nearest is checked, not assumed: the thread computing each logit's radius checks that it rounds to
+  nearest (:func:`nearest`), and stops the check with an error where it does not.
 """
 
 import math
@@ -27,6 +32,7 @@ import numpy as np
 
 from handwired.engine import forward
 from handwired.engine.forward import LN_EPS
+from handwired.errors import HandwiredError
 
 U = 2.0**-53  # the unit roundoff of float64
 TINY = 2.0**-1000  # above every underflow loss a bound here can meet (each at most 2^-1075, times few terms)
@@ -38,6 +44,26 @@ SOFTMAX_LIMIT = 16  # a score's error beyond this: attention is not bounded (see
 SCORE_REACH = 700  # a key this far below the largest score: float64's exp of it is normal, a key further weighs little
 FAR = 2.0**-950  # above 4·2^-962, what a key beyond the reach can weigh (times n_keys), and its effect on the others
 NORM_FLOOR = 2.0**-500  # above √m·2^-537, what underflowing squares can hide from a norm of m entries
+
+
+_ONE, _QUARTER_ULP, _THREE_QUARTERS_ULP, _NEXT = 1.0, 2.0**-54, 3 * 2.0**-54, 1 + 2.0**-52  # read at run time
+
+
+def nearest() -> bool:
+    """Whether this thread's float arithmetic rounds to nearest, as every bound here assumes. A quarter of an ulp
+    added to ±1 rounds back to ±1 only to nearest or towards zero, and three quarters rounds away only to nearest or
+    away from zero: the four together leave round-to-nearest alone. Python's floats and numpy's loops use the same
+    control register (on x86-64, MXCSR), which a C extension could have changed."""
+    return (_ONE + _QUARTER_ULP == _ONE and -_ONE - _QUARTER_ULP == -_ONE
+            and _ONE + _THREE_QUARTERS_ULP == _NEXT and -_ONE - _THREE_QUARTERS_ULP == -_NEXT)
+
+
+def checked(rad):  # a radius [...] just computed -> the same, if this thread rounds to nearest; else an error
+    if not nearest():
+        raise HandwiredError("the processor is not rounding floats to nearest in this thread (other code in this "
+                             "process changed its rounding mode): the certified bounds assume it, so nothing can be "
+                             "proved; restore round-to-nearest, or check without the proof")
+    return rad
 
 
 def gamma(n):  # -> a float above γ_n = n·u / (1 - n·u), the relative error of a sum of n terms in any order
@@ -69,7 +95,13 @@ def embed(mid):  # [...] the float sum of two exact embeddings -> an interval: t
 
 
 def hull(mid, lo, hi):  # mid, lo ≤ real ≤ hi [...] -> the interval (mid, rad) containing [lo, hi]
-    return mid, up(np.maximum(hi - mid, mid - lo), 2)  # a NaN bound stays NaN: never proved
+    return mid, unbounded_where(~np.isfinite(mid), up(np.maximum(hi - mid, mid - lo), 2))  # NaN or inf: unbounded
+
+
+def unbounded_where(gave_up, rad):  # bool [...] (broadcast), radius [...] -> the radius, infinite where gave_up and
+    # wherever it is NaN: an operation whose float evaluation overflowed or made a NaN bounds nothing (its finite
+    # result, such as x / √inf = 0, is no evidence about the real value), so its result is not proved
+    return np.where(gave_up | np.isnan(rad), np.inf, rad)
 
 
 def lower(x, n=1):  # [...] x, rounded in n steps each within u·|x| -> below the real value
@@ -115,7 +147,7 @@ def linear(x, weight, b, grouped=None):  # interval [..., n_in] @ exact [n_in, n
     if grouped is not None:  # one group: a product of a column by a row
         rad += grouped * weight.grouped[0] if len(weight.grouped) == 1 else forward.matmul(grouped, weight.grouped)
     rad += weight.floor
-    return mid, rad
+    return mid, checked(rad)  # every logit's radius comes from here or columns_radius
 
 
 def columns_radius(x, weight, size=None, out=None):  # interval [n_in, n] on columns -> the radius [n_out, n] of
@@ -129,7 +161,7 @@ def columns_radius(x, weight, size=None, out=None):  # interval [n_in, n] on col
     size += xr
     rad = np.matmul(weight.abs.T, size, out=out)  # [n_out, n]
     rad += weight.floor[:, None]
-    return rad
+    return checked(rad)
 
 
 def group_norms(x, starts, d, axis=0):  # [..., m, ...] -> [..., groups, ...]: above the Euclidean norm of each
@@ -199,6 +231,10 @@ def layer_norm_bounds(x, g, b, eps=LN_EPS, axis=-1):  # interval [..., n] -> int
     high = np.abs(centred) + centred_rad  # [..., n]: |c| from above
     var_lo = np.mean(low * low, axis=axis, keepdims=True) * (1 - 2 * gamma(n + 6)) - TINY  # [..., 1]
     var_hi = np.mean(high * high, axis=axis, keepdims=True) * (1 + 2 * gamma(n + 6)) + TINY  # [..., 1]
+    # Past about 1.3e154 a centred square overflows: float64's variance is inf, forward divides by √inf and returns
+    # the bias, and var_lo (inf too) is no lower bound of the real variance. Every such row gives up, as does one
+    # whose mean or its radius overflowed (var_hi ≥ var_lo, so a non-finite var_lo makes var_hi non-finite too).
+    overflowed = ~(np.isfinite(var_hi) & np.isfinite(mean_rad))  # [..., 1]
     s_lo = np.sqrt(np.maximum(var_lo, 0) + eps) * (1 - 4 * U)  # [..., 1] ≤ √(var + eps), and ≥ √eps·(1-4u) > 0
     s_hi = np.sqrt(var_hi + eps) * (1 + 4 * U)  # [..., 1]
     c_lo, c_hi = lower(centred - centred_rad), upper(centred + centred_rad)  # [..., n]
@@ -208,7 +244,8 @@ def layer_norm_bounds(x, g, b, eps=LN_EPS, axis=-1):  # interval [..., n] -> int
     y_hi = upper(np.maximum(g * q_lo, g * q_hi))  # [..., n]
     if b.any():
         y_lo, y_hi = lower(y_lo + b), upper(y_hi + b)
-    return hull(forward.layer_norm(xm, g, b, eps, axis), y_lo, y_hi)
+    mid, rad = hull(forward.layer_norm(xm, g, b, eps, axis), y_lo, y_hi)
+    return mid, unbounded_where(overflowed, rad)
 
 
 def gelu_bounds(x):  # interval [...] -> interval [...], mid forward.gelu's

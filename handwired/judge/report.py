@@ -52,7 +52,8 @@ class Margin:
 @dataclass(frozen=True)
 class Unproved:
     """A context that passes in float64 whose bounds do not prove it: the best wrong token's upper bound is
-    ``overlap`` logits above the best right token's lower bound."""
+    ``overlap`` logits above the best right token's lower bound (inf: a logit is unbounded, float64 having overflowed
+    or made a NaN on the way to it)."""
 
     context: str
     overlap: float
@@ -183,10 +184,12 @@ def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failu
 
 def _tally_proof(model, contexts, logits, radius, acceptable, passing, decided, report: Report) -> None:
     """Count the passing contexts the bounds prove; keep the first unproved one and the widest bound."""
+    bounded = np.isfinite(radius).all(axis=1)  # [n]: an intermediate that overflowed or made a NaN bounds nothing
+    radius = np.where(np.isfinite(radius), radius, np.inf)  # NaN, inf: unbounded
     lo, hi = logit_bounds(logits, radius)  # [n, n_vocab] each
     right_lo = np.where(acceptable, lo, -np.inf).max(axis=1)  # [n]
     wrong_hi = np.where(acceptable, -np.inf, hi).max(axis=1)  # [n]
-    proved = passing & (right_lo > wrong_hi)  # NaN bounds are never proved
+    proved = passing & bounded & (right_lo > wrong_hi)
     unproved = passing & ~proved
     report.proved += int(proved.sum())
     report.unproved += int(unproved.sum())
@@ -197,9 +200,10 @@ def _tally_proof(model, contexts, logits, radius, acceptable, passing, decided, 
         context = model.decode(contexts[row])
         if report.first_unproved is None or shortest_first(model.vocab, context) < shortest_first(
                 model.vocab, report.first_unproved.context):
-            report.first_unproved = Unproved(context, float(wrong_hi[row] - right_lo[row]),
-                                             model.vocab[int(np.argmax(np.where(acceptable[row], lo[row], -np.inf)))],
-                                             model.vocab[int(np.argmax(np.where(acceptable[row], -np.inf, hi[row])))])
+            low, high = (lo[row], hi[row]) if bounded[row] else (logits[row], logits[row])  # unbounded: float64's
+            report.first_unproved = Unproved(context, float(wrong_hi[row] - right_lo[row]) if bounded[row] else np.inf,
+                                             model.vocab[int(np.argmax(np.where(acceptable[row], low, -np.inf)))],
+                                             model.vocab[int(np.argmax(np.where(acceptable[row], -np.inf, high)))])
 
 
 def _keep_failures(model, contexts, logits, acceptable, rows, failures: dict[str, Failure], show: int) -> None:

@@ -1,5 +1,6 @@
 """Drawing a check's report: what was checked, the counts, the margin, the shortest failures."""
 
+import math
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.table import Table
@@ -59,9 +60,14 @@ def proof_line(report: Report) -> Text | None:
     """Whether the passing contexts are proved: on every one, not on the first unproved (one line), or not tried."""
     unproved = report.first_unproved
     if unproved is not None:
-        overlap = number(unproved.overlap, show_tiny=True)  # a bound's size is the lesson: never ≈0
-        return Text(f"Not proved: {unproved.context!r} passes in float64, but the bounds overlap by {overlap} logits "
-                    f"({unproved.wrong}'s upper bound over {unproved.right}'s lower bound); "
+        if math.isinf(unproved.overlap):
+            why = ("its logits are unbounded: float64 overflowed or made a NaN on the way to them, so its numbers say "
+                   "nothing of real arithmetic")
+        else:
+            overlap = number(unproved.overlap, show_tiny=True)  # a bound's size is the lesson: never ≈0
+            why = (f"the bounds overlap by {overlap} logits ({unproved.wrong}'s upper bound over {unproved.right}'s "
+                   "lower bound)")
+        return Text(f"Not proved: {unproved.context!r} passes in float64, but {why}; "
                     f"{count(report.unproved, 'context')} not proved", style="bold red")
     if not report.passed or report.failed or report.interrupted:
         return None
@@ -142,6 +148,11 @@ class _PagedColumns:
             yield table
 
 
+def finite_or_none(value: float) -> float | None:
+    """A bound for JSON: null when it is unbounded (JSON has no infinity)."""
+    return value if math.isfinite(value) else None
+
+
 def report_json(report: Report, near_miss: float = NEAR_MISS) -> dict:
     """The report for programs: counts, failures with their logits, the margin."""
     margin = report.margin
@@ -160,9 +171,9 @@ def report_json(report: Report, near_miss: float = NEAR_MISS) -> dict:
         "sampled": report.sampled,
         "proved": report.proved,
         "unproved": report.unproved,
-        "widest_bound": report.widest,
+        "widest_bound": finite_or_none(report.widest),
         "first_unproved": None if report.first_unproved is None else {
-            "context": report.first_unproved.context, "overlap": report.first_unproved.overlap,
+            "context": report.first_unproved.context, "overlap": finite_or_none(report.first_unproved.overlap),
             "right": report.first_unproved.right, "wrong": report.first_unproved.wrong},
         "shortest_failure": report.shortest_failure.context if report.shortest_failure else None,
         "failures": [
