@@ -12,8 +12,11 @@ from handwired.judge import progress as progressing
 from handwired.judge.puzzle import TEMPLATE
 from handwired.judge.statement import MAX_HINTS
 
-RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # what a terminal obeys: C0 but the newline, DEL, C1
-ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b]8;;http://x/\x1b\\link\x1b]8;;\x1b\\\x9b31m\x7f\x00"
+# What a terminal obeys (C0 but the newline, DEL, C1), and what hides or reorders text: the bidi embeddings,
+# overrides and isolates, zero-width spaces and joiners, the byte-order mark, the soft hyphen, a tag character
+RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200b-\u200f\ufeff\xad\U000e0041]")
+ESCAPES = ("\x1b]0;PWNED\x07\x1b[2J\x1b]8;;http://x/\x1b\\link\x1b]8;;\x1b\\\x9b31m\x7f\x00"
+           "\u202egnp.exe\u202c\u2066\u200b\ufeff\xad\U000e0041")
 
 
 def template_doc(**changes):
@@ -365,3 +368,17 @@ def test_an_exported_readme_shows_the_files_text_escaped(tmp_path, monkeypatch, 
     assert invoke("export", "w.json", "-o", "tl").exit_code == 0
     text = (tmp_path / "tl" / "README.md").read_text()
     assert not RAW_CONTROL.search(text.replace("\n", " ")) and "n\\x1b[2J" in text and "d\\x1b]0;PWNED\\x07" in text
+
+
+def test_every_invisible_or_obeyed_character_is_escaped():
+    # Independent of the product's list: every code point this Python's Unicode database calls a control (Cc, but the
+    # newline), a format character (Cf) or a line or paragraph separator (Zl, Zp) is shown as its escape
+    import sys
+    import unicodedata
+
+    from handwired.weightfile.axes import escaped
+
+    unseen = [hex(code) for code in range(sys.maxunicode + 1) if code != 10
+              and unicodedata.category(chr(code)) in ("Cc", "Cf", "Zl", "Zp") and escaped(chr(code)) == chr(code)]
+    assert unseen == []
+    assert escaped("a\u202eb\u200bc\nd") == "a\\u202eb\\u200bc\nd" and escaped("é ‘x’ 日本") == "é ‘x’ 日本"

@@ -93,7 +93,13 @@ def shown(text: str) -> str:
     return text if text.isprintable() else repr(text)
 
 
-CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # C0 but the newline, DEL and C1: what a terminal obeys
+# What a terminal obeys or a reader cannot see: C0 but the newline, DEL and C1; and Unicode's invisible format
+# characters (category Cf: the bidi overrides and isolates U+202A-202E and U+2066-2069 that reorder text, zero-width
+# spaces and joiners, the soft hyphen, the byte-order mark, tag characters) and line and paragraph separators (Zl, Zp)
+CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+                     "\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+                     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+                     "\U000e0001\U000e0020-\U000e007f]")
 
 
 def escaped(text: str) -> str:

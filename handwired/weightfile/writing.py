@@ -2,22 +2,29 @@
 
 import json
 import os
-import re
 import stat
 from pathlib import Path
 from typing import Any
 
 from handwired.errors import HandwiredError
+from handwired.weightfile.axes import CONTROL
 from handwired.weightfile.jsonfile import check_path, kind_of
 
-JSON_RAW = re.compile("[\x7f-\x9f]")  # json.dumps(ensure_ascii=False) escapes C0 but writes DEL and C1 as they are
+
+def _json_escape(char: str) -> str:  # one character -> its JSON escape (an astral one as its UTF-16 surrogates)
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def json_text(data: Any, indent: int | None = None) -> str:
-    """``data`` as JSON, unicode as it is but every control character (C0, DEL, C1) as a ``\\u`` escape, so a
-    string from a file printed as JSON can never drive a terminal."""
-    text = json.dumps(data, indent=indent, ensure_ascii=False)
-    return JSON_RAW.sub(lambda match: f"\\u{ord(match[0]):04x}", text)  # only in strings: JSON's syntax is ASCII
+    """``data`` as JSON, unicode as it is but every control character (C0, DEL, C1) and invisible format character
+    (a bidi override, a zero-width space: :data:`~handwired.weightfile.axes.CONTROL`) as a ``\\u`` escape, so a
+    string from a file printed as JSON can never drive a terminal nor hide or reorder what it shows."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False)  # escapes C0 but writes DEL, C1 and the rest as is
+    return CONTROL.sub(lambda match: _json_escape(match[0]), text)  # only in strings: JSON's syntax is ASCII
 
 
 def dumps(doc: Any) -> str:
