@@ -91,7 +91,13 @@ def parse_range(model: Model, text: str, steps: int, log: bool) -> Range:
         raise HandwiredError(f"{text!r}: {':log' if scale else '{log}'} spaces the values on a log scale, which needs "
                              "LO > 0", ("log",))
     log = log or scale is not None
-    values = np.geomspace(low, high, steps) if log else np.linspace(low, high, steps)
+    if log:
+        values = np.geomspace(low, high, steps)
+    elif math.isfinite(high - low):
+        values = np.linspace(low, high, steps)
+    else:  # HI - LO beyond float64 (-1e308..1e308): each end weighed, never their difference
+        t = np.linspace(0, 1, steps)
+        values = low * (1 - t) + high * t
     values[0], values[-1] = low, high  # exactly the ends asked for
     return Range(name, values, log)
 
@@ -115,13 +121,20 @@ def check_steps(steps: int, ranges: int) -> None:
                                         f"{MAX_POINTS:,} a sweep tries; ask for fewer")
 
 
+def check_precision(precision: float | None) -> None:
+    if precision is not None and not (precision > 0 and math.isfinite(precision)):
+        raise bad_value("precision", precision, "expected a positive number")
+
+
 def halvings(swept: Range, precision: float | None) -> int:
     """The most bisection steps one edge of ``swept``'s grid takes: each narrows its bracket to 3/5 of its width or
     less (of its logarithm's, on a log scale), from the widest grid step down to ``precision`` (default: 1/REFINE of
     the step), at most MAX_HALVINGS."""
+    check_precision(precision)
     values = swept.values
     step = float(np.max(np.diff(values)))
-    target = precision if precision is not None else step / REFINE
+    # no bisection narrows a bracket below the spacing of floats where it ends
+    target = max(precision if precision is not None else step / REFINE, float(np.spacing(np.max(np.abs(values)))))
     if swept.log:  # a bracket [a, a·r] near the top of the range is narrow enough once r <= 1 + target / top
         ratio = float(np.max(values[1:] / values[:-1]))
         shrink = math.log(ratio) / math.log1p(target / float(values[-1]))
@@ -156,8 +169,7 @@ def sweep(model: Model, source: Source, ranges: list[Range], precision: float | 
     to stop the sweep (Ctrl-C)."""
     if len({r.name for r in ranges}) < len(ranges):
         raise HandwiredError(f"{ranges[0].name} is swept twice: give two different constants")
-    if precision is not None and not (precision > 0 and math.isfinite(precision)):
-        raise bad_value("precision", precision, "expected a positive number")
+    check_precision(precision)
     report = progress or (lambda done, total: None)
     grid = [tuple(reversed(point)) for point in itertools.product(*[r.values for r in reversed(ranges)])]
     variants = []

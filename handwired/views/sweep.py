@@ -1,6 +1,8 @@
 """Drawing a sweep: a table and a line plot of the smallest lead (one constant), or a heatmap (two), and the
 intervals where every context passes, in words."""
 
+import math
+
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
@@ -112,9 +114,11 @@ def line_plot(sweep: Sweep) -> Group | Paged:
     shown = [x for x in leads if x is not None]
     if not shown:
         return Group(Text("No value gave finite logits: nothing to plot.", style="red"))
-    top, bottom = max(max(shown), 0.0), min(min(shown), 0.0)
-    span = (top - bottom) or 1.0
-    row_of = lambda x: round((top - x) / span * (PLOT_ROWS - 1))  # noqa: E731
+    sized = [x for x in shown if math.isfinite(x)]  # a lead of ±inf (logits ±1e308 apart) sits on an edge row
+    top, bottom = max(max(sized, default=0.0), 0.0), min(min(sized, default=0.0), 0.0)
+    scale = max(top, -bottom) or 1.0  # leads in units of the largest: top - bottom may be beyond float64
+    span = (top / scale - bottom / scale) or 1.0
+    row_of = lambda x: round((top / scale - min(max(x, bottom), top) / scale) / span * (PLOT_ROWS - 1))  # noqa: E731
     rows = [[" "] * len(leads) for _ in range(PLOT_ROWS)]
     zero = row_of(0.0)
     rows[zero] = ["┈"] * len(leads)
