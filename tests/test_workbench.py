@@ -575,3 +575,23 @@ def test_ablating_ln_f_takes_it_out(tmp_path):
     ok, failed = check_ok(loaded(without, tmp_path / "without.json"))
     assert parts["ln_f"]["parameters"] == 9 and parts["ln_f"]["failed"] == failed
     assert parts["ln_f"]["needed"] is (not ok and check_ok(loaded(document, tmp_path / "with.json"))[0])
+
+
+@pytest.mark.parametrize("args", [("Lg=0..5e-324", "--steps", "2"), ("Lg=0..4", "--precision", "5e-324"),
+                                  ("Lg=1e-300..4:log", "--precision", "5e-324"), ("Lg=-1e308..1e308",)])
+def test_a_sweep_at_float64s_edges_is_judged_not_an_internal_error(args):
+    # a grid step or precision below the spacing of floats bisects down to that spacing and stops; a range whose
+    # span, or whose leads, are beyond float64 is laid out and plotted from its ends
+    result = invoke("sweep", "aab", *args, "--json")
+    assert result.exit_code in (0, 1), result.output
+    data = json.loads(result.stdout)
+    values = [point["values"]["Lg"] for point in data["points"]]
+    assert values[0] == float(args[0].split("=")[1].split("..")[0]) and all(np.isfinite(values))
+    assert values == sorted(values)
+    shown = invoke("sweep", "aab", *args)  # and drawn
+    assert shown.exit_code in (0, 1) and "internal error" not in shown.output
+
+
+def test_a_precision_of_zero_is_refused_before_the_sweep():
+    assert user_error("sweep", "aab", "Lg=0..4", "--precision", "0") == (
+        "error: --precision 0.0: expected a positive number")
