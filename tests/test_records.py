@@ -47,3 +47,20 @@ def test_every_puzzle_has_a_record_that_solves_it_as_stated(name):
 def test_records_are_not_shipped():
     shipped = Path(load_puzzle("ab").source).parent
     assert not (shipped / "records").exists() and not (shipped / "solutions" / "records").exists()
+
+
+def test_a_model_with_no_blocks_has_no_heads(handwired_home):
+    # ab's record has no block and declares n_head 1 (the default): it runs no head, so it shows and scores none
+    from test_cli import invoke
+
+    from handwired.judge.scores import read_score
+    from handwired.weightfile.checker import Checker
+
+    path = str(RECORDS / "ab.json")
+    assert load(path).n_head == 1
+    assert submit(load_puzzle("ab"), load(path)).score.n_head == 0
+    out = " ".join(invoke("check", path).stdout.split())
+    assert "n_embd 2 no blocks" in out and "head" not in out.split("no blocks")[0].split("n_embd 2")[1]
+    old = read_score(Checker(), {"parameters": 3, "n_embd": 2, "n_head": 1, "n_layer": 0,
+                                                "margin": 2047.959041}, "ab")  # as progress files kept it
+    assert old is not None and old.n_head == 0 and old.ties(load_puzzle("ab").record)

@@ -61,7 +61,13 @@ def read_score(check: Checker, value: Any, path: str) -> Score | None:
     margin = check.finite(spec["margin"], join(path, "margin"), "a finite number of logits")
     if parameters is None or n_embd is None or n_head is None or n_layer is None or margin is None:
         return None
-    return Score(parameters, n_embd, n_head, n_layer, margin)
+    return Score(parameters, n_embd, heads(n_head, n_layer), n_layer, margin)
+
+
+def heads(n_head: int, n_layer: int) -> int:
+    """The heads a score counts: a model with no blocks has none, whatever n_head it declares (a score written when
+    it was counted as 1 reads back as 0)."""
+    return n_head if n_layer else 0
 
 
 def nonzero_parameters(model: "Model") -> int:
@@ -84,4 +90,4 @@ def score(model: "Model", report: "Report") -> Score | None:
         return None
     # to a millionth of a logit: a reference copied by hand scores level with par, not 2e-14 below it
     margin = round(report.margin.value, MARGIN_DECIMALS)
-    return Score(nonzero_parameters(model), model.n_embd, model.n_head, model.n_layer, margin)
+    return Score(nonzero_parameters(model), model.n_embd, heads(model.n_head, model.n_layer), model.n_layer, margin)

@@ -21,8 +21,8 @@ def model_line(model: Model) -> Text:
         ("model ", "dim"), (printable(model.name or "(unnamed)"), "bold"),
         (" (bundled)" if bundled else f" ({model.source})", "dim"),
         ("  vocab ", "dim"), " ".join(map(shown, model.vocab)), ("  n_ctx ", "dim"), str(model.n_ctx),
-        ("  n_embd ", "dim"), str(model.n_embd), "  ", plural(model.n_head, "head"), ", ",
-        plural(model.n_layer, "block"),
+        ("  n_embd ", "dim"), str(model.n_embd), "  ",
+        f"{plural(model.n_head, 'head')}, {plural(model.n_layer, 'block')}" if model.n_layer else "no blocks",
     )
 
 
