@@ -217,3 +217,12 @@ def test_the_list_prints_the_same_read_light_or_whole(columns, monkeypatch):
     assert light == whole
     assert f"1 of {len(BUNDLED)} solved" in light[0]
     assert [entry["name"] for entry in json.loads(light[1])["puzzles"] if entry["solved"]] == ["ab"]
+
+
+def test_a_statement_needs_two_tokens(tmp_path):
+    # with one token every next token is right: nothing would be judged, yet the check would read "proved"
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(_template("one", vocab=["a"], rule={"kind": "pattern", "pattern": "a"},
+                                         domain={"kind": "every_string"})), encoding="utf-8")
+    with pytest.raises(HandwiredError, match=r"one.json: vocab: 1 token: a puzzle needs at least two \(with one"):
+        read_statement(path)

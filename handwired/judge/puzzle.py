@@ -120,6 +120,10 @@ def parse_statement(doc: Any, path: Path, named_by_file: bool = True) -> tuple[P
     if vocab is not None and len(vocab) > MAX_VOCAB:
         check.problem("vocab", f"{len(vocab):,} tokens, more than a puzzle may have (at most {MAX_VOCAB})")
         vocab = None
+    elif vocab is not None and len(vocab) < 2:
+        check.problem("vocab", f"{len(vocab)} token: a puzzle needs at least two (with one, every next token is right "
+                               "and nothing is judged)")
+        vocab = None
     n_ctx = check.whole(top["n_ctx"], "n_ctx", 1, MAX_N_CTX) if "n_ctx" in top else None
     caps = read_caps(check, top["caps"]) if "caps" in top else None
     rule = rule_from_spec(top["rule"], vocab, check) if vocab is not None and "rule" in top else None
