@@ -339,3 +339,23 @@ def test_watch_draws_the_shortest_failure_then_the_example_once_solved(tmp_path)
     screen = words(" ".join(str(part) for part in watching.screen(fixed).renderables))
     assert "context abcabc (6 tokens) the file's example: every context passes" in screen
     assert "another context than the previous version's (ab): no value is compared" in screen
+
+
+@pytest.mark.parametrize("kind", ["a symbolic link", "a folder", "a FIFO (named pipe)"])
+def test_a_puzzle_key_naming_anything_but_a_regular_file_is_refused_by_what_it_is(tmp_path, monkeypatch, kind):
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    invoke("puzzles", "new", "-o", "mine.json")
+    invoke("puzzles", "start", "mine.json", "-o", "ans.json")
+    key = json.loads((tmp_path / "ans.json").read_text())["puzzle"]
+    (tmp_path / "mine.json").rename(tmp_path / "real.json")  # the statement, now behind what the key names
+    if kind == "a symbolic link":
+        os.symlink("real.json", tmp_path / "mine.json")  # a link is never followed, even to a statement
+    elif kind == "a folder":
+        (tmp_path / "mine.json").mkdir()
+    else:
+        os.mkfifo(tmp_path / "mine.json")  # never opened: it would block
+    assert user_error("check", "ans.json") == (
+        f"error: ans.json: puzzle: mine.json is {kind}, not a statement file (the file names {key!r}; a weight file "
+        "names only a regular file beside it); give the puzzle with --puzzle")

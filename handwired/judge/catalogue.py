@@ -8,6 +8,7 @@ that read a statement or a solution whole.
 import hashlib
 import os
 import re
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from handwired.errors import HandwiredError
 from handwired.judge.listing import Listed, listed, read_listed
 from handwired.weightfile.checker import describe
-from handwired.weightfile.jsonfile import check_path, read_text
+from handwired.weightfile.jsonfile import check_path, kind_of, read_text
 from handwired.weightfile.locations import bundled_folder, json_files
 from handwired.weightfile.puzzlekey import HASH_MARK, beside, reference
 
@@ -133,9 +134,7 @@ def named_puzzle(model: "Model") -> tuple["Puzzle | None", str | None]:
                              "names only a statement in its own folder, as NAME.json#HASH (or give the puzzle with "
                              "{puzzle})", ("puzzle",))
     statement = Path(model.source).parent / path
-    if not statement.is_file():
-        raise HandwiredError(f"{where}: the statement {statement} is not there any more (the file names "
-                             f"{model.puzzle!r}); give the puzzle with {{puzzle}}", ("puzzle",))
+    _refuse_other_than_a_file(where, statement, model.puzzle)
     try:
         puzzle = load_puzzle(str(statement))
     except HandwiredError:  # never quote a file the weight file chose: it may be anything beside it
@@ -145,6 +144,21 @@ def named_puzzle(model: "Model") -> tuple["Puzzle | None", str | None]:
     note = None if now == digest else (f"{model.source} was started on {statement} as it was ({HASH_MARK}{digest}); "
                                        f"it has changed since ({HASH_MARK}{now}): judged as it is now")
     return puzzle, note
+
+
+def _refuse_other_than_a_file(where: str, statement: Path, named: str) -> None:
+    """A statement a weight file names must be a regular file beside it: not gone, not a folder, FIFO or device, and
+    not a symbolic link (which could lead anywhere)."""
+    try:
+        mode = statement.lstat().st_mode
+    except OSError:
+        raise HandwiredError(f"{where}: the statement {statement} is not there any more (the file names "
+                             f"{named!r}); give the puzzle with {{puzzle}}", ("puzzle",)) from None
+    if not stat.S_ISREG(mode):
+        what = "a symbolic link" if stat.S_ISLNK(mode) else kind_of(mode)
+        raise HandwiredError(f"{where}: {statement} is {what}, not a statement file (the file names {named!r}; a "
+                             "weight file names only a regular file beside it); give the puzzle with {puzzle}",
+                             ("puzzle",))
 
 
 def other_puzzle(model: "Model", puzzle: "Puzzle") -> str | None:
