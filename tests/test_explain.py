@@ -1,5 +1,7 @@
 """The explain view as data: which steps, in which order, labelled how."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from reference import params_to_document, random_params, reference_forward
@@ -57,3 +59,16 @@ def test_expand_groups_and_rejects_unknown_steps():
     assert explain.expand([]) == list(explain.STEPS)
     with pytest.raises(HandwiredError, match="step 'qk'"):
         explain.expand(["qk"])
+
+
+def test_explain_says_a_model_with_no_blocks_has_none_to_show():
+    from test_cli import invoke
+
+    record = str(Path(__file__).parent / "data" / "records" / "ab.json")  # no blocks, a final LayerNorm
+    out = invoke("explain", "abab", "-w", record, "--step", "attention").stdout
+    panel = out[out.index("No blocks"):out.index("Prediction at each position")]
+    assert "logits = ln_f(wte[token] + wpe[position]) · wteᵀ" in panel and "shape:" not in panel
+    out = " ".join(out.split())  # the panel's text wraps
+    assert "This model has no blocks: no attention, projection or MLP to show." in out
+    assert "Prediction at each position" in out  # the rest of the group is still there
+    assert "No blocks" not in invoke("explain", "aabaa", "--step", "attention").stdout  # aab has its block

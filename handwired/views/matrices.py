@@ -223,8 +223,8 @@ class SideBySide:
 def step_panel(step: Step, show_all: bool = False, reveal: str = SHOW_ALL,
                changed: dict[str, np.ndarray] | None = None) -> Panel:
     """One explain step; ``changed`` maps a matrix's title to its changed cells (handwired watch)."""
-    header = Text.assemble((step.formula, "bold cyan"), "\n", ("shape: ", "dim"), step.shape, "\n",
-                           (step.note, "italic"))
+    shape = (("shape: ", "dim"), step.shape, "\n") if step.shape else ()
+    header = Text.assemble((step.formula, "bold cyan"), "\n", *shape, (step.note, "italic"))
     changed = changed or {}
     views = [matrix_table(m, show_all, reveal, changed.get(m.title)) for m in step.matrices]
     parts: list = [header, *([SideBySide(views)] if step.side_by_side else views)]

@@ -76,6 +76,8 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
             result.append(view.proj(b))
         if "mlp" in wanted and f"blocks.{b}.hook_mlp_out" in trace.record:
             result.append(view.mlp(b))
+    if not model.n_layer and set(wanted) & {"ln1", *HEAD_STEPS, *BLOCK_STEPS, "proj", "mlp"}:
+        result.append(_no_blocks(model))
     if "logits" in wanted:
         result.append(view.logits())
     if "probs" in wanted:
@@ -85,6 +87,16 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
     if "why" in wanted:
         result.append(view.why(position, split))
     return result
+
+
+def _no_blocks(model: Model) -> Step:
+    """What the block steps show on a model with none: that there are none, and what the model is instead."""
+    norm = "ln_f" in model.params
+    formula = f"logits = {'ln_f(' if norm else '('}wte[token] + wpe[position]) · wteᵀ"
+    return Step("blocks", "No blocks", formula, "",
+                "This model has no blocks: no attention, projection or MLP to show. Each position's embedding goes "
+                f"straight to {'the final LayerNorm, then ' if norm else ''}the unembedding, so a position sees "
+                "only its own token and place.", ())
 
 
 class _View:
