@@ -73,7 +73,7 @@ def test_aab_head_moves_the_prediction_from_a_to_b():
     # by hand: wte[a]·wte = (1, 0); the head writes z7 = 1 through c_proj row z7 = (-Lg, Lg); the bias adds Lg to a
     assert rows == {"token embedding wte": [1, 0], "position embedding wpe": [0, 0], "block 0 head 0": [-1024, 1024],
                     "block 0 attn bias c_proj.b": [1024, 0]}
-    assert movers(split) == [("block 0 head 0", 0, 1)]
+    assert movers(split) == [("block 0 head 0", (0,), (1,))]
     # unwrap the panel
     out = " ".join(line.strip("│ ") for line in invoke("explain", "--step", "why").stdout.splitlines())
     assert "Without block 0 head 0 the top token would be a: it moves the prediction from a to b." in out
@@ -155,3 +155,23 @@ def test_heads_are_drawn_side_by_side_when_the_terminal_is_wide_enough():
     for text in (wide, narrow):  # whole tables either way: no cell cut short
         assert "┃ query ╲ key ┃   0:a ┃   1:a ┃   2:a ┃   3:b ┃" in text
         assert "│ 3:b         │  ≈0 │   1 │  ≈0 │   0 │" in text  # head 1: an exact 1 prints as 1
+
+
+def test_a_tie_is_named_as_a_tie_never_as_its_first_token(tmp_path):
+    # by hand: context 'a' at position 0; wte[a]·wte = (1, 0, 0, 0) and wpe[0]·wte = (0, 1, 1, 1), so the logits
+    # tie four ways; without wte b, c and d tie; without wpe a alone leads
+    doc = {"format": "handwired/1", "vocab": ["a", "b", "c", "d"], "n_ctx": 2, "n_embd": 4, "dims": list("abcd"),
+           "wte": {t: {t: 1} for t in "abcd"}, "wpe": {"0": {"b": 1, "c": 1, "d": 1}}, "blocks": []}
+    path = tmp_path / "tie.json"
+    path.write_text(json.dumps(doc))
+    model = load(str(path))
+    split = attribute(model, run_trace(model, "a"))
+    assert movers(split) == [("token embedding wte", (1, 2, 3), (0, 1, 2, 3)),
+                             ("position embedding wpe", (0,), (0, 1, 2, 3))]
+    shown = invoke("explain", "a", "-w", str(path), "--step", "why").stdout
+    out = " ".join(line.strip("│ ") for line in shown.splitlines())
+    assert ("Without token embedding wte the top tokens would be a tie of b, c and d: it moves the prediction from a "
+            "tie of b, c and d to a tie of a, b, c and d.") in out
+    assert ("Without position embedding wpe the top token would be a: it moves the prediction from a to a tie of a, "
+            "b, c and d.") in out
+    assert "predicts a (tie)" in out

@@ -87,12 +87,18 @@ def attribute(model: Model, trace: Trace, position: int | None = None) -> Attrib
                        scale, unit_gain)
 
 
-def movers(attribution: Attribution) -> list[tuple[str, int, int]]:
-    """(part, top token without it, top token with it) for each part that changes the top token on its own."""
-    with_all = int(np.argmax(attribution.total))
+def tops(logits: np.ndarray) -> tuple[int, ...]:
+    """The tokens with the highest logit: one, or several that tie exactly."""
+    return tuple(int(i) for i in np.flatnonzero(logits == np.max(logits)))
+
+
+def movers(attribution: Attribution) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+    """(part, the top tokens without it, the top tokens with it) for each part that changes them on its own (a tie is
+    its tokens, never the first of them)."""
+    with_all = tops(attribution.total)
     result = []
     for label, share in zip(attribution.parts, attribution.contributions):
-        without = int(np.argmax(attribution.total - share))
+        without = tops(attribution.total - share)
         if without != with_all:
             result.append((label, without, with_all))
     return result

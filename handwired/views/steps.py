@@ -89,6 +89,12 @@ def steps(model: Model, trace: Trace, wanted: list[str], block: int | None = Non
     return result
 
 
+def _tops(vocab: tuple[str, ...], tokens: tuple[int, ...]) -> str:
+    """``b``, or ``a tie of a, b and c``."""
+    names = [shown(vocab[t]) for t in tokens]
+    return names[0] if len(names) == 1 else f"a tie of {', '.join(names[:-1])} and {names[-1]}"
+
+
 def _no_blocks(model: Model) -> Step:
     """What the block steps show on a model with none: that there are none, and what the model is instead."""
     norm = "ln_f" in model.params
@@ -338,8 +344,9 @@ class _View:
                 f"{vocab[best]}{' (tie)' if tied else ''}; each row is one part's share of every logit, and the "
                 "rows add up to the logit."]
         for part, without, with_it in attribution.movers(split):
-            note.append(f"Without {part} the top token would be {vocab[without]}: it moves the prediction "
-                        f"from {vocab[without]} to {vocab[with_it]}.")
+            top = "top token would be" if len(without) == 1 else "top tokens would be"
+            note.append(f"Without {part} the {top} {_tops(vocab, without)}: it moves the prediction from "
+                        f"{_tops(vocab, without)} to {_tops(vocab, with_it)}.")
         effect = attribution.gain_effect(split)
         if effect is not None:
             note.append(_gain_note(self.model, effect))
