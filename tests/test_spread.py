@@ -256,3 +256,18 @@ def test_every_context_of_a_huge_model_is_refused_in_one_line(tmp_path):
     assert message.startswith("error: every context: 30^1 + … + 30^4096 = about ")
     assert message.endswith("contexts, about a billion hours or more of checking for this model, more than the "
                             "4,000,000 handwired will enumerate; spread over a puzzle's contexts instead")
+
+
+def test_a_leads_spread_says_whether_every_right_token_leads(tmp_path, monkeypatch):
+    # the sign of a lead decides a context: no threshold between the groups means anything for it
+    monkeypatch.setenv("COLUMNS", "300")
+    out = invoke("spread", "lead").stdout
+    assert ("Every lead is above 0: the right token leads in every judged context (the smallest, 1023, where the "
+            "right answer is a).") in out and "threshold" not in out
+    monkeypatch.chdir(tmp_path)
+    assert invoke("puzzles", "start", "aab", "-o", "zero.json").exit_code == 0  # all zeros: every lead is 0
+    out = invoke("spread", "lead", "-w", "zero.json", "--by", "last-token").stdout
+    assert ("Not every lead is above 0: the smallest, 0, is where the last token is a; a context whose lead is 0 or "
+            "below fails.") in out
+    data = json.loads(invoke("spread", "lead", "-w", "zero.json", "--json").stdout)
+    assert data["verdict"].startswith("Not every lead is above 0") and max(g["max"] for g in data["groups"]) == 0

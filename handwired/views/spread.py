@@ -5,7 +5,7 @@ from rich.table import Table
 from rich.text import Text
 
 from handwired.judge.separation import Separation
-from handwired.judge.spread import Spread
+from handwired.judge.spread import LEAD, Spread
 from handwired.views.model import model_line
 from handwired.views.numbers import count, number, numbers
 from handwired.weightfile import Model
@@ -83,8 +83,23 @@ def spread_view(model: Model, spread: Spread) -> Group:
     axis_low, axis_high = numbers([[low, high]] + [[group.low, group.high] for group in spread.groups])[0]
     lines.append(Text(f"histogram: {len(spread.edges) - 1} bins from {axis_low} to {axis_high}, shared by "
                       f"every group; bar height ∝ the bin's count, {EMPTY} = none", style="dim"))
-    lines.append(Text(verdict(spread.separation), style="bold"))
+    lines.append(Text(spread_verdict(spread), style="bold"))
     return Group(*lines)
+
+
+def spread_verdict(spread: Spread) -> str:
+    """What the spread says: for a lead, whether every right token leads (its sign decides a context, not a
+    threshold between the groups); for anything else, what separates the groups."""
+    if spread.probe.hook != LEAD:
+        return verdict(spread.separation)
+    if not spread.groups:
+        return "No judged context: no lead to read."
+    worst = min(spread.groups, key=lambda group: group.low)
+    if worst.low > 0:
+        return (f"Every lead is above 0: the right token leads in every judged context (the smallest, "
+                f"{bound(worst.low)}, where {BY[spread.by]} is {worst.key}).")
+    return (f"Not every lead is above 0: the smallest, {bound(worst.low)}, is where {BY[spread.by]} is {worst.key}; "
+            "a context whose lead is 0 or below fails.")
 
 
 def spread_json(model: Model, spread: Spread) -> dict:
@@ -110,5 +125,5 @@ def spread_json(model: Model, spread: Spread) -> dict:
         "order": None if separation is None else list(separation.runs),
         "thresholds": None if separation is None or not separation.separated
         else [list(pair) for pair in separation.thresholds],
-        "verdict": verdict(separation),
+        "verdict": spread_verdict(spread),
     }
