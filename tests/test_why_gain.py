@@ -53,3 +53,14 @@ def test_the_failure_view_names_the_gain_too(with_ln_f):
     result = invoke("check", "-w", str(with_ln_f(-1024)))
     assert result.exit_code == 1
     assert "decides the answer: with g = 1 the top token would be" in unwrapped(result.stdout)
+
+
+def test_the_failures_headline_says_the_gain_decides(with_ln_f):
+    # the headline, before any panel: the part that pushed most is named with its push turned around by the gain
+    out = unwrapped(invoke("check", "-w", str(with_ln_f(-1024))).stdout)
+    headline = out[out.index("Why the shortest failing context"):out.index("[why]")]
+    assert "ln_f.g turns its push around: before the gain it favours b" in headline
+    assert ("The final LayerNorm's gain ln_f.g decides: with g = 1 the top token would be b, the gain makes it "
+            "a.") in headline
+    out = unwrapped(invoke("check", "-w", str(with_ln_f(2))).stdout)  # a positive gain decides nothing: not named
+    assert "ln_f.g" not in out

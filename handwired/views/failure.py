@@ -29,6 +29,7 @@ def headline(model: Model, failure: Failure, split: attribution.Attribution) -> 
         "the right token is ", (vocab[right], "green"), ", but ", (vocab[wrong], "red"), f" {beats} it: logit ",
         (number(values[wrong]), "red"), " against ", (number(values[right]), "green"),
         ", a gap of ", (logits(gap), "bold red"), f" (p({vocab[wrong]}) = {failure.probs[wrong]:.4f}).")]
+    effect = attribution.gain_effect(split)  # what ln_f's gain does, if it changes the winner or a push
     push = attribution.pushes(split, wrong, right)  # [n_parts]
     worst = int(np.argmax(push))
     if push[worst] > 0:
@@ -38,7 +39,14 @@ def headline(model: Model, failure: Failure, split: attribution.Attribution) -> 
         if push[best] < 0:
             line.append_text(Text.assemble(("; the most against it: ", "dim"), (split.parts[best], "bold"),
                                            f" ({logits(-push[best])} for {vocab[right]})"))
+        if split.parts[worst] in (effect.flipped if effect is not None else ()):
+            line.append_text(Text(f"; ln_f.g turns its push around: before the gain it favours {vocab[right]}",
+                                  style="dim"))
         lines.append(line)
+    if effect is not None and effect.top_at_unit_gain != effect.top:
+        lines.append(Text.assemble(("The final LayerNorm's gain ln_f.g decides: with g = 1 the top token would be ",
+                                    "dim"), (vocab[effect.top_at_unit_gain], "bold"), (", the gain makes it ", "dim"),
+                                   (vocab[effect.top], "bold"), (".", "dim")))
     return lines
 
 
