@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time __getattr__ load
         Verdict,
         View,
         act_name,
+        allow,
         check,
         load,
         puzzle,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time __getattr__ load
     __version__: str
 
 __all__ = ["ActivationCache", "CheckReport", "HandwiredError", "HookPoint", "HookedModel", "PuzzleHandle", "Verdict",
-           "View", "__version__", "act_name", "check", "load", "puzzle"]
+           "View", "__version__", "act_name", "allow", "check", "load", "puzzle"]
 API = frozenset(__all__) - {"HandwiredError", "__version__"}  # the names handwired.api gives
 
 

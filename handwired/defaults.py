@@ -14,7 +14,6 @@ COMPLETE_TOKENS = 10  # tokens complete appends
 ATTENTION_SCORE = "scaled-dot"  # attend's score function
 STREAM_MIN_LENGTH = 2  # a stream check judges prefixes from this length (one token says nothing of a pattern)
 MIN_LENGTH = 1  # an exhaustive or sampled check judges contexts from this length
-MAX_MEMORY = 2 * 2**30  # bytes a command's arrays may take at their peak: more is refused, with the estimate
 
 
 def stream_length(pattern: str) -> int:

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "handwired"
 # Bottom to top. A module may import its own layer and the layers below; views and interop sit side by side
 # and do not import each other, nor do cli and api.
 LAYERS = {
-    "handwired.errors": 0, "handwired.defaults": 0,
+    "handwired.errors": 0, "handwired.defaults": 0, "handwired.budget": 0,
     "handwired.weightfile": 1,
     "handwired.engine": 2,
     "handwired.judge": 3,

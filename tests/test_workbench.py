@@ -402,7 +402,7 @@ def test_spread_prints_its_axis_and_its_overlap_in_the_format_of_its_cells():
     assert low != round(low) and high == 2  # the leads are 2 up to rounding: one end is whole, the other not
     text = " ".join(invoke("spread", "lead", "-w", sort, "--puzzle", "sort").stdout.split())
     assert "2.000 … 2.000" in text and "bins from 2.000 to 2.000" in text  # never 2.000 beside 2
-    assert "The groups overlap on [2.000, 2.000]" in text
+    assert "Every lead is above 0: the right token leads in every judged context (the smallest, 2.000, where" in text
 
 
 def test_a_ratio_says_its_missing_contexts_are_where_the_divisor_is_0():

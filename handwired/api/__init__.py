@@ -6,7 +6,8 @@ TransformerLens user expects: ``model(input)`` → logits [batch, pos, vocab]; `
 logits and an :class:`ActivationCache` keyed by TransformerLens hook names, batch axis kept, with its short forms
 (``cache["pattern", 0]``) and the residual stream taken apart; ``model.run_with_hooks(input, fwd_hooks=…)`` for
 ablation and patching. :func:`check` judges a model on its target, :func:`puzzle` reads a puzzle whose
-``submit(model)`` gives the game's verdict. Everything shows itself in Jupyter (``_repr_html_``) from the same
+``submit(model)`` gives the game's verdict; ``with allow(max_seconds=…, max_memory=…):`` lets work that a refusal
+by estimate stopped go on. Everything shows itself in Jupyter (``_repr_html_``) from the same
 views the terminal prints, and has a plain repr of a line. ``import handwired`` itself stays cheap: these names
 load on first use.
 """
@@ -16,7 +17,8 @@ from handwired.api.judging import CheckReport, PuzzleHandle, Verdict, check, puz
 from handwired.api.loading import load
 from handwired.api.model import HookedModel, HookPoint
 from handwired.api.names import act_name
+from handwired.budget import allowing as allow
 from handwired.views.display import View
 
 __all__ = ["ActivationCache", "CheckReport", "HookPoint", "HookedModel", "PuzzleHandle", "Verdict", "View",
-           "act_name", "check", "load", "puzzle"]
+           "act_name", "allow", "check", "load", "puzzle"]

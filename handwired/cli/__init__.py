@@ -26,7 +26,7 @@ for _message in ("overflow encountered", "invalid value encountered"):
 import typer  # noqa: E402
 from typer.core import TyperGroup  # noqa: E402
 
-from handwired.cli.common import DEBUG_VARIABLE, guard, internal_error  # noqa: E402
+from handwired.cli.common import DEBUG_VARIABLE, guard, internal_error, with_budget  # noqa: E402
 
 COMMANDS = {  # name -> "module:app", in the order --help lists them; a module is imported when its command runs
     "predict": "handwired.cli.predict:app",
@@ -73,7 +73,7 @@ class LazyGroup(TyperGroup):
             command.name = cmd_name
             # handwired offers no shell completion (the top command turns typer's off): no sub-command offers it
             command.params = [param for param in command.params if param.name not in COMPLETION_OPTIONS]
-            self.commands[cmd_name] = guard(one_line_paragraphs(command))
+            self.commands[cmd_name] = guard(with_budget(one_line_paragraphs(command)))
         return super().get_command(ctx, cmd_name)
 
 

@@ -20,7 +20,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperOption
 
+from handwired import budget
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
 from handwired.views.display import EXPORT_WIDTH, recorded
@@ -133,6 +135,44 @@ def spelling(command) -> Callable[[str], str]:
         return max(param.opts, key=len)  # --weights rather than -w
 
     return spell
+
+
+def _allow(name: str):
+    """The callback of ``--max-seconds`` or ``--max-memory``: what the user allows, for this command's work."""
+
+    def allow(ctx, param, value) -> None:
+        if value is None:
+            return
+        ctx.call_on_close(budget.reset)  # the allowance is this command's
+        try:
+            budget.allow(**{name: value})
+        except HandwiredError:
+            what = "a size such as 8G, 512M or 1.5GB" if name == "max_memory" else "a positive number of seconds"
+            raise typer.BadParameter(f"{value!r}: expected {what}") from None
+
+    return allow
+
+
+BUDGET_HELP = {
+    "max_seconds": "Allow work estimated at up to this many seconds (by default 30 for a check of every context or a "
+                   "view, 600 for a sample, stream, sweep or ablation); refusals say what the work needs.",
+    "max_memory": "Allow work whose arrays take up to this much memory at their peak, e.g. 8G (by default 2G).",
+}
+
+
+def with_budget(command):
+    """Give ``command`` (and every sub-command of a group) --max-seconds and --max-memory: a refusal by estimate
+    names them, and they must work wherever on the line they are given."""
+    for sub in getattr(command, "commands", {}).values():
+        with_budget(sub)
+    if getattr(command, "commands", None) is None and not any(p.name == "max_seconds" for p in command.params):
+        command.params += [
+            TyperOption(param_decls=["--max-seconds"], type=float, metavar="SECONDS", expose_value=False,
+                        is_eager=True, callback=_allow("max_seconds"), help=BUDGET_HELP["max_seconds"]),
+            TyperOption(param_decls=["--max-memory"], type=str, metavar="SIZE", expose_value=False, is_eager=True,
+                        callback=_allow("max_memory"), help=BUDGET_HELP["max_memory"]),
+        ]
+    return command
 
 
 def guard(command):

@@ -9,7 +9,7 @@ line instead of swapping. Fitted with tracemalloc on float64 forward passes
 (within about 10%, on the high side).
 """
 
-from handwired.defaults import MAX_MEMORY
+from handwired import budget
 from handwired.errors import HandwiredError
 from handwired.weightfile import Model
 
@@ -53,14 +53,16 @@ def gigabytes(size: float) -> str:
 
 
 def refuse_large(what: str, size: float, narrowing: str = "", parameters: tuple[str, ...] = ()) -> None:
-    """Refuse work whose arrays would take more than MAX_MEMORY at their peak: ``what: about 3.2 GB of …``."""
-    if size > MAX_MEMORY:
+    """Refuse work whose arrays would take more than the budget's memory at their peak: ``what: about 3.2 GB of …``,
+    what narrows it, and how to allow it."""
+    if size > budget.memory():
         raise HandwiredError(f"{what}: about {gigabytes(size)} of attention scores and activations at the peak, "
-                             f"more than the {gigabytes(MAX_MEMORY)} handwired will use{narrowing}", parameters)
+                             f"more than the {gigabytes(budget.memory())} handwired will use{narrowing}"
+                             f"{budget.more_memory(size)}", (*parameters, *budget.SPACE))
 
 
 def refuse_large_trace(model: Model, length: int) -> None:
-    """Refuse, before any array exists, to record a pass over ``length`` tokens that would not fit MAX_MEMORY."""
+    """Refuse, before any array exists, to record a pass over ``length`` tokens that would not fit the budget."""
     heads = f"{model.n_head} head{'s' * (model.n_head != 1)}"
     blocks = f"{model.n_layer} block{'s' * (model.n_layer != 1)}"
     refuse_large(f"{length:,} tokens at n_embd {model.n_embd}, {heads}, {blocks}", trace_bytes(model, length),

@@ -38,7 +38,7 @@ def trace(model: Model, text: str, causal: bool = True) -> Trace:
 
     ``causal=False`` runs the same weights without the causal mask: every
     position attends to every other, later ones included (an encoder). A pass
-    whose arrays would not fit MAX_MEMORY is refused before it starts.
+    whose arrays would not fit the budget's memory is refused before it starts.
     """
     ids = model.encode(text)
     window = ids[-model.n_ctx :]

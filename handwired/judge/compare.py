@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, MAX_MEMORY, SEED
+from handwired import budget
+from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, SEED
 from handwired.engine.batch import next_logits_distinct
 from handwired.engine.memory import gigabytes
 from handwired.errors import HandwiredError, bad_value
@@ -162,21 +163,23 @@ def most_changes(old: Model, new: Model, same: set[str] | None = None) -> int:
 
 def refuse_slow_weights(old: Model, new: Model, same: set[str]) -> None:
     """Refuse, before any entry is compared by label, weights whose comparison would take longer than an exhaustive
-    check may (MAX_EXHAUSTIVE_SECONDS) or whose changes would not fit MAX_MEMORY (see most_changes)."""
+    check may (the budget's, by default MAX_EXHAUSTIVE_SECONDS) or whose changes would not fit its memory (see
+    most_changes)."""
     by_label = sum(int(np.size(written)) for model in (old, new) for path, written in model.written.entries.items()
                    if path not in same)
     changes = most_changes(old, new, same)
     seconds = by_label * SECONDS_PER_LABELLED + changes * SECONDS_PER_CHANGE
-    if seconds > MAX_EXHAUSTIVE_SECONDS:
+    if seconds > budget.seconds(MAX_EXHAUSTIVE_SECONDS):
         raise HandwiredError(f"{new.source}: {by_label:,} weights to compare one by one (their rows or columns differ "
                              f"from {old.source}'s) and up to {changes:,} changes to list: about {duration(seconds)}, "
-                             f"more than the {duration(MAX_EXHAUSTIVE_SECONDS)} handwired spends on it; diff compares "
-                             "two versions of one model, a few edits apart")
-    if changes * CHANGE_BYTES > MAX_MEMORY:
+                             f"more than the {duration(budget.seconds(MAX_EXHAUSTIVE_SECONDS))} handwired spends on "
+                             f"it; diff compares two versions of one model, a few edits apart"
+                             f"{budget.more_time(seconds)}", budget.TIME)
+    if changes * CHANGE_BYTES > budget.memory():
         raise HandwiredError(f"{new.source}: up to {changes:,} weights that differ from {old.source}'s: about "
                              f"{gigabytes(changes * CHANGE_BYTES)} to list them, more than the "
-                             f"{gigabytes(MAX_MEMORY)} handwired will use; diff compares two versions of one model, "
-                             "a few edits apart")
+                             f"{gigabytes(budget.memory())} handwired will use; diff compares two versions of one "
+                             f"model, a few edits apart{budget.more_memory(changes * CHANGE_BYTES)}", budget.SPACE)
 
 
 def _array_changes(old: Model, new: Model, path: str) -> list[WeightChange]:
@@ -249,7 +252,7 @@ def compare(
     total = count_contexts(old)
     every = sum(forward_seconds(model, model.n_vocab**length, length)
                 for model in (old, new) for length in range(1, old.n_ctx + 1))
-    if sample is None and total <= limit and every <= MAX_EXHAUSTIVE_SECONDS:
+    if sample is None and total <= limit and every <= budget.seconds(MAX_EXHAUSTIVE_SECONDS):
         batches: Iterator[np.ndarray] = exhaustive_contexts(old)
         checked = f"every context of length 1…{old.n_ctx} over {', '.join(map(shown, old.vocab))} ({total:,} contexts)"
     else:
@@ -285,15 +288,15 @@ def compare(
 
 def _refuse_slow_contexts(old: Model, new: Model, contexts: int, how: str) -> None:
     """Refuse, before any is run, ``contexts`` contexts (of up to n_ctx tokens) through both models when that would
-    take more than MAX_RUN_SECONDS; ``how``: "sample" or "puzzle", which says what narrows it."""
+    take more than the budget allows; ``how``: "sample" or "puzzle", which says what narrows it."""
     seconds = forward_seconds(old, contexts, old.n_ctx) + forward_seconds(new, contexts, new.n_ctx)
-    if seconds <= MAX_RUN_SECONDS:
+    if seconds <= budget.seconds(MAX_RUN_SECONDS):
         return
     narrow = ("give a smaller {sample}" if how == "sample" else
               "compare random contexts instead, e.g. {sample} 10000 (which leaves the puzzle out)")
     raise HandwiredError(f"{how_many(contexts)} contexts through both models: about {duration(seconds)} of "
-                         f"comparing, more than the {duration(MAX_RUN_SECONDS)} handwired will spend on it; {narrow}",
-                         ("sample",))
+                         f"comparing, more than the {duration(budget.seconds(MAX_RUN_SECONDS))} handwired will spend "
+                         f"on it; {narrow}{budget.more_time(seconds)}", ("sample", *budget.TIME))
 
 
 def _tally(result: Diff, before: dict, after: dict, judged: np.ndarray) -> np.ndarray:

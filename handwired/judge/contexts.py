@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from handwired.defaults import MAX_MEMORY, MIN_LENGTH, SEED
+from handwired import budget
+from handwired.defaults import MIN_LENGTH, SEED
 from handwired.engine.batch import peak_bytes
 from handwired.engine.memory import gigabytes, refuse_large
 from handwired.engine.walk import walk_bytes
@@ -20,8 +21,8 @@ from handwired.judge.domains import Domain
 from handwired.weightfile import Model
 
 BATCH = 65536  # contexts judged at a time: bounds memory however many there are
-MAX_EXHAUSTIVE_SECONDS = 30.0  # an exhaustive check estimated to take longer is refused: a sample instead
-MAX_RUN_SECONDS = 600.0  # a sample, a stream or a view estimated to take longer is refused, naming what narrows it
+MAX_EXHAUSTIVE_SECONDS = budget.CHECK_SECONDS  # an exhaustive check estimated to take longer is refused: a sample
+MAX_RUN_SECONDS = budget.RUN_SECONDS  # a sample or a stream estimated to take longer is refused, naming what narrows it
 MAX_EXHAUSTIVE = 100_000_000  # contexts, a sanity bound whatever the model: even the cheapest takes ~30 s for these
 # The cost of an exhaustive check, for the estimate in the refusal (see estimated_seconds).
 SECONDS_PER_CHECK, SECONDS_PER_CONTEXT, SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_GELU, SECONDS_PER_SCORE = (
@@ -135,16 +136,19 @@ def refuse_every_context(model: Model, instead: str, parameters: tuple[str, ...]
                          limit: int = MAX_EXHAUSTIVE, max_seconds: float = MAX_EXHAUSTIVE_SECONDS,
                          cost: float = 1.0) -> int:
     """How many contexts of length min_length…n_ctx there are; refused when they would count more than ``limit``
-    or take more than about ``max_seconds`` (estimated_seconds, times ``cost``: a certified check's is more), the
-    line ending with what to do ``instead``."""
+    or take more than about ``max_seconds`` (or what the budget allows instead; estimated_seconds, times ``cost``: a
+    certified check's is more), the line ending with what to do ``instead``."""
     total = count_contexts(model, min_length)
     seconds = estimated_seconds(model, total) * cost
-    if total > limit or seconds > max_seconds:
+    allowed = budget.seconds(max_seconds)
+    if total > limit or seconds > allowed:
         reason = (f"more than the {limit:,} handwired will enumerate" if total > limit
-                  else f"more than the {duration(max_seconds)} handwired will spend on one")
+                  else f"more than the {duration(allowed)} handwired will spend on one")
+        allow = "" if total > limit else budget.more_time(seconds)
         raise HandwiredError(
             f"every context: {model.n_vocab}^{min_length} + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} "
-            f"contexts, about {duration(seconds)} of checking for this model, {reason}; {instead}", parameters)
+            f"contexts, about {duration(seconds)} of checking for this model, {reason}; {instead}{allow}",
+            (*parameters, *budget.TIME))
     return total
 
 
@@ -171,26 +175,26 @@ MAX_SEED = 2**64  # seeds are whole numbers: numpy refuses a negative one, and t
 
 
 def _refuse_large_sample(model: Model, sample: int, lengths: np.ndarray, per_length: np.ndarray) -> None:
-    """Refuse a sample whose batch evaluation would not fit MAX_MEMORY: the largest of its batches, as drawn."""
+    """Refuse a sample whose batch evaluation would not fit the budget: the largest of its batches, as drawn."""
     peak = max(peak_bytes(model, min(int(count), BATCH), int(length)) for length, count in zip(lengths, per_length))
     one = peak_bytes(model, 1, model.n_ctx)
-    narrowing = "; ask for fewer contexts" if one <= MAX_MEMORY else f"; one context alone takes {gigabytes(one)}"
+    narrowing = "; ask for fewer contexts" if one <= budget.memory() else f"; one context alone takes {gigabytes(one)}"
     refuse_large(f"{{sample}} {sample:,} of up to {model.n_ctx:,} tokens at n_embd {model.n_embd}, {model.n_head} "
                  f"head{'s' * (model.n_head != 1)}", peak, narrowing, ("sample",))
 
 
 def refuse_sample(model: Model, sample: int, seed: int, cost: float = 1.0, longest: int | None = None) -> None:
     """Refuse, before anything is drawn, a sample of no context, a seed out of range, or one estimated (``cost``
-    times the float pass) over MAX_RUN_SECONDS; with ``longest``, one whose batches of that length would not fit."""
+    times the float pass) over the budget; with ``longest``, one whose batches of that length would not fit."""
     if sample < 1:
         raise bad_value("sample", sample, "expected at least 1 context")
     if not 0 <= seed < MAX_SEED:
         raise bad_value("seed", seed, f"expected a whole number from 0 to {MAX_SEED - 1:,}")
     seconds = SECONDS_PER_CHECK + forward_seconds(model, sample, model.n_ctx) * cost
-    if seconds > MAX_RUN_SECONDS:
+    if seconds > budget.seconds(MAX_RUN_SECONDS):
         raise HandwiredError(f"{{sample}} {sample:,}: about {duration(seconds)} of checking for this model, "
-                             f"more than the {duration(MAX_RUN_SECONDS)} handwired will spend on one; "
-                             "ask for fewer contexts", ("sample",))
+                             f"more than the {duration(budget.seconds(MAX_RUN_SECONDS))} handwired will spend on one; "
+                             f"ask for fewer contexts{budget.more_time(seconds)}", ("sample", *budget.TIME))
     if longest is not None:
         _refuse_large_sample(model, sample, np.array([longest]), np.array([sample]))
 
@@ -239,7 +243,7 @@ def walk_seconds(model: Model, nodes: int, contexts: int) -> float:
 
 def refuse_large_domain(model: Model, domain: Domain, verb: str = "check", cost: float = 1.0) -> None:
     """Refuse, before anything is evaluated, to walk a domain whose estimate (from its parameters and the model's
-    widths, times ``cost``: a certified check's is more) is over MAX_EXHAUSTIVE_SECONDS or MAX_MEMORY: one line with
+    widths, times ``cost``: a certified check's is more) is over the budget's time or memory: one line with
     the figures and what narrows it; TooLargeToWalk when it has too many inputs to walk at all."""
     domain.refuse_walk()
     contexts, nodes = domain.bound()
@@ -254,11 +258,13 @@ def refuse_large_walk(model: Model, what: str, contexts: int, nodes: int, longes
     be over the limits; the line ends with what narrows it, ``instead``."""
     narrow = f"; {instead}"
     seconds = walk_seconds(model, nodes, contexts) * cost
-    if seconds > MAX_EXHAUSTIVE_SECONDS:
+    allowed = budget.seconds(MAX_EXHAUSTIVE_SECONDS)
+    if seconds > allowed:
         unproved = seconds / cost  # the float64 check alone, without the certified bounds
-        if cost > 1 and unproved <= MAX_EXHAUSTIVE_SECONDS:
+        if cost > 1 and unproved <= allowed:
             narrow += f", or judge it in float64 without the proof ({{no_proof}}: about {duration(unproved)})"
         raise HandwiredError(f"{what}: about {duration(seconds)} to {verb} for this model, more than the "
-                             f"{duration(MAX_EXHAUSTIVE_SECONDS)} handwired will spend on one{narrow}", ("no_proof",))
+                             f"{duration(allowed)} handwired will spend on one{narrow}{budget.more_time(seconds)}",
+                             ("no_proof", *budget.TIME))
     kept = _times(contexts, longest + KEPT_PER_CONTEXT) if verb == "spread" else 0.0
     refuse_large(what, walk_bytes(model, longest) + kept, narrow)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from handwired import budget
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
 from handwired.engine.certify import TREE, certified_logits, certified_walk
 from handwired.engine.step import float_walk
@@ -114,10 +115,10 @@ def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREA
         raise bad_value("length", length, "expected at least 2 tokens")
     check_min_length(min_length, length - 1, "the stream's last prefix")
     seconds = SECONDS_PER_CHECK + stream_seconds(model, length, len(pattern)) * (WHOLE_PROOF_COST if proof else 1)
-    if seconds > MAX_RUN_SECONDS:
+    if seconds > budget.seconds(MAX_RUN_SECONDS):
         raise HandwiredError(f"{{length}} {length:,}: about {duration(seconds)} of checking for this model, more than "
-                             f"the {duration(MAX_RUN_SECONDS)} handwired will spend on one; ask for a shorter stream",
-                             ("length",))
+                             f"the {duration(budget.seconds(MAX_RUN_SECONDS))} handwired will spend on one; ask for a "
+                             f"shorter stream{budget.more_time(seconds)}", ("length", *budget.TIME))
     total = max(0, length - min_length)
 
     def batches() -> Iterator[Batch]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from handwired import budget
 from handwired.engine.memory import refuse_large
 from handwired.engine.resume import VARIANT_MEMORY, groups, resumed, variant_walk
 from handwired.engine.walk import EveryString, batch_nodes, walk_bytes
@@ -208,13 +209,13 @@ def size(model: Model, source: Source) -> tuple[int, int, int]:
 
 def refuse_long(model: Model, source: Source, runs: int, what: str, instead: str, parameters=()) -> None:
     """Refuse ``runs`` walks of ``source``'s contexts (each a variant's verdict) estimated at more than
-    MAX_RUN_SECONDS, or a walk whose memory is over MAX_MEMORY, before any runs."""
+    the budget's time (by default MAX_RUN_SECONDS), or a walk whose memory is over the budget's, before any runs."""
     contexts, nodes, longest = size(model, source)
     kept = walk_bytes(model, longest) + VARIANT_MEMORY + SHARED_MEMORY  # the walk, the variants' paths, the shared
     refuse_large(f"{what}: {how_many(contexts)} contexts at n_embd {model.n_embd}", kept, "; judge fewer contexts",
                  parameters)
     seconds = runs * walk_seconds(model, nodes, contexts)
-    if seconds > MAX_RUN_SECONDS:
+    if seconds > budget.seconds(MAX_RUN_SECONDS):
         raise HandwiredError(f"{what}: {runs:,} checks of {how_many(contexts)} contexts, about {duration(seconds)} "
-                             f"for this model, more than the {duration(MAX_RUN_SECONDS)} handwired will spend on "
-                             f"one; {instead}", parameters)
+                             f"for this model, more than the {duration(budget.seconds(MAX_RUN_SECONDS))} handwired "
+                             f"will spend on one; {instead}{budget.more_time(seconds)}", (*parameters, *budget.TIME))

@@ -10,7 +10,7 @@ estimated the same way. Each refusal names the estimate and what narrows it.
 
 import numpy as np
 
-from handwired.defaults import MAX_MEMORY
+from handwired import budget
 from handwired.engine.memory import gigabytes
 from handwired.errors import HandwiredError
 from handwired.judge.contexts import SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_PASS, duration, forward_seconds
@@ -21,9 +21,14 @@ from handwired.weightfile import Model, locate
 SECONDS_PER_CELL = 75e-6  # drawing one number of a table in the terminal (rich), on a 2-core machine
 SECONDS_PER_FORMATTED = 0.5e-6  # formatting one number, drawn or folded away
 SECONDS_PER_WRITTEN = 0.5e-6  # a weight's text as written ("2*Lg"), made for every entry
-MAX_VIEW_SECONDS = 30.0  # a view estimated to take longer is refused: as long as an exhaustive check may take
+MAX_VIEW_SECONDS = budget.CHECK_SECONDS  # a view estimated to take longer is refused, unless the budget allows more
 SQUARE_STEPS = ("scores", "mask", "pattern")  # a query × key table per head: never folded
 NARROWING = ("step", "block", "head")
+
+
+def _allowed() -> float:
+    """The seconds a view may take: the budget's (MAX_VIEW_SECONDS unless the user allows more)."""
+    return budget.seconds(MAX_VIEW_SECONDS)
 
 
 def explain_seconds(model: Model, length: int, wanted: list[str] | tuple[str, ...], blocks: int, heads: int) -> float:
@@ -39,7 +44,7 @@ def refuse_slow_explain(model: Model, length: int, wanted: list[str] | tuple[str
     blocks = 1 if block is not None else model.n_layer
     heads = 1 if head is not None else model.n_head
     seconds = explain_seconds(model, length, wanted, blocks, heads)
-    if seconds > MAX_VIEW_SECONDS:
+    if seconds > _allowed():
         raise _slow(f"{length:,} tokens at n_embd {model.n_embd}", seconds, "explain")
 
 
@@ -55,7 +60,7 @@ def predict_seconds(model: Model, length: int, every_position: bool) -> float:
 def refuse_slow_predict(model: Model, length: int, every_position: bool) -> None:
     """Refuse, before the trace, to predict after ``length`` tokens when it would take more than MAX_VIEW_SECONDS."""
     seconds = predict_seconds(model, length, every_position)
-    if seconds > MAX_VIEW_SECONDS:
+    if seconds > _allowed():
         raise _slow(f"{length:,} tokens at n_embd {model.n_embd}", seconds, "predict", narrowable=False)
 
 
@@ -68,9 +73,10 @@ def complete_seconds(model: Model, length: int, n: int) -> float:
 def refuse_slow_complete(model: Model, length: int, n: int) -> None:
     """Refuse, before generating, ``n`` tokens after ``length`` when it would take more than MAX_VIEW_SECONDS."""
     seconds = complete_seconds(model, length, n)
-    if seconds > MAX_VIEW_SECONDS:
+    if seconds > _allowed():
         raise HandwiredError(f"{{n}} {n:,}: about {duration(seconds)} of generating for this model, more than the "
-                             f"{duration(MAX_VIEW_SECONDS)} handwired will spend on it; ask for fewer tokens", ("n",))
+                             f"{duration(_allowed())} handwired will spend on it; ask for fewer tokens"
+                             f"{budget.more_time(seconds)}", ("n", *budget.TIME))
 
 
 Table = tuple[np.ndarray, bool]  # a [rows, cols] table's values, and whether its rows and columns of zeros fold
@@ -84,7 +90,7 @@ def drawn_cells(steps: list[Step] | tuple[Step, ...], show_all: bool) -> int:
 def refuse_slow_drawing(steps: list[Step] | tuple[Step, ...], show_all: bool) -> None:
     """Refuse, before drawing, steps whose tables would take more than MAX_VIEW_SECONDS to format and draw."""
     cells, seconds = drawing(_step_tables(steps), show_all)
-    if seconds > MAX_VIEW_SECONDS:
+    if seconds > _allowed():
         raise _slow(f"{cells:,} numbers to draw", seconds, "explain")
 
 
@@ -92,11 +98,12 @@ def refuse_slow_weights(model: Model, show_all: bool) -> None:
     """Refuse, before the tables are made, a model's weights that would take more than MAX_VIEW_SECONDS to show."""
     tables = [(np.atleast_2d(locate(model.params, path)), True) for path in model.written.entries]  # [rows, cols]
     cells, seconds = drawing(tables, show_all, SECONDS_PER_WRITTEN)
-    if seconds > MAX_VIEW_SECONDS:
+    if seconds > _allowed():
         fold = "without {show_all} the rows and columns of zeros fold away, or " if show_all else ""
         raise HandwiredError(f"{cells:,} numbers to draw: about {duration(seconds)}, more than the "
-                             f"{duration(MAX_VIEW_SECONDS)} handwired spends on a view; {fold}{{as_sparse}} prints "
-                             "only the non-zero entries", ("show_all", "as_sparse"))
+                             f"{duration(_allowed())} handwired spends on a view; {fold}{{as_sparse}} prints "
+                             f"only the non-zero entries{budget.more_time(seconds)}",
+                             ("show_all", "as_sparse", *budget.TIME))
 
 
 def drawing(tables: list[Table], show_all: bool, seconds_per_number: float = 0.0) -> tuple[int, float]:
@@ -124,8 +131,9 @@ def _slow(what: str, seconds: float, verb: str, narrowable: bool = True) -> Hand
     """``what`` would take ``seconds`` to ``verb``; a view of some steps, blocks and heads says how to narrow it."""
     narrow = "narrow it with {step}, {block} or {head}, or " if narrowable else ""
     return HandwiredError(
-        f"{what}: about {duration(seconds)} to {verb}, more than the {duration(MAX_VIEW_SECONDS)} handwired spends "
-        f"on a view; {narrow}give a shorter context", NARROWING if narrowable else ())
+        f"{what}: about {duration(seconds)} to {verb}, more than the {duration(_allowed())} handwired spends "
+        f"on a view; {narrow}give a shorter context{budget.more_time(seconds)}",
+        (*(NARROWING if narrowable else ()), *budget.TIME))
 
 
 SECONDS_PER_JSON_NUMBER = 3e-6  # writing one number of attend's --json answer
@@ -143,9 +151,10 @@ def refuse_slow_attend(n_q: int, n_k: int, d_k: int, d_v: int, score: str, drawn
     if score == "gaussian" and terms > MAX_GAUSSIAN_TERMS:
         raise HandwiredError(f"{what}: {terms * 8 / 2**30:.1f} GB of differences for the gaussian score, more than "
                              f"the {MAX_GAUSSIAN_TERMS * 8 / 2**20:,.0f} MB handwired will use; give fewer rows")
-    if seconds > MAX_VIEW_SECONDS:
+    if seconds > _allowed():
         raise HandwiredError(f"{what}: about {duration(seconds)} to compute and show, more than the "
-                             f"{duration(MAX_VIEW_SECONDS)} handwired spends on a view; give fewer rows")
+                             f"{duration(_allowed())} handwired spends on a view; give fewer rows"
+                             f"{budget.more_time(seconds)}", budget.TIME)
 
 
 MAX_GAUSSIAN_TERMS = 50_000_000  # the [n_q, n_k, d] array of (q − k)²: 381 MB of float64
@@ -157,21 +166,22 @@ SECONDS_PER_JSON_CHANGE, BYTES_PER_JSON_CHANGE = 20e-6, 1000  # a changed weight
 
 def refuse_slow_diff(changes: int, as_json: bool) -> None:
     """Refuse, before the weights are compared, a diff listing up to ``changes`` changed weights that would take
-    more than MAX_VIEW_SECONDS to draw or write, or more than MAX_MEMORY to hold as JSON."""
+    more than MAX_VIEW_SECONDS to draw or write, or more than the budget's memory to hold as JSON."""
     what = f"up to {changes:,} changed weights"
     if as_json:
         size = changes * BYTES_PER_JSON_CHANGE
-        if size > MAX_MEMORY:
-            raise HandwiredError(f"{what} as JSON: about {gigabytes(size)}, more than the {gigabytes(MAX_MEMORY)} "
-                                 "handwired will use; diff compares two versions of one model, a few edits apart")
+        if size > budget.memory():
+            raise HandwiredError(f"{what} as JSON: about {gigabytes(size)}, more than the "
+                                 f"{gigabytes(budget.memory())} handwired will use; diff compares two versions of one "
+                                 f"model, a few edits apart{budget.more_memory(size)}", budget.SPACE)
         seconds = changes * SECONDS_PER_JSON_CHANGE
     else:
         seconds = changes * DIFF_COLUMNS * SECONDS_PER_CELL
-    if seconds > MAX_VIEW_SECONDS:
+    if seconds > _allowed():
         instead = "" if as_json else "{as_json} writes them without drawing, or "
         raise HandwiredError(f"{what} to {'write' if as_json else 'draw'}: about {duration(seconds)}, more than the "
-                             f"{duration(MAX_VIEW_SECONDS)} handwired spends on a view; {instead}compare two versions "
-                             "of one model, a few edits apart", ("as_json",))
+                             f"{duration(_allowed())} handwired spends on a view; {instead}compare two versions "
+                             f"of one model, a few edits apart{budget.more_time(seconds)}", ("as_json", *budget.TIME))
 
 
 SECONDS_PER_STEP_DOWN = 100e-6  # one token of an example followed down the domain's trie (Domain.holds)
@@ -182,7 +192,8 @@ def refuse_slow_examples(puzzle: Puzzle) -> None:
     each is followed down the domain's trie token by token (never enumerated), then judged by the rule."""
     steps = sum(len(example) for example in puzzle.examples) if puzzle.domain is not None else 0
     seconds = len(puzzle.examples) * SECONDS_PER_PASS + steps * SECONDS_PER_STEP_DOWN
-    if seconds > MAX_VIEW_SECONDS:
+    if seconds > _allowed():
         raise HandwiredError(f"{puzzle.source}: {len(puzzle.examples):,} examples, each followed down the domain "
-                             f"token by token: about {duration(seconds)}, more than the {duration(MAX_VIEW_SECONDS)} "
-                             "handwired spends on a view; a statement with fewer or shorter examples narrows it")
+                             f"token by token: about {duration(seconds)}, more than the {duration(_allowed())} "
+                             "handwired spends on a view; a statement with fewer or shorter examples narrows it"
+                             f"{budget.more_time(seconds)}", budget.TIME)

@@ -1,0 +1,72 @@
+"""One budget: every refusal by estimate says how to allow the work, and allowing it lets the work go on."""
+
+import re
+
+import pytest
+from forbidden import forbid
+from test_cli import invoke, user_error
+
+import handwired
+from handwired import budget
+from handwired.errors import HandwiredError
+from handwired.judge import contexts
+
+
+def test_the_allowance_offered_is_twice_the_estimate_rounded_up_to_two_digits():
+    assert budget.more_time(61) == " (or allow it: {max_seconds} 130)"  # 122 -> 130
+    assert budget.more_time(7.3) == " (or allow it: {max_seconds} 15)"  # 14.6 -> 15
+    assert budget.more_time(float("inf")) == ""  # nothing to offer for work that cannot finish
+    assert budget.more_memory(3.58 * 2**30) == " (or allow it: {max_memory} 4.5G)"  # 4.475 -> 4.5
+    assert budget.more_memory(100 * 2**20) == " (or allow it: {max_memory} 130M)"  # 125 -> 130
+
+
+@pytest.mark.parametrize("text, size", [("8G", 8 * 2**30), ("512M", 512 * 2**20), ("1.5GB", 1.5 * 2**30),
+                                        ("2GiB", 2 * 2**30), ("1000", 1000), (" 3k ", 3 * 2**10)])
+def test_sizes_read_as_people_write_them(text, size):
+    assert budget.parse_size(text) == size
+
+
+def test_a_check_refused_by_its_estimate_runs_with_the_allowance_it_names(monkeypatch):
+    monkeypatch.setattr(contexts, "MAX_EXHAUSTIVE_SECONDS", 1e-6)  # every exhaustive check is over it
+    from handwired.judge import report
+
+    calls = forbid(monkeypatch, report.run)  # what runs a check's plan
+    line = user_error("check", "--exhaustive")
+    assert calls == []  # refused before the work
+    found = re.search(r"\(or allow it: --max-seconds (\d+)\)$", line)
+    assert found and "more than the 1 second handwired will spend on one" in line, line
+    monkeypatch.undo()
+    monkeypatch.setattr(contexts, "MAX_EXHAUSTIVE_SECONDS", 1e-6)
+    result = invoke("check", "--exhaustive", "--max-seconds", found[1])
+    assert result.exit_code == 0, result.output
+    assert "62 contexts checked" in " ".join(result.stdout.split())  # aab: 2 + 4 + … + 32, every one run
+    assert user_error("check", "--exhaustive").startswith("error: every context")  # the allowance was that command's
+
+
+def test_memory_is_allowed_the_same_way(monkeypatch):
+    monkeypatch.setattr(budget, "MEMORY", 1000)  # a trace of aabaa takes more than a thousand bytes
+    line = user_error("predict", "aabaa")
+    assert "more than the 0 MB handwired will use" in line and line.endswith("(or allow it: --max-memory 1M)"), line
+    result = invoke("predict", "aabaa", "--max-memory", "1M")
+    assert result.exit_code == 0 and "→ b" in result.stdout
+
+
+@pytest.mark.parametrize("option, value", [("--max-seconds", "-3"), ("--max-seconds", "nan"),
+                                           ("--max-memory", "lots"), ("--max-memory", "0G")])
+def test_a_bad_allowance_is_a_usage_error(option, value):
+    result = invoke("check", option, value)
+    assert result.exit_code == 2 and "Invalid value for" in result.output and "internal error" not in result.output
+
+
+def test_python_allows_around_its_calls_and_restores_what_was_allowed(monkeypatch):
+    monkeypatch.setattr(contexts, "MAX_EXHAUSTIVE_SECONDS", 1e-6)
+    model = handwired.load("aab")
+    with pytest.raises(HandwiredError, match=r"\(or allow it: max_seconds=\d+\)$"):
+        handwired.check(model, exhaustive=True)
+    with handwired.allow(max_seconds=60):
+        assert handwired.check(model, exhaustive=True).report.checked == 62
+    with pytest.raises(HandwiredError):  # as before the block
+        handwired.check(model, exhaustive=True)
+    with pytest.raises(HandwiredError, match=r"^max_memory 'lots': expected a number of bytes or a size"):
+        with handwired.allow(max_memory="lots"):
+            pass
