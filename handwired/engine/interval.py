@@ -58,7 +58,11 @@ def nearest() -> bool:
             and _ONE + _THREE_QUARTERS_ULP == _NEXT and -_ONE - _THREE_QUARTERS_ULP == -_NEXT)
 
 
-def checked(rad):  # a radius [...] just computed -> the same, if this thread rounds to nearest; else an error
+def checked(rad, mid=None):  # a radius [...] just computed (of ``mid``) -> the same, infinite where the mid is not
+    # finite (a sum that overflowed: its radius, from the terms' sizes, bounds nothing), if this thread rounds to
+    # nearest; else an error
+    if mid is not None and not np.isfinite(mid).all():
+        rad = np.where(np.isfinite(mid), rad, np.inf)
     if not nearest():
         raise HandwiredError("the processor is not rounding floats to nearest in this thread (other code in this "
                              "process changed its rounding mode): the certified bounds assume it, so nothing can be "
@@ -147,12 +151,13 @@ def linear(x, weight, b, grouped=None):  # interval [..., n_in] @ exact [n_in, n
     if grouped is not None:  # one group: a product of a column by a row
         rad += grouped * weight.grouped[0] if len(weight.grouped) == 1 else forward.matmul(grouped, weight.grouped)
     rad += weight.floor
-    return mid, checked(rad)  # every logit's radius comes from here or columns_radius
+    return mid, checked(rad, mid)  # every logit's radius comes from here or columns_radius
 
 
-def columns_radius(x, weight, size=None, out=None):  # interval [n_in, n] on columns -> the radius [n_out, n] of
-    # forward's linear on columns (weight.w.T @ x + b, :func:`handwired.engine.step.linear_columns`): :func:`linear`'s,
-    # transposed; ``size`` [n_in, n] and ``out`` [n_out, n]: buffers to work in (by default new arrays)
+def columns_radius(x, weight, size=None, out=None, mid=None):  # interval [n_in, n] on columns -> the radius
+    # [n_out, n] of forward's linear on columns (weight.w.T @ x + b, :func:`handwired.engine.step.linear_columns`):
+    # :func:`linear`'s, transposed; ``size`` [n_in, n] and ``out`` [n_out, n]: buffers to work in (by default new
+    # arrays); ``mid``: the product's value, when the caller has it (infinite radius where it overflowed)
     xm, xr = x
     if weight.zero:  # 0·x + b: exactly b
         return np.zeros((weight.w.shape[1], xm.shape[1]))
@@ -161,7 +166,7 @@ def columns_radius(x, weight, size=None, out=None):  # interval [n_in, n] on col
     size += xr
     rad = np.matmul(weight.abs.T, size, out=out)  # [n_out, n]
     rad += weight.floor[:, None]
-    return checked(rad)
+    return checked(rad, mid)
 
 
 def group_norms(x, starts, d, axis=0):  # [..., m, ...] -> [..., groups, ...]: above the Euclidean norm of each

@@ -162,7 +162,7 @@ def certified_step(model: Model, proving: Proving, past: list, family: Family, l
         x = _norm(x, params["ln_f"])
     mid = matmul(floats.unembed, x[0])  # [n_vocab, n], the float step's tied unembedding
     rad = iv.columns_radius(x, proving.unembed, _scratch(proving, "unembed size", (n_embd, n)),
-                            _scratch(proving, "unembed", mid.shape))
+                            _scratch(proving, "unembed", mid.shape), mid)
     packed = np.empty((n, 2 * len(mid)))  # [n, 2*n_vocab], rows: what the judge reads
     packed[:, :len(mid)] = mid.T
     packed[:, len(mid):] = rad.T

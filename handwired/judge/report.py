@@ -184,7 +184,8 @@ def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failu
 
 def _tally_proof(model, contexts, logits, radius, acceptable, passing, decided, report: Report) -> None:
     """Count the passing contexts the bounds prove; keep the first unproved one and the widest bound."""
-    bounded = np.isfinite(radius).all(axis=1)  # [n]: an intermediate that overflowed or made a NaN bounds nothing
+    # [n]: a logit that overflowed, or an intermediate that overflowed or made a NaN, bounds nothing
+    bounded = np.isfinite(radius).all(axis=1) & np.isfinite(logits).all(axis=1)
     radius = np.where(np.isfinite(radius), radius, np.inf)  # NaN, inf: unbounded
     lo, hi = logit_bounds(logits, radius)  # [n, n_vocab] each
     right_lo = np.where(acceptable, lo, -np.inf).max(axis=1)  # [n]
