@@ -60,6 +60,11 @@ def _layer_norm(row, norm):
     return [g * c / scale + b for g, c, b in zip(norm["g"], centred, norm["b"])]
 
 
+def layer_norm(row, g, b) -> list:
+    """LayerNorm of one row of float64 numbers (with float64 g and b), in 50 digits."""
+    return _layer_norm(_vector(row), {"g": _vector(g), "b": _vector(b)})
+
+
 def _gelu(value):
     return value / 2 * (1 + mp.tanh(GELU_K * (value + GELU_A * value**3)))
 
