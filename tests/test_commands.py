@@ -111,7 +111,7 @@ def test_the_three_puzzle_paths_call_one_core_verdict(monkeypatch, tmp_path, fix
     assert invoke("check", "--puzzle", "aab", "-w", solution).exit_code == 0
     from handwired.judge.catalogue import load_puzzle
 
-    snapshot = watching.load_snapshot(Path(solution), judge=watching.puzzle_verdict(load_puzzle("aab")))
+    snapshot = watching.load_snapshot(Path(solution), judge=watching.judge(load_puzzle("aab")))
     assert snapshot.verdict.report.ok
     assert calls == ["aab", "aab", "aab"]
     json_a = json.loads(invoke("puzzles", "check", "aab", solution, "--json").stdout)

@@ -74,12 +74,12 @@ def test_missing_file_and_bad_context_are_errors(tmp_path, aab_doc):
 
 def test_verdict_without_target_and_for_large_models(tmp_path, aab_doc):
     path = write(tmp_path / "m.json", aab_doc)
-    stream = watching.check_verdict(watching.load_snapshot(path).model, limit=10)
+    stream = watching.judge(limit=10)(watching.load_snapshot(path).model)
     # the published test
     assert stream.how.startswith("check, the stream test (every context would be 62") and stream.report.checked == 27
     del aab_doc["target"]
     verdict = watching.load_snapshot(write(path, aab_doc)).verdict
-    assert verdict.report is None and "no \"target\"" in verdict.note
+    assert verdict.report is None and "no \"target\"" in verdict.reason
 
 
 def test_changed_cells_are_exactly_the_values_an_edit_moves(tmp_path, aab_doc):
@@ -203,7 +203,7 @@ def test_a_puzzle_judges_instead_of_the_target(tmp_path, aab_doc):
     from handwired.judge.puzzle import starter as puzzle_starter
 
     previous = load_puzzle("previous")
-    judge = watching.puzzle_verdict(previous)
+    judge = watching.judge(previous)
     solved = watching.load_snapshot(solution_path("previous"), judge=judge)
     assert solved.verdict.how == "puzzle previous" and solved.verdict.report.ok
     assert solved.verdict.report.checked == sum(3**n for n in range(1, previous.n_ctx + 1))  # every context
@@ -212,7 +212,7 @@ def test_a_puzzle_judges_instead_of_the_target(tmp_path, aab_doc):
     failing = watching.load_snapshot(starter, judge=judge).verdict.report
     assert not failing.ok and failing.failed > 0
     misfit = watching.load_snapshot(write(tmp_path / "aab.json", aab_doc), judge=judge).verdict
-    assert misfit.report is None and "does not fit the puzzle: it expects vocab a, b, c" in misfit.note
+    assert misfit.report is None and "does not fit the puzzle: it expects vocab a, b, c" in misfit.reason
 
 
 def test_watch_refuses_an_unknown_puzzle(tmp_path, aab_doc):
