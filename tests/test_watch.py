@@ -72,6 +72,13 @@ def test_missing_file_and_bad_context_are_errors(tmp_path, aab_doc):
     assert 'no "example"' in watching.load_snapshot(write(path, aab_doc)).errors[0]
 
 
+def test_no_proof_skips_the_bounds_of_a_targets_check_as_of_a_puzzles(tmp_path, aab_doc):
+    model = watching.load_snapshot(write(tmp_path / "m.json", aab_doc)).model
+    proved, unproved = watching.judge()(model).report, watching.judge(proof=False)(model).report
+    assert (proved.checked, proved.passed, proved.proved) == (62, 13, 13)  # 13 contexts of 62 the pattern decides
+    assert (unproved.checked, unproved.passed, unproved.proved) == (62, 13, 0)
+
+
 def test_verdict_without_target_and_for_large_models(tmp_path, aab_doc):
     path = write(tmp_path / "m.json", aab_doc)
     stream = watching.judge(limit=10)(watching.load_snapshot(path).model)

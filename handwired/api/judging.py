@@ -72,8 +72,8 @@ def check(model, target: str | None = None, *, rule: Callable[[str], Any] | None
     check_near_miss(near_miss)
     hooked = _model(model)
     judge = None if rule is None else FunctionRule(rule, hooked.model.vocab, getattr(rule, "__name__", "a Python rule"))
-    judging = decide(hooked.model, Choice(None, target, length, exhaustive, sample, seed, min_length, proof, judge,
-                                          answers=False))
+    judging = decide(hooked.model, Choice(target=target, length=length, exhaustive=exhaustive, sample=sample, seed=seed,
+                                          min_length=min_length, proof=proof, rule=judge, answers=False))
     if judging.kind == NOTHING:
         raise _no_target(hooked.model, judging.names)
     for note in judging.notes:  # a file that names a puzzle, checked on a target: how to judge it as the answer

@@ -68,7 +68,8 @@ def check(
     every rounding; exit code 0 only if nothing fails and every passing context is proved."""
     spec = weight_spec(file, weights)
     check_near_miss(near_miss)
-    choice = Choice(puzzle, target, length, exhaustive, sample, seed, min_length, proof=not no_proof)
+    choice = Choice(puzzle=puzzle, target=target, length=length, exhaustive=exhaustive, sample=sample, seed=seed,
+                    min_length=min_length, proof=not no_proof)
     asked = load_puzzle(puzzle) if puzzle is not None else None
     model = load_answer(asked, spec) if asked is not None and sample is None else load(spec)
     judging = decide(model, replace(choice, puzzle=asked))
