@@ -8,10 +8,19 @@ The core knows nothing of a command line. A message that names one of the
 caller's parameters writes it as ``{name}`` and lists it in ``parameters``:
 ``str(error)`` spells it as the parameter's own name (``min_length 0: expected
 at least 1``), and the command line spells it as the flag it maps to
-(``--min-length 0: …``) through :meth:`HandwiredError.render`.
+(``--min-length 0: …``) through :meth:`HandwiredError.render`. A :class:`Note` (a warning
+to show beside a result) names them the same way.
 """
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+
+def render(template: str, parameters: Iterable[str], spell: Callable[[str], str] = str) -> str:
+    """``template`` with each ``{parameter}`` written as ``spell(parameter)``; other braces are left alone."""
+    for name in parameters:
+        template = template.replace("{" + name + "}", spell(name))
+    return template
 
 
 class HandwiredError(Exception):
@@ -24,10 +33,22 @@ class HandwiredError(Exception):
 
     def render(self, spell: Callable[[str], str] = str) -> str:
         """The message with each ``{parameter}`` written as ``spell(parameter)``."""
-        text = self.template
-        for name in self.parameters:
-            text = text.replace("{" + name + "}", spell(name))
-        return text
+        return render(self.template, self.parameters, spell)
+
+
+@dataclass(frozen=True)
+class Note:
+    """A warning to show beside a result (the command line on stderr, Python as a UserWarning), naming the caller's
+    parameters as a HandwiredError does."""
+
+    template: str
+    parameters: tuple[str, ...] = ()
+
+    def render(self, spell: Callable[[str], str] = str) -> str:
+        return render(self.template, self.parameters, spell)
+
+    def __str__(self) -> str:
+        return self.render()
 
 
 def bad_value(parameter: str, value: object, problem: str) -> HandwiredError:

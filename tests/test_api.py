@@ -499,7 +499,7 @@ def test_check_refuses_a_near_miss_the_command_line_refuses(value, start, monkey
     (which would call a margin of 1,023 logits a near miss) is refused before anything is checked."""
     from handwired.api import judging
 
-    monkeypatch.setattr(judging, "run", lambda *args, **kwargs: pytest.fail("checked"))
+    monkeypatch.setattr(judging, "verdict", lambda *args, **kwargs: pytest.fail("checked"))
     for model in (handwired.load("aab"), "aab"):
         with pytest.raises(HandwiredError) as error:
             handwired.check(model, near_miss=value)

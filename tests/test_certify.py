@@ -365,7 +365,7 @@ def test_a_puzzle_is_solved_and_recorded_only_when_proved(monkeypatch, handwired
 def test_watch_says_proved_only_when_proved():
     from rich.console import Console
 
-    from handwired.views.watch import check_verdict, puzzle_verdict, verdict_view
+    from handwired.views.watch import judge, verdict_view
 
     def shown(verdict) -> str:
         console = Console(width=300, record=True, color_system=None)
@@ -373,10 +373,10 @@ def test_watch_says_proved_only_when_proved():
         return console.export_text()
 
     reference = load(str(ROOT / "puzzles" / "solutions" / "aab.json"))
-    text = shown(puzzle_verdict(load_puzzle("aab"))(reference))
+    text = shown(judge(load_puzzle("aab"))(reference))
     assert text.startswith("PASS") and "Proved on every context" in text
     rounded = load(str(ROOT / "tests" / "data" / "crafted" / "rounded.json"))
-    text = shown(check_verdict(rounded))
+    text = shown(judge()(rounded))
     assert text.startswith("FAIL") and "Not proved: 'a' passes in float64" in text and "Proved on" not in text
 
 

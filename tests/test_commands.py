@@ -92,9 +92,10 @@ def test_weights_new_takes_the_files_own_names():
 
 
 def test_the_three_puzzle_paths_call_one_core_verdict(monkeypatch, tmp_path, fixture_puzzles):
-    """puzzles check, check --puzzle and watch --puzzle all judge through handwired.judge.verdict.submit."""
-    from handwired.cli import checking
-    from handwired.judge import verdict
+    """puzzles check, check --puzzle, watch --puzzle and Python's submit all judge through
+    handwired.judge.verdict.submit, called by the one judging (handwired.judge.judging.verdict)."""
+    import handwired
+    from handwired.judge import judging, verdict
     from handwired.views import watch as watching
 
     calls = []
@@ -104,16 +105,16 @@ def test_the_three_puzzle_paths_call_one_core_verdict(monkeypatch, tmp_path, fix
         calls.append(args[0].name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(checking, "submit", counted)
-    monkeypatch.setattr(watching, "submit", counted)
+    monkeypatch.setattr(judging, "submit", counted)
     solution = str(PUZZLE_FIXTURES / "solutions" / "aab.json")
     assert invoke("puzzles", "check", "aab", solution).exit_code == 0
     assert invoke("check", "--puzzle", "aab", "-w", solution).exit_code == 0
     from handwired.judge.catalogue import load_puzzle
 
-    snapshot = watching.load_snapshot(Path(solution), judge=watching.puzzle_verdict(load_puzzle("aab")))
+    snapshot = watching.load_snapshot(Path(solution), judge=watching.judge(load_puzzle("aab")))
     assert snapshot.verdict.report.ok
-    assert calls == ["aab", "aab", "aab"]
+    assert handwired.puzzle("aab").submit(solution).solved
+    assert calls == ["aab", "aab", "aab", "aab"]
     json_a = json.loads(invoke("puzzles", "check", "aab", solution, "--json").stdout)
     json_b = json.loads(invoke("check", "--puzzle", "aab", "-w", solution, "--json").stdout)
     assert json_a == json_b

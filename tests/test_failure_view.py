@@ -60,9 +60,9 @@ def test_watch_names_the_gap_and_the_part_that_pushed(wrong_threshold):
     from rich.console import Console
 
     from handwired.judge.catalogue import load_puzzle
-    from handwired.views.watch import State, load_snapshot, puzzle_verdict, screen
+    from handwired.views.watch import State, judge, load_snapshot, screen
 
-    snapshot = load_snapshot(wrong_threshold, judge=puzzle_verdict(load_puzzle("xor")))
+    snapshot = load_snapshot(wrong_threshold, judge=judge(load_puzzle("xor")))
     console = Console(width=250, record=True, file=open("/dev/null", "w"))
     console.print(screen(State(snapshot)))
     text = console.export_text()

@@ -98,6 +98,11 @@ def test_a_puzzle_asked_for_wins_over_the_files_with_a_warning(tmp_path, monkeyp
         result = invoke(*args)
         assert result.exit_code == 1 and words(result.stdout).startswith("puzzle xor — Same or different (level 4)")
         assert words(result.stderr) == warning
+    result = invoke("check", "--puzzle", "xor", "--sample", "5", "a.json")  # a sample of its contexts says so too
+    assert result.exit_code == 1 and words(result.stderr) == warning
+    screen = watching.judge(load_puzzle("xor"))(load("a.json"))  # and watch, under the verdict
+    assert [str(note) for note in screen.notes] == [warning.removeprefix("warning: ")]
+    assert warning.removeprefix("warning: ") in words(watching.verdict_view(screen).renderables[1].plain)
     result = invoke("predict", "-w", "a.json", "--puzzle", "xor", "ab")
     assert result.exit_code == 0 and words(result.stderr) == warning
     result = invoke("diff", "a.json", "a.json", "--puzzle", "xor")

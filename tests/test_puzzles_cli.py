@@ -245,13 +245,13 @@ def test_solution_only_once_solved_or_spoiled(solution):
 
 
 def test_interrupted_check_exits_130_and_records_nothing(solution, monkeypatch, handwired_home):
-    from handwired.cli import checking
+    from handwired.judge import judging
 
     def interrupted(puzzle, model, show, progress, should_stop, proof=True):
         report = Report("every context", "the rule", 62, checked=3, passed=3, interrupted=True)
         return Submission(puzzle, model, (), report, None)
 
-    monkeypatch.setattr(checking, "submit", interrupted)
+    monkeypatch.setattr(judging, "submit", interrupted)
     result = invoke("puzzles", "check", "aab", solution)
     assert result.exit_code == 130 and "Interrupted: 3 of 62" in result.stdout
     assert not (handwired_home / "progress.json").exists()

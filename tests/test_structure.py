@@ -107,10 +107,11 @@ def test_modules_and_functions_are_short(module):
 
 
 def error_texts(tree: ast.AST) -> list[str]:
-    """Every piece of text in a raise statement or in the making of a HandwiredError."""
+    """Every piece of text in a raise statement or in the making of a HandwiredError (or of a Note, a warning the
+    core phrases the same way)."""
     texts: dict[int, str] = {}  # by node, so text in a HandwiredError inside a raise counts once
     for node in ast.walk(tree):
-        made = isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("HandwiredError", "bad_value")
+        made = isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("HandwiredError", "bad_value", "Note")
         if isinstance(node, ast.Raise) or made:
             texts |= {id(part): part.value for part in ast.walk(node)
                       if isinstance(part, ast.Constant) and isinstance(part.value, str)}
@@ -137,3 +138,70 @@ def test_a_core_error_is_spelled_as_the_command_spells_it():
     assert error.render(lambda name: "--" + name.replace("_", "-")) == "--min-length 0: expected at least 1"
     literal = HandwiredError('expected {"kind": "first"}')  # braces that name no parameter are left alone
     assert str(literal) == 'expected {"kind": "first"}'
+
+
+# ---------------------------------------------------------------- one verdict, one decision
+
+FACES = ("handwired.cli", "handwired.api", "handwired.views")  # what a person or a program meets: they judge nothing
+CHOOSERS = {"named_puzzle", "other_puzzle", "chosen_plan", "submit", "puzzle_sample_plan"}  # what decides a judging
+MODEL = re.compile(r"^(?:\w+\.)*(?:model|before|after|old|new)$")  # an expression that holds a weight file
+# a face that reads a file's puzzle for another reason than choosing its judge: which, and why
+NOT_CHOOSING = {
+    "handwired.cli.weights": "validate checks the key a file names; it judges nothing",
+    "handwired.cli.predict": "loads the judge only when the file may name a puzzle: predict must start quickest",
+}
+
+
+def verdict_classes(modules: dict[str, Path]) -> list[str]:
+    """Where a class named Verdict is defined: module names."""
+    return [module for module, path in modules.items()
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ClassDef) and node.name == "Verdict"]
+
+
+def test_there_is_one_verdict_type():
+    """One class is named Verdict (handwired.judge.judging's, which handwired.Verdict is): watch, check and the
+    Python face show it; sweep and ablate count a Tally per variant, which is not one."""
+    assert verdict_classes(MODULES) == ["handwired.judge.judging"]
+    import handwired
+    from handwired.judge import judging
+
+    assert handwired.Verdict is judging.Verdict
+
+
+def judge_choices(modules: dict[str, Path]) -> list[str]:
+    """Where a face chooses how a file is judged: it reads a model's ``puzzle`` or ``target``, or calls what only
+    the one decision (handwired.judge.judging) should call."""
+    found = []
+    for module, path in modules.items():
+        if not module.startswith(FACES):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr in ("puzzle", "target")
+                    and MODEL.match(ast.unparse(node.value)) and module not in NOT_CHOOSING):
+                found.append(f"{module}:{node.lineno} reads {ast.unparse(node)}")
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("handwired.judge"):
+                chosen = {alias.name for alias in node.names} & CHOOSERS
+                if chosen and not (module in NOT_CHOOSING and chosen == {"named_puzzle"}):
+                    found.append(f"{module}:{node.lineno} imports {', '.join(sorted(chosen))}")
+    return found
+
+
+def test_how_a_file_is_judged_is_decided_in_one_place():
+    """No face (cli, api, views) reads a weight file's puzzle or target to choose its judge, or calls the parts of
+    the choice itself (the puzzle a file names, a target's plan, a puzzle's verdict): handwired.judge.judging does,
+    once, for all of them."""
+    assert judge_choices(MODULES) == []
+    assert "handwired.judge.judging" in GRAPH["handwired.cli.check"] | GRAPH["handwired.cli.checking"]
+    assert "handwired.judge.judging" in GRAPH["handwired.views.watch"] and "handwired.judge.judging" in GRAPH[
+        "handwired.api.judging"]
+
+
+def test_the_probes_find_a_second_verdict_and_a_choice_made_in_a_face(tmp_path):
+    face = tmp_path / "face.py"
+    face.write_text("from handwired.judge.verdict import submit\nclass Verdict:\n    pass\n"
+                    "def judge(hooked):\n    return hooked.model.puzzle or before.target\n", encoding="utf-8")
+    assert verdict_classes({"handwired.views.face": face}) == ["handwired.views.face"]
+    assert judge_choices({"handwired.views.face": face}) == [
+        "handwired.views.face:1 imports submit", "handwired.views.face:5 reads hooked.model.puzzle",
+        "handwired.views.face:5 reads before.target"]

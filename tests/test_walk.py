@@ -247,9 +247,9 @@ def test_a_refused_proof_offers_the_float_check_in_each_command_that_has_it(tmp_
         assert "or judge it in float64 without the proof (--no-proof: about " in message, (args, message)
         assert "\n" not in message.strip()
     with pytest.raises(HandwiredError, match=r"\(no_proof: about "):
-        watching.puzzle_verdict(puzzle)(model)
+        watching.judge(puzzle)(model)
     with pytest.raises(AssertionError, match="called"):  # --no-proof: the float walk starts
-        watching.puzzle_verdict(puzzle, proof=False)(model)
+        watching.judge(puzzle, proof=False)(model)
 
 
 def test_a_wider_sum_is_counted_and_checked(tmp_path):

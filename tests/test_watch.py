@@ -72,14 +72,21 @@ def test_missing_file_and_bad_context_are_errors(tmp_path, aab_doc):
     assert 'no "example"' in watching.load_snapshot(write(path, aab_doc)).errors[0]
 
 
+def test_no_proof_skips_the_bounds_of_a_targets_check_as_of_a_puzzles(tmp_path, aab_doc):
+    model = watching.load_snapshot(write(tmp_path / "m.json", aab_doc)).model
+    proved, unproved = watching.judge()(model).report, watching.judge(proof=False)(model).report
+    assert (proved.checked, proved.passed, proved.proved) == (62, 13, 13)  # 13 contexts of 62 the pattern decides
+    assert (unproved.checked, unproved.passed, unproved.proved) == (62, 13, 0)
+
+
 def test_verdict_without_target_and_for_large_models(tmp_path, aab_doc):
     path = write(tmp_path / "m.json", aab_doc)
-    stream = watching.check_verdict(watching.load_snapshot(path).model, limit=10)
+    stream = watching.judge(limit=10)(watching.load_snapshot(path).model)
     # the published test
     assert stream.how.startswith("check, the stream test (every context would be 62") and stream.report.checked == 27
     del aab_doc["target"]
     verdict = watching.load_snapshot(write(path, aab_doc)).verdict
-    assert verdict.report is None and "no \"target\"" in verdict.note
+    assert verdict.report is None and "no \"target\"" in verdict.reason
 
 
 def test_changed_cells_are_exactly_the_values_an_edit_moves(tmp_path, aab_doc):
@@ -203,7 +210,7 @@ def test_a_puzzle_judges_instead_of_the_target(tmp_path, aab_doc):
     from handwired.judge.puzzle import starter as puzzle_starter
 
     previous = load_puzzle("previous")
-    judge = watching.puzzle_verdict(previous)
+    judge = watching.judge(previous)
     solved = watching.load_snapshot(solution_path("previous"), judge=judge)
     assert solved.verdict.how == "puzzle previous" and solved.verdict.report.ok
     assert solved.verdict.report.checked == sum(3**n for n in range(1, previous.n_ctx + 1))  # every context
@@ -212,7 +219,7 @@ def test_a_puzzle_judges_instead_of_the_target(tmp_path, aab_doc):
     failing = watching.load_snapshot(starter, judge=judge).verdict.report
     assert not failing.ok and failing.failed > 0
     misfit = watching.load_snapshot(write(tmp_path / "aab.json", aab_doc), judge=judge).verdict
-    assert misfit.report is None and "does not fit the puzzle: it expects vocab a, b, c" in misfit.note
+    assert misfit.report is None and "does not fit the puzzle: it expects vocab a, b, c" in misfit.reason
 
 
 def test_watch_refuses_an_unknown_puzzle(tmp_path, aab_doc):

@@ -4,22 +4,22 @@ Each result keeps the core's own report (``.report``) and shows itself as the co
 
 import os
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from handwired.api.keywords import speaks_python, warn
 from handwired.api.loading import load
-from handwired.api.model import HookedModel, warn_other_puzzle
-from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED
+from handwired.api.model import HookedModel
+from handwired.defaults import FAILURES_SHOWN, NEAR_MISS, SEED
 from handwired.errors import HandwiredError
 from handwired.judge import progress
 from handwired.judge.catalogue import load_puzzle, reference_solution
-from handwired.judge.plans import Plan, chosen_plan, exhaustive_plan, sample_plan
+from handwired.judge.judging import NOTHING, Choice, Verdict, decide, verdict
 from handwired.judge.puzzle import Answer, Puzzle, answer
-from handwired.judge.report import Report, check_near_miss, run
+from handwired.judge.report import Report, check_near_miss
 from handwired.judge.rules import FunctionRule
-from handwired.judge.scores import Score
-from handwired.judge.verdict import Submission, submit
+from handwired.judge.verdict import Submission
 from handwired.views.display import View, html_fragment
 from handwired.views.puzzles import puzzle_line, score_text, score_view, statement_view, unsolved_line
 from handwired.views.report import failure_view
@@ -66,85 +66,55 @@ def check(model, target: str | None = None, *, rule: Callable[[str], Any] | None
     """Judge ``model`` on a repeating pattern (``target``; default: the file's) as ``handwired check`` does: the
     stream test, or ``exhaustive=True`` every context, or ``sample=N`` random ones. ``rule``: a Python function
     from a context to its acceptable next tokens (or AMBIGUOUS, OUT_OF_DOMAIN) judges instead of a target, on
-    every context (or ``sample=N``). ``proof=False`` skips the certified bounds (then nothing is proved)."""
+    every context (or ``sample=N``). ``proof=False`` skips the certified bounds (then nothing is proved). A puzzle's
+    answer is judged by ``puzzle(…).submit(model)``: here the file's puzzle never judges (the one decision,
+    handwired.judge.judging, is asked for a target's check)."""
     check_near_miss(near_miss)
     hooked = _model(model)
-    if rule is not None:
-        plan = _rule_plan(hooked.model, rule, target, length, exhaustive, sample, seed, min_length, proof)
-    elif target is None and hooked.model.target is None:  # chosen_plan's advice is the command line's: Python's
-        raise _no_target(hooked.model)
-    else:
-        plan = chosen_plan(hooked.model, target, length, exhaustive, sample, seed, min_length, proof=proof)
-        if hooked.model.puzzle is not None:  # as the command line says when a flag asks for the target check
-            warn(f"{hooked.model.source} names the puzzle {hooked.model.puzzle!r}; checked on the target "
-                 f"{target if target is not None else hooked.model.target!r} instead (as the puzzle's answer: "
-                 f"{_puzzle_call(hooked.model)}.submit(model))")
-    return CheckReport(hooked, run(hooked.model, plan, show), near_miss)
+    judge = None if rule is None else FunctionRule(rule, hooked.model.vocab, getattr(rule, "__name__", "a Python rule"))
+    judging = decide(hooked.model, Choice(target=target, length=length, exhaustive=exhaustive, sample=sample, seed=seed,
+                                          min_length=min_length, proof=proof, rule=judge, answers=False))
+    if judging.kind == NOTHING:
+        raise _no_target(hooked.model, judging.names)
+    for note in judging.notes:  # a file that names a puzzle, checked on a target: how to judge it as the answer
+        warn(note.render(lambda name: f"{_puzzle_call(hooked.model.source, judging.names)}.submit(model)"))
+    report = verdict(hooked.model, judging, show).report
+    assert report is not None, "a target's check has a report"
+    return CheckReport(hooked, report, near_miss)
 
 
-def _rule_plan(model: Model, function: Callable[[str], Any], target: str | None, length: int | None,
-               exhaustive: bool, sample: int | None, seed: int, min_length: int | None, proof: bool) -> Plan:
-    """Every context (or a sample) judged by a rule function; ``proof``: with certified bounds."""
-    if exhaustive and sample is not None:
-        raise HandwiredError("{exhaustive} and {sample}: choose one", ("exhaustive", "sample"))
-    if target is not None or length is not None:
-        raise HandwiredError("{rule} judges instead of a target: {target} and {length} do not apply",
-                             ("rule", "target", "length"))
-    judge = FunctionRule(function, model.vocab, getattr(function, "__name__", "a Python rule"))
-    least = MIN_LENGTH if min_length is None else min_length
-    if sample is None:
-        return exhaustive_plan(model, judge, least, proof=proof)
-    return sample_plan(model, judge, sample, seed, least, proof)
-
-
-def _no_target(model: Model) -> HandwiredError:
-    """A model with no target to check, and how to judge it from Python (by the puzzle it names, if it names one)."""
+def _no_target(model: Model, names: str | None) -> HandwiredError:
+    """A model with no target to check, and how to judge it from Python (by the puzzle it ``names``, if any)."""
     how = "give one"
-    if model.puzzle is not None:
-        how = f"it names a puzzle: judge it with {_puzzle_call(model)}.submit(model), or give a target"
+    if names is not None:
+        how = f"it names a puzzle: judge it with {_puzzle_call(model.source, names)}.submit(model), or give a target"
     return HandwiredError(f"{model.source}: has no 'target'; {how} as target=, e.g. "
                           f"check(model, target={model.vocab[0] * 2!r})")
 
 
-def _puzzle_call(model: Model) -> str:
-    """The call that reads the puzzle a file names: a bundled one by name, a statement beside the file by its path."""
-    path, mark, _ = model.puzzle.rpartition(HASH_MARK) if model.puzzle else ("", "", "")
-    return f"handwired.puzzle({str(Path(model.source).parent / path) if mark else model.puzzle!r})"
+def _puzzle_call(source: str, names: str | None) -> str:
+    """The call that reads the puzzle a file ``names``: a bundled one by name, a statement beside the file by its
+    path."""
+    path, mark, _ = names.rpartition(HASH_MARK) if names else ("", "", "")
+    return f"handwired.puzzle({str(Path(source).parent / path) if mark else names!r})"
 
 
-class Verdict:
-    """A model judged as a puzzle's answer: ``fits``, ``solved``, ``score`` and ``par``, ``report`` (the core's),
-    and ``misfit`` (what breaks the puzzle's vocab, n_ctx or caps; a misfit is not run)."""
+class ShownVerdict(Verdict):
+    """The one verdict (handwired.judge.judging.Verdict, ``handwired.Verdict``) of a model judged as a puzzle's
+    answer, shown as the command line shows it: a one-line repr, and HTML in Jupyter."""
 
-    def __init__(self, submission: Submission, near_miss: float = NEAR_MISS) -> None:
-        self.submission, self.near_miss = submission, near_miss
+    near_miss = NEAR_MISS
 
-    @property
-    def fits(self) -> bool:
-        return self.submission.fits
+    @classmethod
+    def of(cls, judged: Verdict) -> "ShownVerdict":
+        return cls(**{field.name: getattr(judged, field.name) for field in fields(judged)})
 
-    @property
-    def solved(self) -> bool:
-        return self.submission.solved
-
-    @property
-    def score(self) -> Score | None:
-        return self.submission.score
-
-    @property
-    def par(self) -> Score | None:
-        return self.submission.par
-
-    @property
-    def report(self) -> Report | None:
-        return self.submission.report
-
-    @property
-    def misfit(self) -> tuple[str, ...]:
-        return self.submission.misfit
+    def _submission(self) -> Submission:
+        assert self.submission is not None, "submit judges a model as a puzzle's answer"
+        return self.submission
 
     def parts(self, everything: bool = True) -> list:
-        s, report = self.submission, self.submission.report
+        s, report = self._submission(), self.report
         if report is None:  # a misfit is not run
             return [puzzle_line(s.puzzle), str(s.misfit_error())]
         parts: list = [puzzle_line(s.puzzle), *failure_view(s.model, report, self.near_miss, everything)]
@@ -152,7 +122,7 @@ class Verdict:
         return parts
 
     def __repr__(self) -> str:
-        s, report = self.submission, self.submission.report
+        s, report = self._submission(), self.report
         if report is None:
             return f"<Verdict on {s.puzzle.name!r}: does not fit: {'; '.join(s.misfit)}>"
         if s.score is not None:
@@ -189,13 +159,15 @@ class PuzzleHandle:
         return HookedModel(model)
 
     @speaks_python
-    def submit(self, model, show: int = FAILURES_SHOWN, proof: bool = True) -> Verdict:
+    def submit(self, model, show: int = FAILURES_SHOWN, proof: bool = True) -> ShownVerdict:
         """The verdict on ``model`` (a HookedModel, name, path or dict) as an answer: fit, every context, score.
         ``proof=False`` judges in float64 alone, as ``--no-proof`` does: then nothing is proved or solved."""
         hooked = _model(model)
-        verdict = Verdict(submit(self.puzzle, hooked.model, show, proof=proof))
-        warn_other_puzzle(self.puzzle, hooked.model)
-        return verdict
+        judging = decide(hooked.model, Choice(self.puzzle, proof=proof))
+        judged = ShownVerdict.of(verdict(hooked.model, judging, show))
+        for note in judging.notes:  # the file names another puzzle
+            warn(str(note))
+        return judged
 
     def __repr__(self) -> str:
         p = self.puzzle

@@ -16,8 +16,6 @@ from handwired.engine.logits import raise_not_finite
 from handwired.engine.trace import trace
 from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
-from handwired.judge.catalogue import load_puzzle, named_puzzle, other_puzzle
-from handwired.judge.puzzle import Puzzle
 from handwired.views import steps as explaining
 from handwired.views.cost import refuse_slow_drawing, refuse_slow_explain, refuse_slow_predict
 from handwired.views.display import View, escape, html_fragment
@@ -185,27 +183,12 @@ class HookedModel:
 
 
 def _spread_source(model: Model, puzzle: str | None) -> spreading.Source:
-    """The contexts spread reads: the puzzle's, else the one the file names, else its target's, else every one."""
-    if puzzle is not None:
-        judge = load_puzzle(puzzle)
-        source = spreading.puzzle_source(judge, model)  # the file fits it: then a warning if it names another
-        warn_other_puzzle(judge, model)
-        return source
-    judge, note = named_puzzle(model)
-    if note:  # the statement has changed since the file was started: judged as it is now, as the command says
-        warn(note)
-    if judge is not None:
-        return spreading.puzzle_source(judge, model)
-    if model.target is not None:
-        return spreading.target_source(model, model.target)
-    return spreading.every_source(model)
-
-
-def warn_other_puzzle(puzzle: Puzzle, model: Model) -> None:
-    """Judging by a puzzle asked for, a warning when the file names another, as the command line gives it."""
-    named = other_puzzle(model, puzzle)
-    if named is not None:
-        warn(f"{model.source} names the puzzle {named!r}; judged by {puzzle.name!r}, as asked")
+    """The contexts spread reads: the puzzle's, else the one the file names, else its target's, else every one (as
+    handwired.judge.judging decides), with the command line's warnings as Python's."""
+    source, notes = spreading.judged_source(model, puzzle)
+    for note in notes:
+        warn(str(note))
+    return source
 
 
 def _names_filter(names: NamesFilter) -> Callable[[str], bool]:

@@ -1,8 +1,8 @@
 """Running a check from the command line: a progress bar on long work, Ctrl-C, and the puzzle verdict.
 
-``check --puzzle`` and ``puzzles check`` show the same verdict through
-:func:`puzzle_verdict`; the verdict itself is the core's
-(:func:`handwired.judge.verdict.submit`).
+``check`` (by the puzzle a file names, or ``--puzzle``) and ``puzzles check`` show the same verdict through
+:func:`puzzle_verdict`; which puzzle judges and the verdict itself are the core's
+(:func:`handwired.judge.judging.decide`, :func:`handwired.judge.judging.verdict`).
 """
 
 import shlex
@@ -14,14 +14,13 @@ from pathlib import Path
 
 import typer
 
-from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, warn
+from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, warn, warn_notes
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
 from handwired.judge import progress as progressing
-from handwired.judge.catalogue import load_puzzle, named_puzzle, other_puzzle
 from handwired.judge.domains import SAMPLE_INSTEAD, TooLargeToWalk
+from handwired.judge.judging import Choice, Judging, decide, verdict
 from handwired.judge.puzzle import Puzzle
-from handwired.judge.verdict import require_fit, submit
 from handwired.views.puzzles import puzzle_line, score_view, submission_json, unsolved_line
 from handwired.views.report import failure_view
 from handwired.views.terminal import SafeConsole
@@ -72,36 +71,6 @@ def explain_command(model: Model, weights: str, context: str) -> str:
     return shlex.join(again)
 
 
-def files_puzzle(model: Model) -> Puzzle | None:
-    """The puzzle the file names, if any; a statement edited since the file was started is judged as it is now,
-    with a warning."""
-    puzzle, note = named_puzzle(model)
-    if note:
-        warn(note)
-    return puzzle
-
-
-def chosen_puzzle(name: str | None, *models: Model) -> Puzzle | None:
-    """The puzzle that judges ``models``: the one asked for by ``name`` (with a warning for each file that names
-    another), else the one the files name, the last first; each file must fit it. None: no puzzle."""
-    puzzle = load_puzzle(name) if name is not None else next(filter(None, map(files_puzzle, reversed(models))), None)
-    if puzzle is None:
-        return None
-    for model in models:
-        require_fit(puzzle, model)
-    if name is not None:
-        warn_other_puzzle(puzzle, *models)
-    return puzzle
-
-
-def warn_other_puzzle(puzzle: Puzzle, *models: Model) -> None:
-    """Judging by a puzzle a flag gave (it wins), warn about each file that names another one."""
-    for model in models:
-        named = other_puzzle(model, puzzle)
-        if named is not None:
-            warn(f"{model.source} names the puzzle {named!r}; judged by {puzzle.name!r}, as asked")
-
-
 def load_answer(puzzle: Puzzle, weights: str) -> Model:
     """The player's weight file; a missing one points at the command that writes a starter."""
     check_path(weights)
@@ -113,21 +82,23 @@ def load_answer(puzzle: Puzzle, weights: str) -> Model:
 
 def puzzle_verdict(puzzle: Puzzle, weights: str, show: int, near_miss: float, as_json: bool,
                    svg: Path | None = None, html: Path | None = None, force: bool = False,
-                   show_all: bool = False, model: Model | None = None, asked: bool = True, proof: bool = True) -> None:
-    """Judge a weight file (or ``model``, loaded already) as an answer to a puzzle, record the player's progress,
-    and show the verdict. ``asked``: the puzzle was asked for, not named by the file, which may name another."""
+                   show_all: bool = False, model: Model | None = None, judging: Judging | None = None,
+                   proof: bool = True) -> None:
+    """Judge a weight file (or ``model``, loaded already) as an answer to a puzzle (as ``judging`` decided, else as
+    asked for), record the player's progress, and show the verdict and its notes."""
     model = model or load_answer(puzzle, weights)
+    judging = judging or decide(model, Choice(puzzle=puzzle, proof=proof))
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     with progress_and_stop(not as_json) as (progress, should_stop):
         try:
-            submission = submit(puzzle, model, show, progress, should_stop, proof)
+            submission = verdict(model, judging, show, progress, should_stop).submission
         except TooLargeToWalk as error:
             again = shlex.join(["handwired", "check", weights, "--puzzle", puzzle.ref, "--sample", str(SAMPLE_INSTEAD)])
             raise HandwiredError(f"{puzzle.source}: {error.problem}; check a random sample instead: {again}") from None
+    assert submission is not None, "a puzzle's answer is judged by its submission"
     if not submission.fits:
         raise submission.misfit_error()
-    if asked:
-        warn_other_puzzle(puzzle, model)
+    warn_notes(judging.notes)
     report = submission.fitted_report
     player = progressing.load(warn=warn)
     best_before = player.best(puzzle.key)

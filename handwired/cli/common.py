@@ -13,7 +13,7 @@ import io
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated
 
@@ -24,7 +24,7 @@ from typer.core import TyperOption
 
 from handwired import budget
 from handwired.defaults import DEFAULT_MODEL
-from handwired.errors import HandwiredError
+from handwired.errors import HandwiredError, Note
 from handwired.views.display import EXPORT_WIDTH, recorded
 from handwired.views.terminal import SafeConsole
 from handwired.weightfile.axes import printable
@@ -99,6 +99,17 @@ def warn(message: str) -> None:
     stderr().print(f"[yellow]warning:[/] {escape(printable(message))}", soft_wrap=True)
 
 
+def flag(name: str) -> str:
+    """A core parameter's name as the flag every command spells it with, when it has one (``--min-length``)."""
+    return "--" + name.replace("_", "-")
+
+
+def warn_notes(notes: Iterable[Note]) -> None:
+    """The core's notes beside a result (handwired.judge.judging), as warnings naming the command's flags."""
+    for note in notes:
+        warn(note.render(flag))
+
+
 def debugging() -> bool:
     return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
 
@@ -129,7 +140,7 @@ def spelling(command) -> Callable[[str], str]:
     def spell(name: str) -> str:
         param = params.get(name)
         if param is None:
-            return "--" + name.replace("_", "-")
+            return flag(name)
         if param.param_type_name == "argument":
             return param.human_readable_name
         return max(param.opts, key=len)  # --weights rather than -w
@@ -212,7 +223,7 @@ def is_stdout(path: Path | None) -> bool:
 def given_flags(**options) -> list[str]:
     """The options given, as their flags (``min_length`` -> ``--min-length``): a value of 0 is given, None and
     an unset switch (False) are not."""
-    return ["--" + name.replace("_", "-") for name, value in options.items()
+    return [flag(name) for name, value in options.items()
             if value is not None and value is not False]
 
 

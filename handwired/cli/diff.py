@@ -5,11 +5,20 @@ from typing import Annotated
 
 import typer
 
-from handwired.cli.checking import chosen_puzzle
-from handwired.cli.common import EXIT_INTERRUPTED, ForceOption, HtmlOption, JsonOption, Output, SvgOption, stderr
+from handwired.cli.common import (
+    EXIT_INTERRUPTED,
+    ForceOption,
+    HtmlOption,
+    JsonOption,
+    Output,
+    SvgOption,
+    stderr,
+    warn_notes,
+)
 from handwired.defaults import CHANGES_SHOWN, SEED
 from handwired.errors import HandwiredError
 from handwired.judge.compare import compare, most_changes
+from handwired.judge.judging import chosen_puzzle
 from handwired.judge.plans import Plan
 from handwired.judge.verdict import puzzle_plan
 from handwired.views.cost import refuse_slow_diff
@@ -62,5 +71,8 @@ def _puzzle(before: Model, after: Model, name: str | None, sample: int | None) -
     """The puzzle that judges the comparison, and its plan on the old file: --puzzle, else the one a file names."""
     if name is not None and sample is not None:
         raise HandwiredError("--puzzle compares every context the puzzle judges; --sample does not apply")
-    puzzle = chosen_puzzle(name, before, after) if name is not None or sample is None else None
+    if name is None and sample is not None:
+        return None
+    puzzle, notes = chosen_puzzle((before, after), name)
+    warn_notes(notes)
     return None if puzzle is None else (puzzle.name, puzzle_plan(puzzle, before, proof=False))

@@ -46,7 +46,7 @@ def predict(
     """Predict the next token after TEXT."""
     model = load(weight_spec(None, weights))
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
-    judge = _puzzle(model, puzzle) if puzzle is not None or model.puzzle is not None else None
+    judge = _puzzle(model, puzzle) if puzzle is not None or model.puzzle is not None else None  # (*)
     _refuse_slow(model, text, every_position)
     run = trace(model, text, causal=not no_mask)  # refuses, before any array, a pass too large for memory
     if as_json:
@@ -76,8 +76,12 @@ def _refuse_slow(model: Model, text: str, every_position: bool) -> None:
 
 
 def _puzzle(model: Model, name: str | None):
-    """The puzzle whose rule is shown beside the model: --puzzle, else the file's. Imported only when there is one:
-    predict is the command that must start quickest."""
-    from handwired.cli.checking import chosen_puzzle
+    """The puzzle whose rule is shown beside the model: --puzzle, else the file's, as the one decision chooses it.
+    (*) Imported only when there may be one, which is all predict reads of the file's puzzle to choose: predict is
+    the command that must start quickest, and loads nothing of the judge otherwise."""
+    from handwired.cli.common import warn_notes
+    from handwired.judge.judging import chosen_puzzle
 
-    return chosen_puzzle(name, model)
+    puzzle, notes = chosen_puzzle((model,), name)
+    warn_notes(notes)
+    return puzzle

@@ -5,13 +5,19 @@ from typing import Annotated
 
 import typer
 
-from handwired.cli.checking import files_puzzle, warn_other_puzzle
-from handwired.cli.common import ForceOption, HtmlOption, JsonOption, Output, SvgOption, WeightsOption, weight_spec
-from handwired.errors import HandwiredError
+from handwired.cli.common import (
+    ForceOption,
+    HtmlOption,
+    JsonOption,
+    Output,
+    SvgOption,
+    WeightsOption,
+    warn_notes,
+    weight_spec,
+)
 from handwired.judge import spread as spreading
-from handwired.judge.catalogue import load_puzzle
 from handwired.views.spread import spread_json, spread_view
-from handwired.weightfile import Model, load
+from handwired.weightfile import load
 from handwired.weightfile.writing import json_text
 
 app = typer.Typer()
@@ -43,28 +49,12 @@ def spread(
     """The value of VALUE over every judged context, grouped by the right answer: ranges, histograms, threshold."""
     model = load(weight_spec(None, weights))
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
-    if puzzle is not None and every:
-        raise HandwiredError("--puzzle and --every: choose one")
     probe = spreading.parse_value(model, value, head)
-    source = _source(model, puzzle, every)
+    source, notes = spreading.judged_source(model, puzzle, every)
+    warn_notes(notes)
     result = spreading.spread(model, probe, source, by or ("answer" if source.rule is not None else "predicted"),
                               position)
     if as_json:
         typer.echo(json_text(spread_json(model, result), indent=2))
         return
     out.show(lambda everything: [spread_view(model, result)])
-
-
-def _source(model: Model, puzzle: str | None, every: bool) -> spreading.Source:
-    """The contexts: --puzzle's, else (unless --every) the puzzle the file names, else its target's, else all."""
-    if puzzle is not None:
-        judge = load_puzzle(puzzle)
-        source = spreading.puzzle_source(judge, model)
-        warn_other_puzzle(judge, model)
-        return source
-    named = None if every else files_puzzle(model)
-    if named is not None:
-        return spreading.puzzle_source(named, model)
-    if model.target is not None and not every:
-        return spreading.target_source(model, model.target)
-    return spreading.every_source(model)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from handwired.cli.checking import chosen_puzzle, progress_and_stop
+from handwired.cli.checking import progress_and_stop
 from handwired.cli.common import (
     EXIT_CHECK_FAILED,
     ForceOption,
@@ -17,10 +17,10 @@ from handwired.cli.common import (
     Output,
     SvgOption,
     stderr,
+    warn_notes,
 )
 from handwired.errors import HandwiredError
 from handwired.judge import spread as spreading
-from handwired.judge.catalogue import bundled_puzzles
 from handwired.judge.sweep import check_steps, parse_range, refuse_long
 from handwired.judge.sweep import sweep as sweeping
 from handwired.views.sweep import sweep_json, sweep_view
@@ -35,16 +35,10 @@ JudgeOption = Annotated[str | None, typer.Option(
 
 def judged_source(model: Model, puzzle: str | None) -> spreading.Source:
     """The contexts check judges the file on: --puzzle's, else the puzzle the file names, else every context by
-    the file's target."""
-    named = chosen_puzzle(puzzle, model)
-    if named is not None:
-        return spreading.puzzle_source(named, model)
-    if model.target is None:
-        named = f" {model.name}" if model.name in bundled_puzzles() else ""  # a reference, by puzzles solution -o
-        raise HandwiredError(f"{model.source}: has no 'target' and names no puzzle; judge it by one with "
-                             f"--puzzle{named}")
-    return spreading.target_source(model, model.target, "judge it by a puzzle's contexts instead, with {puzzle}",
-                                   ("puzzle",))
+    the file's target (handwired.judge.judging decides)."""
+    source, notes = spreading.judged_source(model, puzzle, required=True)
+    warn_notes(notes)
+    return source
 
 
 @contextmanager

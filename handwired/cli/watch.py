@@ -3,7 +3,6 @@
 import threading
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -65,8 +64,7 @@ def watch(
         raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
     wanted = explaining.expand(step or [])
     named = any(name in explaining.BLOCK_STEPS for name in step or [])  # heads/concat asked for by name
-    judge = (watching.puzzle_verdict(load_puzzle(puzzle), not no_proof) if puzzle is not None
-             else partial(watching.file_verdict, proof=not no_proof))
+    judge = watching.judge(load_puzzle(puzzle) if puzzle is not None else None, not no_proof)
     console = SafeConsole(highlight=False)
     if not console.is_terminal:
         raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "

@@ -26,7 +26,7 @@ from handwired.errors import HandwiredError
 from handwired.judge import workbench
 from handwired.judge.rules import DECIDED
 from handwired.judge.spread import Source
-from handwired.judge.workbench import Bench, Verdict
+from handwired.judge.workbench import Bench, Tally
 from handwired.weightfile import Model
 from handwired.weightfile.checker import locate, path_steps
 
@@ -47,7 +47,7 @@ class Part:
 @dataclass(frozen=True)
 class Ablation:
     part: Part
-    verdict: Verdict
+    verdict: Tally
 
     @property
     def needed(self) -> bool:
@@ -58,7 +58,7 @@ class Ablation:
 class Ablations:
     source: str  # the contexts, in words
     judged: int
-    base: Verdict  # the model as it is
+    base: Tally  # the model as it is
     mean: bool
     rows: tuple[Ablation, ...]  # most harmful first; the parts not needed last, the costliest of them first
 

@@ -14,9 +14,10 @@ import numpy as np
 from handwired.engine.probe import Probe, parse_probe, probe_values
 from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString, Shape
-from handwired.errors import HandwiredError, bad_value
+from handwired.errors import HandwiredError, Note, bad_value
 from handwired.judge.contexts import every_length, refuse_every_context, refuse_large_domain, refuse_large_walk
 from handwired.judge.domains import Domain
+from handwired.judge.judging import judged_contexts
 from handwired.judge.plans import pattern_rule
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import leads
@@ -68,6 +69,22 @@ def target_source(model: Model, target: str, instead: str = "spread over a puzzl
     ``instead``."""
     return Source(f"every context, judged by the target {target}", _every_context(model, instead, parameters),
                   pattern_rule(model, target))
+
+
+def judged_source(model: Model, puzzle: str | Puzzle | None = None, every: bool = False,
+                  required: bool = False) -> tuple[Source, tuple[Note, ...]]:
+    """The contexts read, as the one decision (handwired.judge.judging.judged_contexts) chooses them: a puzzle's
+    (asked for, else the one the file names), else every context by the file's target, else every context with no
+    answers (unless an answer is ``required``: a sweep's or an ablation's); and the notes to show."""
+    judging = judged_contexts(model, puzzle, every, required)
+    if judging.puzzle is not None:
+        return puzzle_source(judging.puzzle, model), judging.notes
+    if judging.target is not None:
+        if required:
+            return target_source(model, judging.target, "judge it by a puzzle's contexts instead, with {puzzle}",
+                                 ("puzzle",)), judging.notes
+        return target_source(model, judging.target), judging.notes
+    return every_source(model), judging.notes
 
 
 def every_source(model: Model) -> Source:

@@ -18,7 +18,7 @@ import numpy as np
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge import workbench
 from handwired.judge.spread import Source
-from handwired.judge.workbench import Bench, Verdict
+from handwired.judge.workbench import Bench, Tally
 from handwired.weightfile import Model, parse
 
 RANGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+?)\.\.(.+?)(:log)?$")  # :log: this one on a log scale
@@ -39,7 +39,7 @@ class Range:
 @dataclass(frozen=True)
 class Point:
     values: tuple[float, ...]  # one per constant
-    verdict: Verdict
+    verdict: Tally
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class Sweep:
     intervals: tuple[Interval, ...]  # one constant only: where every context passes
     precision: float | None  # the bisection's target width, when given
     judged: int  # contexts judged at each value
-    base: Verdict  # at the file's own values
+    base: Tally  # at the file's own values
 
 
 def parse_range(model: Model, text: str, steps: int, log: bool) -> Range:

@@ -1,34 +1,29 @@
-"""The verdicts: a puzzle's on an answer (:func:`submit`), and a check of a model's own target (:func:`target_check`).
+"""A puzzle's verdict on an answer (:func:`submit`): whether the file fits the puzzle, then every context judged
+by the puzzle's rule, the score if it is solved, and par from the statement; and the plans of a puzzle's contexts.
 
-:func:`submit` is the game's one verdict: whether the file fits the puzzle,
-then every context judged by the puzzle's rule, the score if it is solved, and
-par from the statement. ``puzzles check``, ``check --puzzle`` and ``watch
---puzzle`` all show what it returns; none of them assembles a verdict itself.
+Which files are judged by a puzzle, and how, is decided in :mod:`handwired.judge.judging`, whose
+:class:`~handwired.judge.judging.Verdict` carries a submission when a file was judged as an answer; ``puzzles check``,
+``check``, ``watch`` and Python's ``submit`` all show what :func:`submit` returns, and none assembles a verdict itself.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from handwired.defaults import FAILURES_SHOWN, stream_length
+from handwired.defaults import FAILURES_SHOWN
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import count_contexts, how_many
 from handwired.judge.plans import (
     Plan,
     domain_plan,
     domain_sample_plan,
     every_string_plan,
     exhaustive_plan,
-    pattern_rule,
     sample_plan,
-    stream_plan,
 )
 from handwired.judge.puzzle import Puzzle
 from handwired.judge.report import Report, run
 from handwired.judge.scores import Score, score
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
-
-QUICK_EXHAUSTIVE = 100_000  # contexts: a target check below this many runs on every context, above it the stream test
 
 
 @dataclass(frozen=True)
@@ -141,17 +136,3 @@ def submit(puzzle: Puzzle, model: Model, show: int = FAILURES_SHOWN,
         return Submission(puzzle, model, misfit, None, None)
     report = run(model, puzzle_plan(puzzle, model, proof), show, progress, should_stop)
     return Submission(puzzle, model, (), report, score(model, report))
-
-
-def target_check(model: Model, show: int = FAILURES_SHOWN, limit: int = QUICK_EXHAUSTIVE) -> tuple[str, Report]:
-    """A model judged by its own ``target``: every context when there are at most ``limit``, else the stream
-    test. Returns what was run, in words, and the report."""
-    if model.target is None:
-        raise HandwiredError(f'{model.source}: has no "target" to check')
-    total = count_contexts(model)
-    if total <= limit:
-        plan, how = exhaustive_plan(model, pattern_rule(model, model.target)), "every context"
-    else:
-        plan = stream_plan(model, model.target, stream_length(model.target))
-        how = f"the stream test (every context would be {how_many(total)})"
-    return how, run(model, plan, show)

@@ -1,7 +1,8 @@
 """The workbench: one set of judged contexts, and the verdict of many variants of one model on it.
 
 ``sweep`` (a constant changed) and ``ablate`` (a part removed) judge many variants of a model on the same
-contexts — a puzzle's, or every context by the file's target, as :mod:`handwired.judge.spread` finds them. The
+contexts — a puzzle's, or every context by the file's target, as :func:`handwired.judge.spread.judged_source`
+finds them. The
 contexts are walked as a trie of their prefixes, depth first in bounded batches, once for a group of variants
 (:mod:`handwired.engine.resume`): each batch is judged by the rule once, the base model runs on it once, and every
 variant resumes from the first stage it changes. A context passes as in ``check``: the right token's logit strictly
@@ -29,8 +30,9 @@ SHARED_MEMORY = 64 * 2**20  # bytes of the base model's values and judgements ke
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """A variant's verdict on the judged contexts."""
+class Tally:
+    """A variant's tally on the judged contexts, in float64: how many pass and fail, the worst lead and where, what it
+    broke of the base model's. Not a :class:`handwired.judge.judging.Verdict`: no report, no proof, no puzzle."""
 
     passed: int
     failed: int
@@ -45,8 +47,8 @@ class Verdict:
         return self.failed == 0 and self.finite
 
 
-class _Tally:
-    """One variant's verdict, batch by batch (batches come depth first: ties go to the shortest, then vocab
+class _Tallying:
+    """One variant's tally, kept batch by batch (batches come depth first: ties go to the shortest, then vocab
     order, as reports list contexts)."""
 
     def __init__(self) -> None:
@@ -71,13 +73,13 @@ class _Tally:
             shortest = (contexts.shape[1], tuple(contexts[int(np.argmax(newly))].tolist()))
             self.first_broken = min(self.first_broken or shortest, shortest)
 
-    def verdict(self, model: Model, base_passed: int) -> Verdict:
+    def verdict(self, model: Model, base_passed: int) -> Tally:
         if not self.finite:
-            return Verdict(0, self.total, np.nan, "", base_passed, None, False)
+            return Tally(0, self.total, np.nan, "", base_passed, None, False)
         worst = np.nan if not self.total else np.inf if self.worst is None else self.worst[0]
         where = "" if self.worst is None else model.decode(np.array(self.worst[2]))
         first = None if self.first_broken is None else model.decode(np.array(self.first_broken[1]))
-        return Verdict(self.passed, self.total - self.passed, worst, where, self.broken, first)
+        return Tally(self.passed, self.total - self.passed, worst, where, self.broken, first)
 
 
 def _leads(logits: np.ndarray, rows: np.ndarray, acceptable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -118,7 +120,7 @@ class Bench:
         if source.rule is None:
             raise HandwiredError(f"{model.source}: nothing to judge by: give a puzzle, or a file with a target")
         self.model, self.source, self.rule = model, source, source.rule
-        self.base: Verdict | None = None  # known after the first walk
+        self.base: Tally | None = None  # known after the first walk
         self.total = 0
         self._shared: list[tuple[dict, _Judged | None]] | None = None  # per batch, of the last walk that fitted
         self._names: frozenset[str] = frozenset()  # the hooks _shared holds
@@ -130,14 +132,14 @@ class Bench:
         plan = resumed(self.model, variant)
         return plan.stage > 0 and not (self._shared is not None and set(plan.hooks) <= self._names)
 
-    def verdicts(self, variants: Sequence[Model], tick: Callable[[int], None] = lambda done: None) -> list[Verdict]:
+    def verdicts(self, variants: Sequence[Model], tick: Callable[[int], None] = lambda done: None) -> list[Tally]:
         """Each variant's verdict, evaluated from the first stage it changes, judged as ``check`` judges;
         ``tick(done)`` is told after each batch of each walk how many of the variants have their verdict."""
         plans = [resumed(self.model, variant) for variant in variants]
-        out: list[Verdict] = []
+        out: list[Tally] = []
         for group in groups(self.model, plans, batch_nodes(self.model, self.model.n_ctx)):
             chosen = [plans[i] for i in group]
-            tallies = [_Tally() for _ in range(len(chosen) + 1)]  # the base model's first
+            tallies = [_Tallying() for _ in range(len(chosen) + 1)]  # the base model's first
             self._walk(chosen, tallies, lambda: tick(len(out)))  # noqa: B023 (out grows only between walks)
             if self.base is None:
                 self._set_base(tallies[0])
@@ -146,7 +148,7 @@ class Bench:
             tick(len(out))
         return out
 
-    def _walk(self, chosen: list, tallies: list[_Tally], tick: Callable[[], None]) -> None:
+    def _walk(self, chosen: list, tallies: list[_Tallying], tick: Callable[[], None]) -> None:
         names = frozenset(hook for plan in chosen for hook in plan.hooks)
         replay = self._shared if self._shared is not None and names <= self._names else None
         recording: list | None = [] if replay is None and self._fits else None
@@ -179,7 +181,7 @@ class Bench:
         return _Judged(rows, visit.prefixes[rows], acceptable, leads(mine, acceptable), bool(np.isfinite(mine).all()))
 
     @staticmethod
-    def _tally(judged: _Judged, logits: np.ndarray | None, tallies: list[_Tally]) -> None:
+    def _tally(judged: _Judged, logits: np.ndarray | None, tallies: list[_Tallying]) -> None:
         """Tally the base model's verdict and each variant's on a batch's judged contexts."""
         passes = judged.base > 0
         tallies[0].add(judged.contexts, judged.base, judged.finite, passes)
@@ -189,7 +191,7 @@ class Bench:
         for i, tally in enumerate(tallies[1:]):
             tally.add(judged.contexts, lead[i], bool(finite[i]), passes)
 
-    def _set_base(self, tally: _Tally) -> None:
+    def _set_base(self, tally: _Tallying) -> None:
         if not tally.total:
             raise HandwiredError(f"{self.model.source}: the rule judges none of these contexts")
         self.total = tally.total

@@ -28,11 +28,10 @@ from rich.text import Text
 from handwired.engine import attribution
 from handwired.engine.trace import Trace, trace
 from handwired.errors import HandwiredError
-from handwired.judge.catalogue import named_puzzle
+from handwired.judge import judging
 from handwired.judge.compare import WeightChange, weight_changes
+from handwired.judge.judging import QUICK_EXHAUSTIVE, Choice, Verdict
 from handwired.judge.puzzle import Puzzle
-from handwired.judge.report import Report
-from handwired.judge.verdict import QUICK_EXHAUSTIVE, submit, target_check
 from handwired.views import steps as explaining
 from handwired.views.cost import refuse_slow_explain
 from handwired.views.failure import headline
@@ -47,45 +46,21 @@ FAILURES_SHOWN = 5
 EDITS_SHOWN = 8
 
 
-@dataclass(frozen=True)
-class Verdict:
-    how: str  # what was run, e.g. "check, every context"
-    report: Report | None
-    note: str = ""  # why there is no report, or what the report covers
-    follows_failure: bool = False  # draw the shortest failing context rather than the file's example
-
-
 Judge = Callable[[Model], Verdict]
 
 
-def check_verdict(model: Model, limit: int = QUICK_EXHAUSTIVE) -> Verdict:
-    """check's verdict on the file's own target: every context when that is quick, else the published stream."""
-    if model.target is None:
-        return Verdict("check", None, 'the file has no "target": nothing to check')
-    how, report = target_check(model, FAILURES_SHOWN, limit)
-    return Verdict(f"check, {how}", report)
+def judge(puzzle: Puzzle | None = None, proof: bool = True, limit: int = QUICK_EXHAUSTIVE) -> Judge:
+    """Watch's judge, decided afresh at each save as the one decision decides it (handwired.judge.judging): the
+    puzzle asked for, else the one the file names (as it names it at this save), else the file's target, on every
+    context when there are at most ``limit``, else by the stream test; or nothing to check."""
+
+    def judged(model: Model) -> Verdict:
+        return judging.verdict(model, judging.decide(model, Choice(puzzle, proof=proof, quick=limit)), FAILURES_SHOWN)
+
+    return judged
 
 
-def puzzle_verdict(puzzle: Puzzle, proof: bool = True) -> Judge:
-    """The puzzle's verdict (handwired.judge.verdict.submit): does the file fit, and is every context right
-    (proved, unless ``proof`` is False)."""
-
-    def judge(model: Model) -> Verdict:
-        how = f"puzzle {puzzle.name}"
-        submission = submit(puzzle, model, show=FAILURES_SHOWN, proof=proof)
-        if not submission.fits:
-            return Verdict(how, None, "the file does not fit the puzzle: it expects " + "; ".join(submission.misfit))
-        return Verdict(how, submission.report, follows_failure=True)
-
-    return judge
-
-
-def file_verdict(model: Model, proof: bool = True) -> Verdict:
-    """The verdict of the puzzle the file names (as it names it at this save), else check's on its target."""
-    puzzle, note = named_puzzle(model)
-    if puzzle is None:
-        return check_verdict(model)
-    return replace(puzzle_verdict(puzzle, proof)(model), note=note or "")
+file_verdict = judge()  # no choice: the puzzle the file names, else its target
 
 
 @dataclass(frozen=True)
@@ -167,9 +142,9 @@ def _context(model: Model, text: str | None, verdict: Verdict) -> tuple[str | No
         return text, ""
     report = verdict.report
     failure = report.shortest_failure if report is not None else None
-    if verdict.follows_failure and failure is not None:
+    if verdict.answers and failure is not None:
         return failure.context, "the shortest failing context"
-    if verdict.follows_failure and report is not None and report.ok:
+    if verdict.answers and report is not None and report.ok:
         return model.example, "the file's example: every context passes"
     return model.example, ""
 
@@ -243,8 +218,8 @@ def verdict_view(verdict: Verdict, earlier: Verdict | None = None, failure_headl
     report = verdict.report
     if report is None:
         return Group(Text.assemble((f"{verdict.how}: ", "bold"),
-                                   (verdict.note, "yellow" if verdict.how.startswith("puzzle") else "dim")))
-    warning = [Text(verdict.note, style="yellow")] if verdict.note else []
+                                   (verdict.reason, "yellow" if verdict.how.startswith("puzzle") else "dim")))
+    warning = [Text(str(note), style="yellow") for note in verdict.notes]
     ok = report.ok
     line = Text.assemble(
         ("PASS " if ok else "FAIL ", "bold green" if ok else "bold red"), (verdict.how, "bold"), ": ",
