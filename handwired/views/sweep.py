@@ -122,7 +122,7 @@ def line_plot(sweep: Sweep) -> Group | Paged:
     rows = [[" "] * len(leads) for _ in range(PLOT_ROWS)]
     zero = row_of(0.0)
     rows[zero] = ["┈"] * len(leads)
-    styles = [[None] * len(leads) for _ in range(PLOT_ROWS)]
+    styles: list[list[str | None]] = [[None] * len(leads) for _ in range(PLOT_ROWS)]
     for at, (x, point) in enumerate(zip(leads, sweep.points)):
         row = zero if x is None else row_of(x)
         rows[row][at] = PASS if point.verdict.ok else FAIL
