@@ -68,3 +68,43 @@ def test_python_allows_around_its_calls_and_restores_what_was_allowed():
     with pytest.raises(HandwiredError, match=r"^max_memory 'lots': expected a number of bytes or a size"):
         with handwired.allow(max_memory="lots"):
             pass
+
+
+def test_a_sweeps_copies_of_a_wide_model_are_counted_before_any_is_made(tmp_path, monkeypatch):
+    # aab widened to n_embd 1000 (a few hundred bytes of file): each value's copy holds 4,011,000 parameters as
+    # float64 and as written, about 90 MB at 24 bytes each; a thousand values were accepted and grew past 1.3 GB
+    import json
+
+    from handwired.judge import sweep
+    from handwired.weightfile.files import resolve
+
+    aab_doc = json.loads(resolve("aab").read_text(encoding="utf-8"))  # the sparse form: no matrix to widen
+    aab_doc["n_embd"] = 1000
+    aab_doc["dims"] = aab_doc["dims"] + [f"x{i}" for i in range(1000 - len(aab_doc["dims"]))]
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(aab_doc))
+    calls = forbid(monkeypatch, sweep.with_constants)
+    line = user_error("sweep", str(path), "Lg=0..4", "--steps", "1000")
+    assert calls == []
+    assert "1,000 copies of the model's arrays held at once: about 90" in line and "GB of the walk's arrays" in line
+    assert line.endswith("(or allow it: --max-memory 120G)"), line  # 90.1 GB and a quarter more
+
+
+def test_ablating_every_entry_counts_the_arrays_each_entry_copies(tmp_path, monkeypatch):
+    # a dense n_embd 150 block: 67,500 c_attn entries, each part a copy of c_attn (540 KB): 36 GB held at once
+    import json
+
+    import numpy as np
+
+    from handwired.judge import ablate
+
+    rng = np.random.default_rng(0)
+    doc = {"format": "handwired/1", "vocab": ["a", "b"], "n_ctx": 3, "n_embd": 150, "target": "ab",
+           "wte": rng.normal(size=(2, 150)).round(2).tolist(), "wpe": np.zeros((3, 150)).tolist(),
+           "blocks": [{"attn": {"c_attn": {"w": rng.normal(size=(150, 450)).round(2).tolist()}, "c_proj": {"w": {}}}}]}
+    path = tmp_path / "dense.json"
+    path.write_text(json.dumps(doc))
+    calls = forbid(monkeypatch, ablate.entry_parts)
+    line = user_error("ablate", str(path), "--entries")
+    assert calls == []
+    assert "copies of the model's arrays held at once" in line and "leave out --entries" in line, line

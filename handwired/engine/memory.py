@@ -52,11 +52,12 @@ def gigabytes(size: float) -> str:
     return f"{size / 2**30:.1f}".removesuffix(".0") + " GB" if size >= 2**30 else f"{size / 2**20:,.0f} MB"
 
 
-def refuse_large(what: str, size: float, narrowing: str = "", parameters: tuple[str, ...] = ()) -> None:
+def refuse_large(what: str, size: float, narrowing: str = "", parameters: tuple[str, ...] = (),
+                 of: str = "attention scores and activations") -> None:
     """Refuse work whose arrays would take more than the budget's memory at their peak: ``what: about 3.2 GB of …``,
     what narrows it, and how to allow it."""
     if size > budget.memory():
-        raise HandwiredError(f"{what}: about {gigabytes(size)} of attention scores and activations at the peak, "
+        raise HandwiredError(f"{what}: about {gigabytes(size)} of {of} at the peak, "
                              f"more than the {gigabytes(budget.memory())} handwired will use{narrowing}"
                              f"{budget.more_memory(size)}", (*parameters, *budget.SPACE))
 

@@ -158,8 +158,10 @@ def refuse_long(model: Model, source: Source, ranges: list[Range], precision: fl
     grid = steps ** len(ranges)
     bisection = edges * tried_at_most(halvings(ranges[0], precision)) if len(ranges) == 1 else 0
     what = f"{{steps}} {steps}" + (f" (and up to {bisection:,} values bisecting {edges} edges)" if bisection else "")
+    size, seconds = workbench.copy_cost(model)  # each value's copy of the model: the grid's are held together
     workbench.refuse_long(model, source, grid + bisection, what, "ask for fewer values"
-                          + (", or a coarser {precision}" if bisection else ""), ("steps", "precision"))
+                          + (", or a coarser {precision}" if bisection else ""), ("steps", "precision"),
+                          (grid, grid * size, (grid + bisection) * seconds))
 
 
 def sweep(model: Model, source: Source, ranges: list[Range], precision: float | None = None,
