@@ -1,5 +1,6 @@
-"""The certified step of the walk (:mod:`handwired.engine.walk`): :func:`handwired.engine.step.float_step` in
-intervals (:mod:`handwired.engine.interval`), on the float step's columns and with its functions.
+"""The certified step of the walk (:mod:`handwired.engine.walk`): the walk's one block step
+(:func:`handwired.engine.block_step.block_step`) in intervals (:mod:`handwired.engine.interval`), on the float step's
+columns and with its functions (:class:`Certified`, the arithmetic).
 
 Every mid is computed by the float step's own functions, on the same columns (each node's numbers its own, in
 batches as large as the float walk's, or smaller where the certified walk's memory needs it): the logits are the
