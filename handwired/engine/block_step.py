@@ -13,7 +13,6 @@ The step may start inside the model (:class:`Entry`): sweep and ablate resume a 
 changes, with what the base model's walk handed over there.
 """
 
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -91,16 +90,15 @@ class Arithmetic(Protocol):
         ...
 
 
-@dataclass(frozen=True)
 class Entry:
     """Where a step starts other than at the embeddings: in ``block`` (n_layer: at ln_f), at ``part`` (ATTENTION:
     ln_1 onwards; PROJECTION: c_proj, given the heads' values ``z``; MLP: ln_2 onwards), with ``x`` the residual
-    stream entering there."""
+    stream entering there. (A plain class: a dataclass would cost every command that loads a walk its making.)"""
 
-    block: int
-    part: str
-    x: Any
-    z: Any = None
+    __slots__ = ("block", "part", "x", "z")
+
+    def __init__(self, block: int, part: str, x: Any, z: Any = None):
+        self.block, self.part, self.x, self.z = block, part, x, z
 
 
 def block_step(arithmetic: Arithmetic, past: list, family: Family, length: int, logits: bool, keep: bool,
