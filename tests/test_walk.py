@@ -189,7 +189,7 @@ def test_a_domain_too_large_is_refused_by_estimate_before_anything_is_evaluated(
     """400,000 sums at six times add's width: refused in one line naming the figures and what narrows it; the
     evaluator is never called and almost nothing is allocated."""
     puzzle, model = wide_add(tmp_path, "###+##", caps=WIDER, random=False)
-    monkeypatch.setattr(stepping, "float_step", _refuse)
+    monkeypatch.setattr(stepping, "block_step", _refuse)
     monkeypatch.setattr(walking, "walk", _refuse)
     tracemalloc.start()
     with pytest.raises(HandwiredError) as error:
@@ -206,7 +206,7 @@ def test_a_domain_too_large_is_refused_by_estimate_before_anything_is_evaluated(
 def test_the_refusal_is_one_line_and_exit_code_2_in_every_command(tmp_path, monkeypatch):
     wide_add(tmp_path, "###+##", caps=WIDER, random=False)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(stepping, "float_step", _refuse)
+    monkeypatch.setattr(stepping, "block_step", _refuse)
     for args in (["puzzles", "check", "wide.json", "model.json"],
                  ["check", "-w", "model.json", "--puzzle", "wide.json"],
                  ["spread", "logits:0", "-w", "model.json", "--puzzle", "wide.json"],

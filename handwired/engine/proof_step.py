@@ -1,5 +1,6 @@
-"""The certified step of the walk (:mod:`handwired.engine.walk`): :func:`handwired.engine.step.float_step` in
-intervals (:mod:`handwired.engine.interval`), on the float step's columns and with its functions.
+"""The certified step of the walk (:mod:`handwired.engine.walk`): the walk's one block step
+(:func:`handwired.engine.block_step.block_step`) in intervals (:mod:`handwired.engine.interval`), on the float step's
+columns and with its functions (:class:`Certified`, the arithmetic).
 
 Every mid is computed by the float step's own functions, on the same columns (each node's numbers its own, in
 batches as large as the float walk's, or smaller where the certified walk's memory needs it): the logits are the
@@ -21,9 +22,10 @@ import numpy as np
 from handwired.engine import interval as iv
 from handwired.engine import step as floating
 from handwired.engine import walk as walking
+from handwired.engine.block_step import block_step
 from handwired.engine.forward import matmul
 from handwired.engine.step import Heads, Prepared, attention_pattern, attention_values, extend, linear_columns, pick
-from handwired.engine.walk import Family, Shape, Visit, _node_bytes, batch_nodes, walk_bytes
+from handwired.engine.walk import Shape, Visit, _node_bytes, batch_nodes, walk_bytes
 from handwired.weightfile import Model
 
 
@@ -105,19 +107,11 @@ def _stats(mid, radii, layer: Layer, heads: Heads, n_head: int):  # q, k and v [
 
 
 def certified_walk(model: Model, shape: Shape, chunk: int | None = None) -> Iterator[Visit]:
-    """:func:`handwired.engine.walk.walk` with :func:`certified_step`: each visit's logits packed mid | rad
-    [n, 2*n_vocab], in batches of :func:`batch_size` nodes."""
-    proving = prepare(model)
-    h, room = model.n_head, model.n_ctx
-    root = [None if heads is None else (np.zeros((room, h * heads.qk, 1)), np.zeros((room, h * heads.v, 1)),
-                                        np.zeros((room, 2 * h, 1)), np.zeros((4 * h, 1)))
-            for heads in proving.floats.heads]  # the empty prefix: no keys yet, room for n_ctx
-
-    def step(past, rows, family, length, logits, keep):  # the parents' past: views of their batch's
-        past = [None if kv is None else (*(part[..., rows] for part in kv[:3]), kv[3][:, rows]) for kv in past]
-        return certified_step(model, proving, past, family, length, logits, keep)
-
-    return walking.walk(shape, step, root, chunk or batch_size(model, proving.floats.heads))
+    """:func:`handwired.engine.walk.walk` with :func:`~handwired.engine.block_step.block_step` in
+    :class:`Certified`: each visit's logits packed mid | rad [n, 2*n_vocab], in batches of :func:`batch_size`
+    nodes."""
+    certified = Certified(model, prepare(model))
+    return walking.walk(shape, certified.step, certified.root(), chunk or batch_size(model, certified.floats.heads))
 
 
 def batch_size(model: Model, heads: list) -> int:
@@ -132,87 +126,131 @@ def batch_size(model: Model, heads: list) -> int:
     return max(1, min(batch_nodes(model, longest), int(walk_bytes(model, longest) // node)))
 
 
-def certified_step(model: Model, proving: Proving, past: list, family: Family, length: int, logits: bool,
-                   keep: bool) -> tuple[np.ndarray | None, list]:
-    """The children's packed logits [n, 2*n_vocab] (when ``logits``) and (when ``keep``) their past: per block, as
-    the float step's, each key's value bounds [room, 2*head, n] and the largest bounds of the keys each sees
-    [4*head, n] (None: a silent attention)."""
-    params, tokens, floats = model.params, family.tokens, proving.floats
-    n_embd, n = model.n_embd, len(tokens)
-    x = (np.take(floats.embed[length - 1], tokens, axis=1),
-         np.take(proving.embed[length - 1], tokens, axis=1, out=_scratch(proving, "embed", (n_embd, n)), mode="clip"))
-    kept: list = []
-    last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
-    for b, (block, kv) in enumerate(zip(params["blocks"], past)):
-        if kv is None:  # silent attention: only its bias reaches the residual stream
-            kept.append(None)
-            x = iv.add(x, (block["attn"]["c_proj"]["b"][:, None], 0.0))  # [n_embd, n]
-        else:
-            out, mine = _attention(model, proving, b, x, kv, family, length, keep, logits or b < last)
-            kept.append(mine)
-            if out is None:  # nothing later reads this batch's residual stream
-                return None, kept + [None] * (len(past) - len(kept))
-            x = iv.add(x, out, out=(x[0], out[0]))  # in the step's own arrays
-        if not logits and b >= last:
-            return None, kept + [None] * (len(past) - len(kept))
-        x = _mlp(x, block, proving.mlps[b], proving)
-    if not logits:
-        return None, kept
-    if "ln_f" in params:
-        x = _norm(x, params["ln_f"])
-    mid = matmul(floats.unembed, x[0])  # [n_vocab, n], the float step's tied unembedding
-    rad = iv.columns_radius(x, proving.unembed, _scratch(proving, "unembed size", (n_embd, n)),
-                            _scratch(proving, "unembed", mid.shape), mid)
-    packed = np.empty((n, 2 * len(mid)))  # [n, 2*n_vocab], rows: what the judge reads
-    packed[:, :len(mid)] = mid.T
-    packed[:, len(mid):] = rad.T
-    return packed, kept
+class Certified:
+    """The certified arithmetic of :func:`~handwired.engine.block_step.block_step`: every value an interval (mid,
+    rad) on the float step's columns, its mid computed by the float step's functions (the float walk's bits where
+    both keep the same attention dimensions), its radius by :mod:`handwired.engine.interval`. A node's past is, per
+    block, the float step's keys and values, each key's value bounds [room, 2*head, n] and the largest bounds of the
+    keys each node sees [4*head, n]. Values the step uses and drops are worked in buffers kept from batch to batch."""
+
+    def __init__(self, model: Model, proving: Proving):
+        self.model, self.proving, self.floats, self.n_head = model, proving, proving.floats, model.n_head
+
+    def root(self) -> list:  # the empty prefix's past: no keys yet, room for n_ctx
+        h, room = self.n_head, self.model.n_ctx
+        return [None if heads is None else (np.zeros((room, h * heads.qk, 1)), np.zeros((room, h * heads.v, 1)),
+                                            np.zeros((room, 2 * h, 1)), np.zeros((4 * h, 1)))
+                for heads in self.floats.heads]
+
+    def step(self, past, rows, family, length, logits, keep):  # the walk's step; the parents' past: views of their
+        past = [None if kv is None else (*(part[..., rows] for part in kv[:3]), kv[3][:, rows]) for kv in past]
+        return block_step(self, past, family, length, logits, keep)  # batch's
+
+    def scratch(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """An uninitialised array for a value the step uses and drops, its buffer kept for the next batch (a new
+        array each time would cost the pages it touches)."""
+        return self.floats.room(("scratch", name), shape)
+
+    def heads(self, b: int) -> tuple[Heads, Layer]:
+        heads, layer = self.floats.heads[b], self.proving.layers[b]
+        assert heads is not None and layer is not None  # a block whose keys are kept is read
+        return heads, layer
+
+    def embed(self, tokens, length):  # -> interval [n_embd, n]
+        shape = (self.model.n_embd, len(tokens))
+        return (np.take(self.floats.embed[length - 1], tokens, axis=1),
+                np.take(self.proving.embed[length - 1], tokens, axis=1, out=self.scratch("embed", shape), mode="clip"))
+
+    def record(self, b, name, value):  # nothing is recorded
+        pass
+
+    def norm(self, x, params, b, name):  # interval [n_embd, n] -> interval: the float step's LayerNorm per column
+        return iv.layer_norm_bounds(x, params["g"][:, None], params["b"][:, None], axis=0)
+
+    def looked_up(self, b):
+        return self.heads(b)[0].b is None
+
+    def look_up(self, b, x, tokens, length):  # -> q, k and v [rows, n], and their stats [6*head, n] (_stats)
+        first = self.proving.first
+        assert first is not None  # block 0, read
+        stats = np.take(first[length - 1], tokens, axis=1, mode="clip",  # (with ``out``, "clip" is not buffered;
+                        out=self.scratch("stats", (6 * self.n_head, len(tokens))))  # tokens are in range)
+        return np.take(self.heads(b)[0].w[length - 1], tokens, axis=1), stats
+
+    def c_attn(self, b, h):  # interval [n_embd, n] -> q, k and v [rows, n], and their stats [6*head, n]
+        heads, layer = self.heads(b)
+        qkv = linear_columns(h[0], heads.w, heads.b)  # [rows, n]
+        return qkv, _stats(qkv, _reach(h, layer), layer, heads, self.n_head)
+
+    def extend(self, b, kv, qkv, family, length, keep):  # -> (the float step's keys and values each child sees, the
+        # value bounds of each, the largest bounds of the keys it sees); the children's past
+        (qkv, stats), h, heads = qkv, self.n_head, self.heads(b)[0]
+        split = h * heads.qk
+        seen, mine = extend(self.floats.room, b, kv[:3], (qkv[split:2 * split], qkv[2 * split:], stats[4 * h:]),
+                            family, length, keep)
+        parents = kv[3] if family.width == 1 and family.uniform else np.take(kv[3], family.parent, axis=1)
+        bounds = np.maximum(parents, stats[2 * h:])  # [4*head, n]: the largest each child's keys reach
+        return (*seen, bounds), (None if mine is None else (*mine, bounds))
+
+    def attention(self, b, qkv, seen):  # -> interval [n_embd, n]
+        return _attention(self, b, qkv, seen)
+
+    def project(self, b, z):  # (a certified walk never resumes)
+        raise NotImplementedError
+
+    def silent(self, b):  # a silent MLP adds its bias alone, as the float step does
+        return self.proving.mlps[b] is None
+
+    def linear(self, x, b, name):  # interval [n_in, n] -> interval [n_out, n]: an MLP's c_fc or c_proj
+        mid = linear_columns(x[0], **self.model.params["blocks"][b]["mlp"][name])
+        buffer = "c_fc" if name == "c_fc" else "mlp"
+        weight = self.proving.mlps[b]
+        assert weight is not None
+        return mid, iv.columns_radius(x, weight[name], self.scratch(f"{buffer} size", x[0].shape),
+                                      self.scratch(buffer, mid.shape))
+
+    def gelu(self, x):
+        return iv.gelu_bounds(x)
+
+    def add(self, x, y):  # in the step's own arrays: x's mid, y's mid for the radius
+        return iv.add(x, y, out=(x[0], y[0]))
+
+    def bias(self, x, bias):
+        return iv.add(x, (bias[:, None], 0.0))
+
+    def unembed(self, x):  # interval [n_embd, n] -> packed [n, 2*n_vocab], rows: what the judge reads
+        n = x[0].shape[1]
+        mid = matmul(self.floats.unembed, x[0])  # [n_vocab, n], the float step's tied unembedding
+        rad = iv.columns_radius(x, self.proving.unembed, self.scratch("unembed size", x[0].shape),
+                                self.scratch("unembed", mid.shape), mid)  # infinite where the sum overflowed
+        packed = np.empty((n, 2 * len(mid)))
+        packed[:, :len(mid)] = mid.T
+        packed[:, len(mid):] = rad.T
+        return packed
 
 
-def _scratch(proving: Proving, name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """An uninitialised array for a value the step uses and drops, its buffer kept for the next batch (a new array
-    each time would cost the pages it touches)."""
-    return proving.floats.room(("scratch", name), shape)
-
-
-def _attention(model, proving, b, x, kv, family, length, keep, wanted):
-    # x interval [n_embd, n]; the parents' past -> (the attention's output, an interval [n_embd, n], or None when
-    # not ``wanted``; the children's past)
-    block, heads, layer, h = model.params["blocks"][b], proving.floats.heads[b], proving.layers[b], model.n_head
-    tokens, n = family.tokens, len(family.tokens)
-    if heads.b is None:  # block 0: looked up
-        qkv = np.take(heads.w[length - 1], tokens, axis=1)  # [rows, n]
-        stats = np.take(proving.first[length - 1], tokens, axis=1, out=_scratch(proving, "stats", (6 * h, n)),
-                        mode="clip")  # [6*head, n] (with ``out``, "clip" is not buffered; tokens are in range)
-    else:
-        x = _norm(x, block["ln_1"]) if "ln_1" in block else x
-        qkv = linear_columns(x[0], heads.w, heads.b)  # [rows, n]
-        stats = _stats(qkv, _reach(x, layer), layer, heads, h)
-    split = h * heads.qk
-    seen, mine = extend(proving.floats.room, b, kv[:3], (qkv[split:2 * split], qkv[2 * split:], stats[4 * h:]),
-                        family, length, keep)
-    parents = kv[3] if family.width == 1 and family.uniform else np.take(kv[3], family.parent, axis=1)
-    bounds = np.maximum(parents, stats[2 * h:])  # [4*head, n]: the largest each child's keys reach
-    mine = None if mine is None else (*mine, bounds)
-    if not wanted:
-        return None, mine
+def _attention(at: Certified, b, q, seen):
+    # q, k and v [rows, n] and their stats; the keys and values each node sees, their value bounds and the largest
+    # bounds of its keys -> the attention's output, an interval [n_embd, n]
+    (qkv, stats), (heads, layer), h = q, at.heads(b), at.n_head
+    length, n = len(seen[0]), qkv.shape[1]
     pattern = attention_pattern(heads, qkv, seen[0], h)  # [L, head, n]
     z = attention_values(heads, pattern, seen[1]).reshape(-1, n)  # [head * v, n]
     mixed = np.empty((3, h, n))  # Σ p̃·|v|, Σ p̃·|r_v|, Σ p̃·(1 - p̃)·|v| over the keys
     np.einsum("lhn,lchn->chn", pattern, seen[2].reshape(length, 2, h, n), out=mixed[:2])
-    spread = np.subtract(1, pattern, out=_scratch(proving, "spread", pattern.shape))
+    spread = np.subtract(1, pattern, out=at.scratch("spread", pattern.shape))
     spread *= pattern
     np.einsum("lhn,lhn->hn", spread, seen[2][:, :h], out=mixed[2])
-    k_big, k_rad, v_big, v_rad = bounds.reshape(4, h, n)
+    k_big, k_rad, v_big, v_rad = seen[3].reshape(4, h, n)
     zeta = iv.attention_radius(stats[:h], stats[h:2 * h], k_big, k_rad, v_big, v_rad, np.moveaxis(mixed, 0, -1),
-                               model.n_embd // h, length)  # [head, n]: every kept dimension of z
+                               at.model.n_embd // h, length)  # [head, n]: every kept dimension of z
     proj = layer.c_proj
-    size = np.abs(z, out=_scratch(proving, "z", z.shape))  # [head * v, n]: z's own radius is ζ per head, through
+    size = np.abs(z, out=at.scratch("z", z.shape))  # [head * v, n]: z's own radius is ζ per head, through
     size *= proj.size  # each head's rows of |w|
-    rad = np.matmul(proj.abs.T, size, out=_scratch(proving, "c_proj", (model.n_embd, n)))  # [n_embd, n]
-    rad += np.matmul(proj.grouped.T, zeta, out=_scratch(proving, "c_proj heads", (model.n_embd, n)))
+    rad = np.matmul(proj.abs.T, size, out=at.scratch("c_proj", (at.model.n_embd, n)))  # [n_embd, n]
+    rad += np.matmul(proj.grouped.T, zeta, out=at.scratch("c_proj heads", (at.model.n_embd, n)))
     rad += proj.floor[:, None]
-    return (linear_columns(z, heads.proj, block["attn"]["c_proj"]["b"]), rad), mine
+    return linear_columns(z, heads.proj, at.model.params["blocks"][b]["attn"]["c_proj"]["b"]), rad
 
 
 def _reach(h, layer: Layer):  # interval [n_in, n] -> the norms per head of c_attn's radii [3*head, n], through
@@ -226,24 +264,3 @@ def _reach(h, layer: Layer):  # interval [n_in, n] -> the norms per head of c_at
     reach *= 1 + iv.gamma(len(rows) + 6)  # the sums, size's two roundings, this one and the next
     reach += floor[:, None]
     return reach
-
-
-def _norm(x, params):  # interval [n_embd, n] -> interval: the float step's LayerNorm over each column
-    return iv.layer_norm_bounds(x, params["g"][:, None], params["b"][:, None], axis=0)
-
-
-def _mlp(x, block, weights, proving: Proving):  # interval [n_embd, n] -> x after the block's MLP, if it has one
-    if "mlp" not in block:
-        return x
-    layer = block["mlp"]
-    if weights is None:  # a silent MLP adds its bias alone, as the float step does
-        return iv.add(x, (layer["c_proj"]["b"][:, None], 0.0))
-    h = _norm(x, block["ln_2"]) if "ln_2" in block else x
-    pre = linear_columns(h[0], **layer["c_fc"])  # [n_hidden, n]
-    pre = pre, iv.columns_radius(h, weights["c_fc"], _scratch(proving, "c_fc size", h[0].shape),
-                                 _scratch(proving, "c_fc", pre.shape))
-    post = iv.gelu_bounds(pre)
-    out = linear_columns(post[0], **layer["c_proj"])  # [n_embd, n]
-    rad = iv.columns_radius(post, weights["c_proj"], _scratch(proving, "mlp size", post[0].shape),
-                            _scratch(proving, "mlp", out.shape))
-    return iv.add(x, (out, rad), out=(x[0], out))  # in the step's own arrays

@@ -7,8 +7,9 @@ its MLP (``ln_2``, ``mlp``), then the final LayerNorm — and what enters a stag
 it. The contexts are walked once as a trie of their prefixes (:mod:`handwired.engine.walk`, depth first, in bounded
 batches): at each batch the base model's own walk (:func:`handwired.engine.step.float_walk`, in step with this one)
 records what enters the first stage each variant changes (the residual stream; for an attention's output, also the
-heads' ``z``), and each variant resumes there on the same batch with forward.py's functions, keeping its own keys
-and values for the blocks whose attention it runs again. What a variant does not change is computed once per
+heads' ``z``), and each variant resumes there on the same batch: the walk's one block step
+(:func:`handwired.engine.block_step.block_step`) in the float step's arithmetic, entering at that stage, keeping its
+own keys and values for the blocks whose attention it runs again. What a variant does not change is computed once per
 batch, for all of them; nothing is kept beyond the walk's path. A variant that changes its embeddings is its own
 float walk; the others' logits are their own walk's to rounding (the same operations, sums perhaps in another
 order).
@@ -21,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from handwired.engine import walk as walking
-from handwired.engine.forward import attention, layer_norm, linear, matmul, merge_heads, mlp, split_heads
+from handwired.engine.block_step import ATTENTION, MLP, PROJECTION, Entry, block_step
 from handwired.engine.memory import table_bytes
-from handwired.engine.step import float_walk, silent
+from handwired.engine.step import Floats, float_walk, prepare, silent
 from handwired.engine.walk import Shape, Visit, batch_nodes
 from handwired.weightfile import Model
 
@@ -91,6 +92,10 @@ class Resumed:
         return min(self.model.n_layer, (self.stage - 1) // 3) if self.stage else 0
 
     @property
+    def part(self) -> str:  # where in that block it starts
+        return (ATTENTION, PROJECTION, MLP)[(self.stage - 1) % 3]
+
+    @property
     def attends(self) -> list[int]:
         first = self.block + (self.stage > 0 and (self.stage - 1) % 3 > 0)
         return [b for b in range(first, self.model.n_layer) if not silent(self.model.params["blocks"][b]["attn"])]
@@ -147,8 +152,9 @@ def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int 
     handing = entries.__setitem__ if names else None
     mine: Iterator[Any] = iter(replay) if replay is not None else float_walk(base, shape, nodes, handing, names)
     whole = [float_walk(v.model, shape, nodes) if not v.stage else None for v in variants]
-    root = [[(np.zeros((1, 0, base.n_embd)), np.zeros((1, 0, base.n_embd))) if b in v.attends and v.stage else None
-             for b in range(base.n_layer)] for v in variants]  # the empty prefix: no keys yet
+    floats = [Floats(v.model, prepare(v.model, [b in v.attends for b in range(base.n_layer)], False))
+              if v.stage else None for v in variants]  # each resumed variant's arithmetic, its attentions' lookups
+    root = [[None] * base.n_layer if f is None else f.root() for f in floats]  # the empty prefix: no keys yet
 
     def step(past: list, rows, family, length, logits, keep) -> tuple[Any, list]:
         entries.clear()
@@ -156,14 +162,14 @@ def variant_walk(base: Model, variants: list[Resumed], shape: Shape, chunk: int 
         handed = own if replay is not None else dict(entries)
         outs = np.empty((len(variants), len(family.tokens), base.n_vocab)) if logits else None
         pasts = []
-        for i, (variant, kv, walking_alone) in enumerate(zip(variants, past, whole)):
+        for i, (variant, kv, walking_alone, arithmetic) in enumerate(zip(variants, past, whole, floats)):
             got, its = None, kv  # (a list of None: a variant that keeps no keys)
             if walking_alone is not None:
                 got = next(walking_alone).logits
-            elif logits or (keep and variant.attends):
-                parents = [None if pair is None else (pair[0][rows], pair[1][rows]) for pair in kv]
-                got, its = resume_step(variant, parents, [handed[hook] for hook in variant.hooks], family, length,
-                                       logits, keep)
+            elif arithmetic is not None and (logits or (keep and variant.attends)):
+                parents = [None if pair is None else (pair[0][..., rows], pair[1][..., rows]) for pair in kv]
+                got, its = resume_step(variant, arithmetic, parents, [handed[hook] for hook in variant.hooks],
+                                       family, length, logits, keep)
             if outs is not None:
                 outs[i] = got
             pasts.append(its)
@@ -197,53 +203,17 @@ class _Echo:
         return self._ask("judged", prefixes)
 
 
-def resume_step(variant: Resumed, past: list, entry: list[np.ndarray], family, length: int, logits: bool,
-                keep: bool) -> tuple[np.ndarray | None, list]:
-    """A variant's step of the walk from the stage it resumes at, with forward.py's functions: ``entry`` is what
-    enters it at the batch's new positions ([n, n_embd]; with z [n, head, d_head] for an attention's output);
-    ``past`` its parents' keys and values in the blocks it attends in ([c, L-1, n_embd] x2). -> the next-token
-    logits [n, n_vocab] (when ``logits``), and the children's keys and values [n, L, n_embd] x2 per block."""
-    model = variant.model
-    params, first = model.params, variant.block
-    x = entry[0]  # [n, n_embd]
-    if variant.stage and (variant.stage - 1) % 3 and first < model.n_layer:  # this block's pattern is the base's
-        block = params["blocks"][first]
-        if (variant.stage - 1) % 3 == 1:
-            x = x + linear(entry[1].reshape(len(x), model.n_embd), **block["attn"]["c_proj"])  # [n, n_embd]
-        x, first = _mlp(x, block), first + 1
-    kept: list = [None] * model.n_layer
-    last = max(variant.attends, default=-1)  # the last block whose keys are read
-    for b in range(first, model.n_layer):
-        block, kv = params["blocks"][b], past[b]
-        if kv is None:  # silent attention: only its bias reaches the residual stream
-            x = x + block["attn"]["c_proj"]["b"]  # [n, n_embd]
-        else:
-            h = layer_norm(x, **block["ln_1"]) if "ln_1" in block else x  # [n, n_embd]
-            qkv = linear(h, **block["attn"]["c_attn"])  # [n, 3*n_embd]
-            n_embd = model.n_embd
-            keys, values = (np.concatenate([kv[i][family.parent], qkv[:, None, (i + 1) * n_embd:(i + 2) * n_embd]],
-                                           axis=1) for i in (0, 1))  # [n, L, n_embd]: the parent's, then its own
-            kept[b] = (keys, values)
-            if not logits and b == last:  # nothing later reads this batch's residual stream
-                break
-            z = attention(split_heads(qkv[:, None, :n_embd], model.n_head), split_heads(keys, model.n_head),
-                          split_heads(values, model.n_head), np.zeros((1, length)))  # [n, head, 1, d_head]
-            x = x + linear(merge_heads(z)[:, 0], **block["attn"]["c_proj"])  # [n, n_embd]
-        if not logits and b >= last:
-            break
-        x = _mlp(x, block)
-    if not logits:
-        return None, kept
-    if "ln_f" in params:
-        x = layer_norm(x, **params["ln_f"])  # [n, n_embd]
-    return matmul(x, params["wte"].T), kept  # [n, n_vocab], tied unembedding
-
-
-def _mlp(x: np.ndarray, block: dict) -> np.ndarray:  # [n, n_embd] -> [n, n_embd] after the block's MLP, if any
-    if "mlp" not in block:
-        return x
-    h = layer_norm(x, **block["ln_2"]) if "ln_2" in block else x  # [n, n_embd]
-    return x + mlp(h, **block["mlp"])
+def resume_step(variant: Resumed, arithmetic: Floats, past: list, entry: list[np.ndarray], family, length: int,
+                logits: bool, keep: bool) -> tuple[np.ndarray | None, list]:
+    """A variant's step of the walk from the stage it resumes at: the block step in ``arithmetic`` (the variant's
+    :class:`~handwired.engine.step.Floats`), entering with ``entry``, what enters that stage at the batch's new
+    positions ([n, n_embd]; with z [n, head, d_head] for an attention's output); ``past`` its parents' keys and
+    values in the blocks it attends in. -> the next-token logits [n, n_vocab] (when ``logits``), and the children's
+    past (when ``keep``)."""
+    x = entry[0].T.copy()  # [n_embd, n], the step's own: it is added to in place
+    z = np.moveaxis(entry[1], 0, -1).reshape(-1, len(x[0])) if len(entry) > 1 else None  # [n_embd, n]
+    return block_step(arithmetic, past, family, length, logits, keep,
+                      Entry(variant.block, variant.part, x, z))
 
 
 def recorded_walk(model: Model, shape: Shape, names: frozenset[str],

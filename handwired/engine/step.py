@@ -1,21 +1,23 @@
 """The float64 step of the walk (:mod:`handwired.engine.walk`): each batch of children's new positions.
 
-forward.py's functions in float64, on columns: every array holds its nodes along its last axis ([n_embd, n], not
-[n, n_embd]), so a LayerNorm's mean, a softmax over keys and a sum over a head's dimensions add whole rows of n
-numbers at a time instead of a few numbers per node. Only the attention dimensions that can reach the output are
-computed (:class:`Heads`). A node's past is, per block, its keys and values at every position ([room, rows, n]
-each, room for n_ctx positions): an only child writes its own into its parent's room and shares it; siblings get a
-copy of their parent's, with room when they will have children. A silent attention (c_proj.w all zeros) keeps no
-past and adds its bias alone, unless an intermediate is recorded. The hook sees forward's shapes less the position
-axis ([n, …]), and with a hook nothing is skipped.
+:func:`~handwired.engine.block_step.block_step` in :class:`Floats`, forward.py's functions in float64 on columns:
+every array holds its nodes along its last axis ([n_embd, n], not [n, n_embd]), so a LayerNorm's mean, a softmax
+over keys and a sum over a head's dimensions add whole rows of n numbers at a time instead of a few numbers per node.
+Only the attention dimensions that can reach the output are computed (:class:`Heads`). A node's past is, per block,
+its keys and values at every position ([room, rows, n] each, room for n_ctx positions): an only child writes its own
+into its parent's room and shares it; siblings get a copy of their parent's, with room when they will have children.
+A silent attention (c_proj.w all zeros) keeps no past and adds its bias alone, unless an intermediate is recorded.
+The hook sees forward's shapes less the position axis ([n, …]), and with a hook nothing is skipped.
 """
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from handwired.engine import walk as walking
+from handwired.engine.block_step import block_step
 from handwired.engine.forward import gelu, layer_norm, matmul, qkv_table, softmax
 from handwired.engine.walk import Family, Shape, Visit, batch_nodes
 from handwired.weightfile import Model
@@ -46,15 +48,22 @@ class Heads:
 
 @dataclass
 class Prepared:
-    """What a walk computes once: the embeddings of each token at each position [n_ctx, n_embd, n_vocab], the
-    unembedding [n_vocab, n_embd], each block's :class:`Heads` (None: a silent attention), and the room each
-    length's batch of siblings keeps its past in, reused: depth first, a batch of one length is done with before
-    the next batch of that length comes."""
+    """What a walk computes once: each block's :class:`Heads` of ``params`` (None: an attention not read), the
+    embeddings of each token at each position [n_ctx, n_embd, n_vocab] (made when first used), the unembedding
+    [n_vocab, n_embd], and the room each length's batch of siblings keeps its past in, reused: depth first, a batch
+    of one length is done with before the next batch of that length comes."""
 
-    embed: np.ndarray
-    unembed: np.ndarray
+    params: dict
     heads: list[Heads | None]
     rooms: dict = field(default_factory=dict)
+
+    @cached_property
+    def embed(self) -> np.ndarray:  # (a variant resumed past its embeddings never makes them)
+        return self.params["wte"].T[None] + self.params["wpe"][:, :, None]  # [n_ctx, n_embd, n_vocab]
+
+    @property
+    def unembed(self) -> np.ndarray:
+        return self.params["wte"]
 
     def room(self, key: tuple, shape: tuple[int, ...]) -> np.ndarray:
         """An uninitialised array of ``shape`` for ``key`` (the batch's length, the block, keys 0 or values 1 — the
@@ -72,11 +81,10 @@ def prepare(model: Model, reads: list[bool], full: bool, by_weights: bool = Fals
     bias leave at zero, exact zeros in real arithmetic as well (not those float64 computes as zero for every
     input)."""
     params = model.params
-    embed = params["wte"].T[None] + params["wpe"][:, :, None]  # [n_ctx, n_embd, n_vocab]
     table = qkv_table(params) if model.n_layer and reads[0] else None  # [n_vocab, n_ctx, 3*n_embd]
     heads = [_heads(block, table if b == 0 else None, model.n_head, full, by_weights) if r else None
              for b, (block, r) in enumerate(zip(params["blocks"], reads))]
-    return Prepared(embed, params["wte"], heads)
+    return Prepared(params, heads)
 
 
 def _heads(block: dict, table: np.ndarray | None, n_head: int, full: bool, by_weights: bool = False) -> Heads:
@@ -122,21 +130,14 @@ def pick(a: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
 def float_walk(model: Model, shape: Shape, chunk: int | None = None,
                hook: Callable[[str, np.ndarray], None] | None = None,
                names: frozenset[str] | None = None) -> Iterator[Visit]:
-    """:func:`walk` with :func:`float_step`: forward.py's float64 functions. ``hook(name, value)`` is called with
-    every intermediate of each batch at its new positions ([n, …], forward's shapes less the position axis) before
-    the batch is yielded (only those ``names`` holds, when given); with a hook nothing is skipped."""
+    """:func:`walk` with :func:`~handwired.engine.block_step.block_step` in :class:`Floats`: forward.py's float64
+    functions. ``hook(name, value)`` is called with every intermediate of each batch at its new positions ([n, …],
+    forward's shapes less the position axis) before the batch is yielded (only those ``names`` holds, when given);
+    with a hook nothing is skipped."""
     reads = [hook is not None or not silent(block["attn"]) for block in model.params["blocks"]]
-    prepared = prepare(model, reads, hook is not None)
-    root = [None if heads is None else (np.zeros((model.n_ctx, model.n_head * heads.qk, 1)),
-                                        np.zeros((model.n_ctx, model.n_head * heads.v, 1)))
-            for heads in prepared.heads]  # the empty prefix: no keys yet, room for n_ctx
-
-    def step(past, rows, family, length, logits, keep):  # the parents' keys and values: views of their batch's
-        past = [None if kv is None else (kv[0][..., rows], kv[1][..., rows]) for kv in past]
-        return float_step(model, prepared, past, family, length, logits, keep, hook, names)
-
+    floats = Floats(model, prepare(model, reads, hook is not None), hook, names)
     nodes = chunk or batch_nodes(model, model.n_ctx)
-    return walking.walk(shape, step, root, nodes)  # looked up when called: tests watch it
+    return walking.walk(shape, floats.step, floats.root(), nodes)  # looked up when called: tests watch it
 
 
 class _Named:
@@ -158,56 +159,92 @@ class _Named:
 _ignore = _Named(None)  # the hook when nothing is recorded
 
 
-def float_step(model: Model, prepared: Prepared, past: list, family: Family, length: int, logits: bool,
-               keep: bool, hook=None, names: frozenset[str] | None = None) -> tuple[np.ndarray | None, list]:
-    """The children's new positions: their next-token logits [n, n_vocab] (when ``logits``), and (when ``keep``)
-    their past: per block, every position's keys and values [room, n_head * qk, n] and [room, n_head * v, n]
-    (see :class:`Heads`; None: a silent attention)."""
-    params, tokens, at = model.params, family.tokens, _Named(hook, "", names)
-    x = np.take(prepared.embed[length - 1], tokens, axis=1)  # [n_embd, n] (take: a C-ordered copy; [:, tokens] is not)
-    if at.hook is not None:  # (arguments are made only when they are wanted)
-        at("hook_embed", params["wte"][tokens].T)
-        at("hook_pos_embed", np.broadcast_to(params["wpe"][length - 1][:, None], x.shape))
-    kept: list = []
-    last = max((b for b, kv in enumerate(past) if kv is not None), default=-1)  # the last block whose keys are read
-    for b, (block, kv, heads) in enumerate(zip(params["blocks"], past, prepared.heads)):
-        named = _Named(hook, f"blocks.{b}.", names)
-        named("hook_resid_pre", x)
-        if kv is None:  # silent attention: only its bias reaches the residual stream
-            kept.append(None)
-            x = _residual(x, block["attn"]["c_proj"]["b"][:, None], named)  # [n_embd, n]
-        else:
-            assert heads is not None  # a block whose keys are kept is read
-            if heads.b is None:  # block 0: looked up
-                qkv = np.take(heads.w[length - 1], tokens, axis=1)  # [rows, n]
-                if "ln_1" in block:
-                    _normalized(x, named, "ln1")
-            else:
-                h = norm_columns(x, block["ln_1"], named, "ln1") if "ln_1" in block else x  # [n_embd, n]
-                qkv = linear_columns(h, heads.w, heads.b)  # [rows, n]
-            split = len(kv[0][0])  # rows of q, and of k
-            seen, mine = extend(prepared.room, b, kv, (qkv[split:2 * split], qkv[2 * split:]), family, length, keep)
-            kept.append(mine)
-            if not logits and b >= last:  # nothing later reads this batch's residual stream
-                return None, kept + [None] * (len(past) - len(kept))
-            x = _residual(x, _attention(block, heads, qkv, seen, model.n_head, named), named)
-        if not logits and b >= last:
-            return None, kept + [None] * (len(past) - len(kept))
-        x = _mlp(x, block, named)
-        named("hook_resid_post", x)
-    if not logits:
-        return None, kept
-    if "ln_f" in params:
-        x = norm_columns(x, params["ln_f"], at, "ln_final")
-    out = matmul(prepared.unembed, x).T  # [n, n_vocab], tied unembedding (a view of [n_vocab, n])
-    at("logits", out, (0, 1))
-    if at.wants("probs"):
-        at("probs", softmax(out), (0, 1))
-    return out, kept
+class Floats:
+    """The float64 arithmetic of :func:`~handwired.engine.block_step.block_step`: forward.py's functions on columns
+    ([..., n]), computing only the attention dimensions ``prepared`` keeps (:class:`Heads`). A node's past is, per
+    block, its keys and values [room, n_head * qk, n] and [room, n_head * v, n]. ``hook`` sees the intermediates
+    ``names`` holds (all when None); with a hook a silent MLP is computed, and the residual stream is a new array
+    at each addition (else added to in place)."""
 
+    def __init__(self, model: Model, prepared: Prepared, hook=None, names: frozenset[str] | None = None):
+        self.model, self.prepared, self.hook, blocks = model, prepared, hook, model.params["blocks"]
+        self.named = [_Named(hook, f"blocks.{b}.", names) for b in range(len(blocks))] + [_Named(hook, "", names)]
+        self.quiet = [hook is None and "mlp" in block and silent(block["mlp"]) for block in blocks]
 
-def _residual(x, out, at):  # [n_embd, n] + what a layer adds: in place when no hook may hold x (it is the step's own)
-    return x + out if at.hook is not None else np.add(x, out, out=x)
+    def root(self) -> list:  # the empty prefix's past: no keys yet, room for n_ctx
+        h, room = self.model.n_head, self.model.n_ctx
+        return [None if heads is None else (np.zeros((room, h * heads.qk, 1)), np.zeros((room, h * heads.v, 1)))
+                for heads in self.prepared.heads]
+
+    def step(self, past, rows, family, length, logits, keep):  # the walk's step; the parents' keys and values:
+        past = [None if kv is None else (kv[0][..., rows], kv[1][..., rows]) for kv in past]  # views of their batch's
+        return block_step(self, past, family, length, logits, keep)
+
+    def heads(self, b: int) -> Heads:
+        heads = self.prepared.heads[b]
+        assert heads is not None  # a block whose keys are kept is read
+        return heads
+
+    def embed(self, tokens, length):  # -> [n_embd, n] (take: a C-ordered copy; [:, tokens] is not)
+        x = np.take(self.prepared.embed[length - 1], tokens, axis=1)
+        if self.hook is not None:  # (arguments are made only when they are wanted)
+            params, at = self.model.params, self.named[-1]
+            at("hook_embed", params["wte"][tokens].T)
+            at("hook_pos_embed", np.broadcast_to(params["wpe"][length - 1][:, None], x.shape))
+        return x
+
+    def record(self, b, name, value):
+        if self.hook is not None:
+            self.named[-1 if b is None else b](name, value)
+
+    def norm(self, x, params, b, name):
+        return norm_columns(x, params, self.named[-1 if b is None else b], name)
+
+    def looked_up(self, b):
+        return self.heads(b).b is None
+
+    def look_up(self, b, x, tokens, length):  # -> [rows, n]
+        qkv = np.take(self.heads(b).w[length - 1], tokens, axis=1)
+        if "ln_1" in self.model.params["blocks"][b]:
+            _normalized(x, self.named[b], "ln1")
+        return qkv
+
+    def c_attn(self, b, h):  # [n_embd, n] -> [rows, n]
+        heads = self.heads(b)
+        return linear_columns(h, heads.w, heads.b)
+
+    def extend(self, b, kv, qkv, family, length, keep):
+        split = len(kv[0][0])  # rows of q, and of k
+        return extend(self.prepared.room, b, kv, (qkv[split:2 * split], qkv[2 * split:]), family, length, keep)
+
+    def attention(self, b, qkv, seen):
+        return _attention(self.model.params["blocks"][b], self.heads(b), qkv, seen, self.model.n_head, self.named[b])
+
+    def project(self, b, z):  # [n_embd, n] -> [n_embd, n]
+        return linear_columns(z, **self.model.params["blocks"][b]["attn"]["c_proj"])
+
+    def silent(self, b):
+        return self.quiet[b]
+
+    def linear(self, x, b, name):
+        return linear_columns(x, **self.model.params["blocks"][b]["mlp"][name])
+
+    def gelu(self, x):
+        return gelu(x)
+
+    def add(self, x, y):  # in place when no hook may hold x (it is the step's own)
+        return x + y if self.hook is not None else np.add(x, y, out=x)
+
+    def bias(self, x, bias):
+        return self.add(x, bias[:, None])
+
+    def unembed(self, x):  # [n_embd, n] -> [n, n_vocab], tied unembedding (a view of [n_vocab, n])
+        out = matmul(self.prepared.unembed, x).T
+        at = self.named[-1]
+        at("logits", out, (0, 1))
+        if at.wants("probs"):
+            at("probs", softmax(out), (0, 1))
+        return out
 
 
 def linear_columns(x, w, b):  # [n_in, n] -> [n_out, n]: forward's linear on columns, w.T @ x + b
@@ -285,20 +322,3 @@ def attention_pattern(heads: Heads, qkv, keys, n_head, at=_ignore):
 def attention_values(heads: Heads, pattern, values):  # [L, head, n], [L, head * v, n] -> z [head, v, n]
     length, n_head, n = pattern.shape
     return np.einsum("lhn,lhdn->hdn", pattern, values.reshape(length, n_head, heads.v, n))
-
-
-def _mlp(x, block, at):  # [n_embd, n] -> [n_embd, n]: after the block's MLP, if it has one
-    if "mlp" not in block:
-        return x
-    layer = block["mlp"]
-    if at.hook is None and silent(layer):  # nothing captured: a silent MLP adds its bias alone
-        return _residual(x, layer["c_proj"]["b"][:, None], at)
-    at("hook_resid_mid", x)
-    h = norm_columns(x, block["ln_2"], at, "ln2") if "ln_2" in block else x
-    pre = linear_columns(h, **layer["c_fc"])  # [n_hidden, n]
-    at("mlp.hook_pre", pre)
-    post = gelu(pre)
-    at("mlp.hook_post", post)
-    mlp_out = linear_columns(post, **layer["c_proj"])  # [n_embd, n]
-    at("hook_mlp_out", mlp_out)
-    return _residual(x, mlp_out, at)
