@@ -192,9 +192,9 @@ def test_explain_with_everything_shown_is_refused_before_drawing(sparse_giant, m
 
     forbid(monkeypatch, step_panel)  # the trace runs (256 tokens are cheap); no step is drawn
     line = user_error("explain", "ab" * 128, "-w", str(sparse_giant), "--all")
-    assert re.fullmatch(r"error: [\d,]+ numbers to draw: about \d+ minutes to explain, more than the 30 seconds "
-                        r"handwired spends on a view; narrow it with --step, --block or --head, or give a shorter "
-                        r"context" + ALLOW_TIME, line), line
+    assert re.fullmatch(r"error: \d+ steps and [\d,]+ numbers to draw: about \d+ minutes to explain, more than "
+                        r"the 30 seconds handwired spends on a view; narrow it with --step, --block or --head, or give "
+                        r"a shorter context" + ALLOW_TIME, line), line
 
 
 def test_weights_show_all_of_a_huge_valid_model_is_refused_before_any_table_is_made(sparse_giant, monkeypatch):

@@ -102,3 +102,26 @@ def test_a_wide_vocabulary_pages_the_failures_probabilities_at_80_columns(tmp_pa
     assert headers == list("0123456789+=")  # each token once, in vocab order, across the pages
     assert failures.count("┃ context ┃ expected ┃ predicted ┃ gap ┃") == 3
     assert failures.count("│ 00+00=  │ 0        │ 0 (tie)   │   0 │ 0.0833 │ 0.0833 │ 0.0833 │ 0.0833 │") == 3
+
+
+def test_a_deep_models_failure_draws_what_a_view_may_and_says_what_is_left(tmp_path):
+    # 3,000 blocks of one MLP unit: every block's steps would be 21,000 panels, tens of seconds and 48 MB of output
+    import json
+
+    from test_cli import invoke
+
+    blocks = [{"attn": {"c_attn": {"w": {}}, "c_proj": {"w": {}}},
+               "mlp": {"hidden": 1, "c_fc": {"w": {"d0": {"h0": 1}}}, "c_proj": {"w": {"h0": {"d1": 1}}}}}] * 3000
+    doc = {"format": "handwired/1", "vocab": ["a", "b"], "n_ctx": 5, "n_embd": 2, "target": "aab",
+           "wte": {"a": {"d0": 1}, "b": {"d1": 1}}, "wpe": {}, "blocks": blocks}
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(doc))
+    result = invoke("check", str(path))
+    assert result.exit_code == 1
+    out = " ".join(result.stdout.split())
+    assert "Why the shortest failing context" in out and "[why]" in out  # the headline and the why step
+    assert "[mlp]" not in out and "[qkv]" not in out  # no block's step
+    assert "The steps of its 3,000 blocks are not drawn here: 21,001 panels, about" in out
+    assert len(result.stdout) < 1_000_000
+    line = invoke("explain", "aaa", "-w", str(path))  # the explain view is refused before its trace
+    assert line.exit_code == 2 and "to explain, more than the 30 seconds" in line.stderr

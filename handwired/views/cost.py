@@ -23,6 +23,8 @@ SECONDS_PER_FORMATTED = 0.5e-6  # formatting one number, drawn or folded away
 SECONDS_PER_WRITTEN = 0.5e-6  # a weight's text as written ("2*Lg"), made for every entry
 MAX_VIEW_SECONDS = budget.CHECK_SECONDS  # a view estimated to take longer is refused, unless the budget allows more
 SQUARE_STEPS = ("scores", "mask", "pattern")  # a query × key table per head: never folded
+SECONDS_PER_PANEL = 1e-3  # a step made and drawn as a panel (its header, formula and note), beside its numbers
+HEAD_STEPS, BLOCK_STEPS = ("qkv", "scores", "mask", "pattern", "z"), ("ln1", "heads", "concat", "proj", "mlp")
 NARROWING = ("step", "block", "head")
 
 
@@ -35,7 +37,9 @@ def explain_seconds(model: Model, length: int, wanted: list[str] | tuple[str, ..
     """The forward pass keeping every position's intermediates, and drawing the query × key tables of
     ``blocks`` blocks × ``heads`` heads (the other tables fold their zero rows and columns; counted later)."""
     squares = sum(step in wanted for step in SQUARE_STEPS) * blocks * heads * length * length
-    return forward_seconds(model, 1, length, last_only=False) + squares * SECONDS_PER_CELL
+    panels = len(wanted) + blocks * (heads * sum(step in wanted for step in HEAD_STEPS)
+                                     + sum(step in wanted for step in BLOCK_STEPS))
+    return forward_seconds(model, 1, length, last_only=False) + squares * SECONDS_PER_CELL + panels * SECONDS_PER_PANEL
 
 
 def refuse_slow_explain(model: Model, length: int, wanted: list[str] | tuple[str, ...], block: int | None,
@@ -87,11 +91,22 @@ def drawn_cells(steps: list[Step] | tuple[Step, ...], show_all: bool) -> int:
     return drawing(_step_tables(steps), show_all)[0]
 
 
-def refuse_slow_drawing(steps: list[Step] | tuple[Step, ...], show_all: bool) -> None:
-    """Refuse, before drawing, steps whose tables would take more than MAX_VIEW_SECONDS to format and draw."""
+def steps_drawing(steps: list[Step] | tuple[Step, ...], show_all: bool) -> tuple[int, float]:
+    """(numbers drawn, seconds to make and draw the steps' panels and tables)."""
     cells, seconds = drawing(_step_tables(steps), show_all)
+    return cells, seconds + len(steps) * SECONDS_PER_PANEL
+
+
+def over_view(seconds: float) -> bool:
+    """Whether drawing that long is more than a view may take."""
+    return seconds > _allowed()
+
+
+def refuse_slow_drawing(steps: list[Step] | tuple[Step, ...], show_all: bool) -> None:
+    """Refuse, before drawing, steps whose panels and tables would take more than MAX_VIEW_SECONDS to draw."""
+    cells, seconds = steps_drawing(steps, show_all)
     if seconds > _allowed():
-        raise _slow(f"{cells:,} numbers to draw", seconds, "explain")
+        raise _slow(f"{len(steps):,} steps and {cells:,} numbers to draw", seconds, "explain")
 
 
 def refuse_slow_weights(model: Model, show_all: bool) -> None:

@@ -7,8 +7,10 @@ from rich.text import Text
 
 from handwired.engine import attribution
 from handwired.engine.trace import trace
+from handwired.judge.contexts import duration
 from handwired.judge.report import Failure
 from handwired.views import steps as explaining
+from handwired.views.cost import over_view, steps_drawing
 from handwired.views.figures import Step
 from handwired.views.matrices import SHOW_ALL, step_panel
 from handwired.views.numbers import logits, number
@@ -65,7 +67,13 @@ def failure_parts(model: Model, failure: Failure, everything: bool = False, reve
     ``reveal`` is the command that shows the whole explain view of it, named in the fold lines and at the end."""
     split, steps = failure_steps(model, failure.context)
     parts: list = [Text(""), *headline(model, failure, split)]
-    parts += [step_panel(step, everything, reveal or SHOW_ALL) for step in steps]
+    _, seconds = steps_drawing(steps, everything)
+    shown = steps[:1] if over_view(seconds) else steps  # the why step, at least: a deep model's blocks may not fit
+    parts += [step_panel(step, everything, reveal or SHOW_ALL) for step in shown]
+    if len(shown) < len(steps):
+        parts.append(Text(f"The steps of its {model.n_layer:,} blocks are not drawn here: {len(steps) - 1:,} panels, "
+                          f"about {duration(seconds)} to draw, more than a view takes; explain it with --block B to "
+                          "draw one block", style="yellow"))
     if reveal:
         parts.append(Text.assemble(("Every step of this context, nothing folded: ", "dim"), reveal))
     return parts
