@@ -240,3 +240,23 @@ def test_a_sum_of_operands_beyond_int64_is_never_judged_wrapped(left, right, wid
     assert judged(spec, vocab, f"{left}+{right}=") == expected
     padded = f"{left:0>22}+{right}="  # leading zeros change nothing
     assert judged(spec, vocab, padded) == expected
+
+
+@pytest.mark.parametrize("period, n_vocab", [(65, 2), (200, 3), (5000, 3), (300, 300)])
+def test_a_long_patterns_windows_judge_as_every_phase_compared_one_by_one(period, n_vocab):
+    # past SHORT_PATTERN phases the rule looks each context up among the pattern's windows; brute force here
+    from handwired.judge.rules import SHORT_PATTERN, PatternRule
+
+    assert period > SHORT_PATTERN
+    rng = np.random.default_rng(period)
+    pattern = rng.integers(0, n_vocab, period)
+    rule = PatternRule(pattern, n_vocab, "long")
+    for length in (1, 2, 5, 8):
+        contexts = rng.integers(0, n_vocab, (400, length))
+        phases = rng.integers(0, period, 200)  # half of them windows of the pattern, so most fit somewhere
+        contexts[:200] = pattern[(phases[:, None] + np.arange(length)) % period]
+        expected = np.zeros((400, n_vocab), dtype=bool)
+        for phase in range(period):
+            fits = np.all(contexts == pattern[(phase + np.arange(length)) % period], axis=1)
+            expected[fits, pattern[(phase + length) % period]] = True
+        assert np.array_equal(rule.judge(contexts).acceptable, expected)

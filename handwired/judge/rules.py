@@ -20,7 +20,7 @@ Anything with a ``description`` and a ``judge`` method fits as a rule, and
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Protocol
 
@@ -80,6 +80,15 @@ def out_of_domain(n: int, n_vocab: int) -> Judgement:
     return Judgement(np.full(n, OUT_OF_DOMAIN, dtype=np.int8), np.zeros((n, n_vocab), dtype=bool))
 
 
+SHORT_PATTERN = 64  # phases compared one by one; a longer pattern's windows are looked up
+
+
+def _rows(rows: np.ndarray) -> np.ndarray:
+    """[n, L] int64 -> [n] one value per row that sorts as the rows do, lexicographically (big-endian bytes)."""
+    wide = np.ascontiguousarray((rows ^ np.int64(-2**63)).astype(">i8"))  # big-endian, the sign flipped: as bytes
+    return wide.view(np.dtype((np.void, 8 * rows.shape[1]))).ravel()
+
+
 @dataclass(frozen=True)
 class PatternRule:
     """The sequence repeats ``pattern`` forever; a context may start at any phase of it."""
@@ -92,16 +101,41 @@ class PatternRule:
     def description(self) -> str:
         return f"the repeating pattern {self.text!r}, at every phase the context fits"
 
+    windows: dict = field(default_factory=dict, compare=False, repr=False)  # per length: see _windows
+
     def judge(self, contexts: np.ndarray) -> Judgement:
         n, n_seq = contexts.shape
         period = len(self.pattern)
         acceptable = np.zeros((n, self.n_vocab), dtype=bool)
-        for phase in range(period):
-            expected = self.pattern[(phase + np.arange(n_seq)) % period]  # the pattern read from this phase
-            fits = np.all(contexts == expected, axis=1)
-            acceptable[fits, self.pattern[(phase + n_seq) % period]] = True
+        if period <= SHORT_PATTERN:  # a few phases: each compared with every context at once
+            for phase in range(period):
+                expected = self.pattern[(phase + np.arange(n_seq)) % period]  # the pattern read from this phase
+                fits = np.all(contexts == expected, axis=1)
+                acceptable[fits, self.pattern[(phase + n_seq) % period]] = True
+        else:  # a long pattern: each context looked up among the pattern's windows of its length
+            keys, following = self._windows(n_seq)
+            mine = _rows(np.ascontiguousarray(contexts, dtype=np.int64))  # [n]
+            low, high = np.searchsorted(keys, mine, "left"), np.searchsorted(keys, mine, "right")  # [n] each
+            rows = np.repeat(np.arange(n), high - low)  # a context's row once per window it matches
+            at = np.repeat(low - np.cumsum(high - low) + (high - low), high - low) + np.arange(len(rows))
+            acceptable[rows, following[at]] = True
         # Several phases that agree on the next token still decide it.
         return Judgement(status_from_counts(acceptable), acceptable)
+
+    def _windows(self, n_seq: int) -> tuple[np.ndarray, np.ndarray]:
+        """The pattern's windows of ``n_seq`` tokens at every phase, each with the token after it, distinct and
+        sorted by window (made once per length): the lookup of a long pattern."""
+        if n_seq not in self.windows:
+            period = len(self.pattern)
+            ids = np.asarray(self.pattern, dtype=np.int64)
+            tiled = np.resize(ids, period + n_seq)  # the pattern repeated: every window and the token after it
+            windows = np.lib.stride_tricks.sliding_window_view(tiled[:period + n_seq - 1], n_seq)  # [period, n_seq]
+            pairs = np.concatenate([windows, tiled[n_seq:n_seq + period, None]], axis=1)  # window, then what follows
+            pairs = np.unique(_rows(pairs)).view(np.uint8).reshape(-1, 8 * (n_seq + 1))  # sorted, as bytes
+            keys = np.ascontiguousarray(pairs[:, :8 * n_seq]).view(np.dtype((np.void, 8 * n_seq))).ravel()
+            following = (pairs[:, 8 * n_seq:].copy().view(">i8").ravel() ^ np.int64(-2**63)).astype(np.int64)
+            self.windows[n_seq] = (keys, following)
+        return self.windows[n_seq]
 
 
 @dataclass(frozen=True)
