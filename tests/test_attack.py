@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 import pytest
+from stress import size
 from test_cli import invoke
 
 from handwired.judge.catalogue import bundled_puzzles, puzzles_dir
@@ -25,7 +26,7 @@ from handwired.judge.puzzle import TEMPLATE
 from handwired.weightfile import bundled_models
 
 SEED = int(os.environ.get("HANDWIRED_ATTACK_SEED", "26"))
-FILES = int(os.environ.get("HANDWIRED_ATTACK_FILES", "500"))
+FILES = int(os.environ.get("HANDWIRED_ATTACK_FILES", size(500, 100)))  # see stress.py
 RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # C0 but the newline, DEL and C1: what a terminal obeys
 MEMORY_BOUND = 3 * 2**30  # bytes of address space a run may add: handwired's own limit (2 GB) and room to spare
 
@@ -116,6 +117,18 @@ def check_run(result, command, source: Path) -> None:
     assert sum(line.startswith("error: ") for line in lines) == (result.exit_code == 2), (where, result.stderr)
 
 
+def python_api(doc, example: str, source: Path) -> None:
+    """The same file from Python: a mistake is one HandwiredError in one line, never another exception."""
+    import handwired
+
+    try:
+        model = handwired.load(doc)
+        model(example)
+        handwired.check(model, sample=50) if model.model.target else model.explain(example)
+    except handwired.HandwiredError as error:
+        assert "\n" not in str(error), (source.name, str(error)[:300])
+
+
 @pytest.fixture
 def memory_bound():
     """RLIMIT_AS at the address space in use now plus MEMORY_BOUND, for the attack only (Linux)."""
@@ -162,12 +175,15 @@ def test_five_hundred_hostile_files_through_every_command(tmp_path, monkeypatch,
             example = doc.get("example") if isinstance(doc.get("example"), str) and doc.get("example") else "ab"
             diff = (("diff", "aab", str(source)) if rng.random() < 0.5
                     else ("diff", str(source), str(source), "--sample", "300"))  # not every context, twice
-            commands = [("predict", example[:64], "-w", str(source)), ("check", str(source)), diff]
+            workbench = rng.choice([("sweep", str(source), "Lg=0..4", "--steps", "3"), ("ablate", str(source)),
+                                    ("spread", "lead", "-w", str(source))])  # one of the workbench's commands
+            commands = [("predict", example[:64], "-w", str(source)), ("check", str(source)), diff, workbench]
+            python_api(doc, example[:64], source)
         for command in commands:
             result = invoke(*command)
             check_run(result, command, source)
             exits[result.exit_code] = exits.get(result.exit_code, 0) + 1
     print(f"seed {SEED}: {FILES} files, {sum(exits.values())} runs, by exit code {dict(sorted(exits.items()))}")
-    assert sum(exits.values()) >= 2000 and min(exits.get(code, 0) for code in (0, 1, 2)) >= 100  # all kinds of end
+    assert sum(exits.values()) >= 4 * FILES and min(exits.get(code, 0) for code in (0, 1, 2)) >= FILES // 5  # every end
     assert written_elsewhere() == outside  # nothing written outside the folder the commands run in
     assert {path.parent for path in files_in(work)} == {work}  # and nothing in a folder a name led to

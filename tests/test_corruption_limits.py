@@ -16,6 +16,7 @@ import time
 import tracemalloc
 
 import numpy as np
+from stress import size
 from test_cli import invoke
 
 from handwired.engine.forward import forward
@@ -23,7 +24,7 @@ from handwired.errors import HandwiredError
 from handwired.weightfile import parse
 from handwired.weightfile.jsonfile import MAX_FILE_BYTES, parse_json
 
-RUNS, THROUGH_CLI = 600, 60
+RUNS, THROUGH_CLI = size(600, 150), size(60, 20)  # see stress.py
 
 
 def expression(rng: random.Random) -> str:
