@@ -149,6 +149,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Content-Security-Policy", POLICY)
+        if status >= 400:  # a refused request may leave its body unread: it must not be taken for the next request
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         if body and self.command != "HEAD":
             self.wfile.write(body)

@@ -3,6 +3,7 @@
 "use strict";
 
 let shown = null;  // the document on the page
+const EDITS_SHOWN = 24;  // edited weights listed; the rest counted
 const $ = (id) => document.getElementById(id);
 
 function el(tag, className, text) {
@@ -135,11 +136,12 @@ function edits(view) {
   if (e.not_compared) return add(box, el("span", "dim", `edited weights: not compared (${e.not_compared})`));
   add(box, el("span", "dim", e.changes.length ? "edited since the previous version: " :
     "no weight changed since the previous version"));
-  for (const c of e.changes) {
+  for (const c of e.changes.slice(0, EDITS_SHOWN)) {
     const item = el("span", "edit", `${c.label} ${c.old_text} → ${c.new_text}`);
     item.title = `${c.label}: ${c.old} → ${c.new}`;
     add(box, item);
   }
+  if (e.changes.length > EDITS_SHOWN) add(box, el("span", "dim", `and ${e.changes.length - EDITS_SHOWN} more`));
   const count = view.changed_values;
   return add(box, el("div", "dim", count ? `• marks the ${count} value${count === 1 ? "" : "s"} of this view ` +
     "that changed" : "no value in this view changed"));
