@@ -3,7 +3,7 @@
 "use strict";
 
 let shown = null;  // the document on the page
-const EDITS_SHOWN = 24;  // edited weights listed; the rest counted
+const EDITS_SHOWN = 12;  // edited weights listed; the rest counted
 const $ = (id) => document.getElementById(id);
 
 function el(tag, className, text) {
