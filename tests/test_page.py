@@ -302,3 +302,12 @@ def test_open_and_port_belong_to_the_page(tmp_path, aab_doc):
     path = save(tmp_path / "aab.json", aab_doc)
     result = invoke("watch", str(path), "--open")
     assert result.exit_code == 2 and "--open is for the page: add --page" in result.stderr
+
+
+def test_all_starts_the_page_with_every_row_and_column_and_documents_are_numbered():
+    board = serving.Board(everything=True)
+    assert board.after(0, 0) is None  # nothing published yet
+    assert board.publish({"view": None}) == 1 and board.publish({"view": None}) == 2
+    version, body = board.latest()
+    assert version == 2 and json.loads(body) == {"view": None, "version": 2, "everything": True}
+    assert board.after(1, DEADLINE) == (2, body)  # newer than what the page has: at once

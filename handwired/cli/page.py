@@ -41,7 +41,8 @@ POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 
 class Board:
     """The latest document, numbered, and the pages waiting for the next one; and the context a page asked for."""
 
-    def __init__(self) -> None:
+    def __init__(self, everything: bool = False) -> None:
+        self.everything = everything  # the page starts with all-zero rows and columns shown (--all)
         self.changed = threading.Condition()
         self.version = 0
         self.body = b"{}"
@@ -52,7 +53,8 @@ class Board:
     def publish(self, document: dict) -> int:
         with self.changed:
             self.version += 1
-            self.body = json.dumps({**document, "version": self.version}, ensure_ascii=True).encode("ascii")
+            self.body = json.dumps({**document, "version": self.version, "everything": self.everything},
+                                   ensure_ascii=True).encode("ascii")
             self.changed.notify_all()
             return self.version
 
@@ -132,6 +134,7 @@ class Handler(BaseHTTPRequestHandler):
     the stream of documents, and ``POST /context`` the context to draw."""
 
     board: Board  # set on the server's own subclass (see serve)
+    port = 0  # the port the server listens on, set there too once it is bound
     server_version = "handwired"
     protocol_version = "HTTP/1.1"
 
@@ -139,8 +142,7 @@ class Handler(BaseHTTPRequestHandler):
         pass  # the terminal shows the verdict of each save, not each request
 
     def _allowed_host(self) -> bool:
-        port = self.server.server_address[1]
-        return self.headers.get("Host", "") in (f"{HOST}:{port}", f"localhost:{port}")
+        return self.headers.get("Host", "") in (f"{HOST}:{self.port}", f"localhost:{self.port}")
 
     def _send(self, status: HTTPStatus, body: bytes = b"", kind: str = "text/plain; charset=utf-8") -> None:
         self.send_response(status)
@@ -201,9 +203,9 @@ class Handler(BaseHTTPRequestHandler):
             pass  # the page was closed
 
     def do_POST(self) -> None:
-        port = self.server.server_address[1]
         origin = self.headers.get("Origin")
-        if not self._allowed_host() or origin not in (None, f"http://{HOST}:{port}", f"http://localhost:{port}"):
+        if not self._allowed_host() or origin not in (None, f"http://{HOST}:{self.port}",
+                                                      f"http://localhost:{self.port}"):
             return self._send(HTTPStatus.FORBIDDEN, b"only the page itself may ask for a context\n")
         if urlsplit(self.path).path != "/context":
             return self._send(HTTPStatus.NOT_FOUND, b"not found\n")
@@ -228,6 +230,7 @@ def serve(board: Board, port: int = 0) -> ThreadingHTTPServer:
     """A server for ``board`` on 127.0.0.1 (``port`` 0: a free one), answering on threads of its own."""
     handler = type("BoardHandler", (Handler,), {"board": board})
     server = ThreadingHTTPServer((HOST, port), handler)
+    handler.port = server.server_port
     server.daemon_threads = True  # an open event stream never keeps the program from ending
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True,
                      name="handwired-page").start()
@@ -235,8 +238,7 @@ def serve(board: Board, port: int = 0) -> ThreadingHTTPServer:
 
 
 def url(server: ThreadingHTTPServer) -> str:
-    host, port = server.server_address[:2]
-    return f"http://{host}:{port}/"
+    return f"http://{HOST}:{server.server_port}/"
 
 
 def stop(server: ThreadingHTTPServer, board: Board) -> None:
@@ -247,9 +249,10 @@ def stop(server: ThreadingHTTPServer, board: Board) -> None:
 
 
 def run(path: Path, load: Callable[[str | None], watching.Snapshot], port: int = 0, open_page: bool = False,
-        echo: Callable[[str], None] = print) -> None:
-    """Serve the page of ``path`` until Ctrl-C, which stops it cleanly and exits with code 130."""
-    board = Board()
+        everything: bool = False, echo: Callable[[str], None] = print) -> None:
+    """Serve the page of ``path`` until Ctrl-C, which stops it cleanly and exits with code 130; ``everything``: the
+    page starts with the all-zero rows and columns shown."""
+    board = Board(everything)
     try:
         server = serve(board, port)
     except OSError as error:

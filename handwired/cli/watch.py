@@ -74,7 +74,8 @@ def watch(
     judge = watching.judge(load_puzzle(puzzle) if puzzle is not None else None, not no_proof)
     spell = spelling(ctx.command)  # errors on the screen name this command's flags, as its own errors do
     if page or open_page or port is not None:
-        return _page(path, text, wanted, block, head, judge, named, position, spell, page, open_page, port)
+        return _page(path, text, wanted, block, head, judge, named, position, spell, page, open_page, port,
+                     show_all)
     console = SafeConsole(highlight=False)
     if not console.is_terminal:
         raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "
@@ -93,7 +94,7 @@ def watch(
 
 def _page(path: Path, text: str | None, wanted: list[str], block: int | None, head: int | None,
           judge: watching.Judge, named: bool, position: int | None, spell: Callable[[str], str], page: bool,
-          open_page: bool, port: int | None) -> None:
+          open_page: bool, port: int | None, show_all: bool) -> None:
     """watch --page: the same snapshots, served to a browser (handwired.cli.page) until Ctrl-C (exit code 130)."""
     if not page:
         raise HandwiredError(f"{'--open' if open_page else '--port'} is for the page: add --page")
@@ -103,7 +104,7 @@ def _page(path: Path, text: str | None, wanted: list[str], block: int | None, he
         shown = asked if asked is not None else text
         return watching.load_snapshot(path, shown, wanted, block, head, judge, named, position, spell)
 
-    serving.run(path, load, port or 0, open_page, echo=lambda line: typer.echo(line))
+    serving.run(path, load, port or 0, open_page, show_all, echo=lambda line: typer.echo(line))
 
 
 def _redraw_on_save(live: Live, console: Console, path: Path, load: Callable[[], watching.Snapshot],

@@ -157,6 +157,7 @@ function error(data) {
 // ---------------------------------------------------------------- the page
 
 function draw(doc) {
+  if (!(shown && shown.view)) $("all").checked = Boolean(doc.everything);  // watch --all: all from the first view
   shown = doc;
   document.body.dataset.version = doc.version || 0;
   error(doc.error);

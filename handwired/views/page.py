@@ -185,7 +185,8 @@ def document(state: State, asked: str | None = None, refused: dict | None = None
             "compared": state.before is not None,
             "steps": [step_json(step, marks) for step in good.steps],
         }
-    return safe(page)
+    escaped_page: dict = safe(page)
+    return escaped_page
 
 
 def status_line(state: State) -> str:
