@@ -5,7 +5,8 @@ whose following lines (up to the next ``$``) must appear in what the command pri
 ``(exit code N)`` among them is the exit code it must end with (2 when it prints an error). A block
 ``json file=NAME`` is a file the page shows: it is written before the page's commands run, in a
 folder of the page's own, where the commands then run in order. ``watch`` needs a terminal and runs
-in tmux; benchmark commands run in CI (``.ci/run``), which the last tests hold to.
+in tmux (``watch --page`` in a process of its own, its page fetched); benchmark commands run in CI
+(``.ci/run``), which the last tests hold to.
 """
 
 import re
@@ -107,7 +108,10 @@ def test_every_command_a_page_shows_runs_as_shown(name, tmp_path, monkeypatch):
             assert flat(line) in out, f"{name}: {command.line} does not print {line!r}; it prints:\n{result.output}"
 
 
-WATCHES = [(name, command.line) for name, page in READ.items() for command in page.commands if command.is_watch]
+WATCHES = [(name, command.line) for name, page in READ.items() for command in page.commands
+           if command.is_watch and "--page" not in command.args]
+PAGES_SERVED = [(name, command.line) for name, page in READ.items() for command in page.commands
+                if command.is_watch and "--page" in command.args]
 
 
 @pytest.mark.parametrize("name,line", WATCHES)
@@ -128,6 +132,41 @@ def test_watch_in_the_docs_runs_in_a_terminal(name, line, tmp_path):
         assert status == "0"
     finally:
         term.close()
+
+
+@pytest.mark.parametrize("name,line", PAGES_SERVED)
+def test_watch_page_in_the_docs_serves_its_page(name, line, tmp_path, monkeypatch):
+    """``watch --page`` needs no terminal: it runs in a process of its own on the file the page's own commands made
+    (the one before it that writes it with -o), serves the page, prints the first load's verdict, and Ctrl-C ends it
+    with exit code 130."""
+    import signal
+    import subprocess
+    import urllib.request
+
+    from test_page import read_line
+    from waiting import DEADLINE
+
+    page = READ[name]
+    prepare(page, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    args = Command(line).args
+    for command in page.commands[:[c.line for c in page.commands].index(line)]:
+        if any(flag == "-o" and made in args for flag, made in zip(command.args, command.args[1:])):
+            assert invoke(*command.args).exit_code == 0, command.line
+    process = subprocess.Popen([sys.executable, "-m", "handwired", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        first = read_line(process)
+        assert "the page is at http://127.0.0.1:" in first, first + process.stderr.read()
+        assert re.match(r"\d\d:\d\d:\d\d \S", read_line(process))  # the first load's verdict, or why there is none
+        address = first.split("the page is at ")[1].split()[0]
+        with urllib.request.urlopen(address, timeout=DEADLINE) as response:
+            assert response.status == 200 and b"handwired watch" in response.read()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=DEADLINE) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
 
 
 def test_every_page_shows_commands_and_links_that_exist():

@@ -54,6 +54,13 @@ def watch(
                                       "names, else its target. While it fails, its shortest failure is drawn.")
     ] = None,
     no_proof: NoProofOption = False,
+    page: Annotated[bool, typer.Option("--page", help="Show it in your browser instead: a page on 127.0.0.1, every "
+                                                      "step a heatmap, redrawn at each save (Ctrl-C: exit code 130).")
+                    ] = False,
+    open_page: Annotated[bool, typer.Option("--open", help="With --page: also open the page in your browser.")
+                         ] = False,
+    port: Annotated[int | None, typer.Option(help="With --page: the port on 127.0.0.1 (default: a free one).",
+                                             min=0, max=65535)] = None,
 ) -> None:
     """Show the explain view and the check verdict of PATH, and redraw them each time it is saved (Ctrl-C quits)."""
     if weights is not None and text is None:  # watch -w PATH TEXT: the one positional is the text
@@ -65,11 +72,15 @@ def watch(
     wanted = explaining.expand(step or [])
     named = any(name in explaining.BLOCK_STEPS for name in step or [])  # heads/concat asked for by name
     judge = watching.judge(load_puzzle(puzzle) if puzzle is not None else None, not no_proof)
+    spell = spelling(ctx.command)  # errors on the screen name this command's flags, as its own errors do
+    if page or open_page or port is not None:
+        return _page(path, text, wanted, block, head, judge, named, position, spell, page, open_page, port,
+                     show_all)
     console = SafeConsole(highlight=False)
     if not console.is_terminal:
         raise HandwiredError("watch redraws a terminal screen and stdout is not a terminal; for a one-off view "
-                             f"use handwired explain -w {path} or handwired check -w {path}")
-    spell = spelling(ctx.command)  # errors on the screen name this command's flags, as its own errors do
+                             f"use handwired explain -w {path} or handwired check -w {path}, or watch it in "
+                             f"your browser: handwired watch {path} --page")
 
     def load() -> watching.Snapshot:
         return watching.load_snapshot(path, text, wanted, block, head, judge, named, position, spell)
@@ -79,6 +90,21 @@ def watch(
             _redraw_on_save(live, console, path, load, show_all)
     except KeyboardInterrupt:
         pass  # Ctrl-C is how one leaves: not an error
+
+
+def _page(path: Path, text: str | None, wanted: list[str], block: int | None, head: int | None,
+          judge: watching.Judge, named: bool, position: int | None, spell: Callable[[str], str], page: bool,
+          open_page: bool, port: int | None, show_all: bool) -> None:
+    """watch --page: the same snapshots, served to a browser (handwired.cli.page) until Ctrl-C (exit code 130)."""
+    if not page:
+        raise HandwiredError(f"{'--open' if open_page else '--port'} is for the page: add --page")
+    from handwired.cli import page as serving  # only for the page: the terminal's watch loads no server
+
+    def load(asked: str | None) -> watching.Snapshot:
+        shown = asked if asked is not None else text
+        return watching.load_snapshot(path, shown, wanted, block, head, judge, named, position, spell)
+
+    serving.run(path, load, port or 0, open_page, show_all, echo=lambda line: typer.echo(line))
 
 
 def _redraw_on_save(live: Live, console: Console, path: Path, load: Callable[[], watching.Snapshot],
