@@ -2,11 +2,14 @@
 stream taken apart as ``explain --step why`` takes it."""
 
 from collections.abc import Callable, Iterator, Mapping
+from typing import Literal, overload
 
 import numpy as np
 
+from handwired.api.heads import Array, check_layer
 from handwired.api.keywords import speaks_python
 from handwired.api.names import key_name
+from handwired.api.stacks import HeadStacks, Labelled
 from handwired.engine.attribution import Attribution, attribute, centre_and_scale
 from handwired.engine.forward import LN_EPS, layer_norm
 from handwired.engine.trace import Trace
@@ -15,7 +18,7 @@ from handwired.views.display import escape
 from handwired.weightfile import Model
 
 
-class ActivationCache(Mapping[str, np.ndarray]):
+class ActivationCache(HeadStacks, Mapping[str, Array]):
     """Hook name -> value [batch, …], in forward-pass order; ``cache["pattern", 0]`` and the other short forms of
     TransformerLens's ``get_act_name`` work too."""
 
@@ -52,18 +55,33 @@ class ActivationCache(Mapping[str, np.ndarray]):
         return f"<p>{escape(repr(self))}</p><table><tr><th>hook</th><th>shape</th></tr>{rows}</table>"
 
     @speaks_python
-    def stack_activation(self, name: str, layer: int | None = None,
-                         sublayer_type: str | None = None) -> np.ndarray:  # -> [layer, batch, …]
+    def stack_activation(self, activation_name: str, layer: int | None = None,
+                         sublayer_type: str | None = None) -> Array:  # -> [layer, batch, …]
         """One hook of every block, stacked, as TransformerLens's: ``stack_activation("resid_post")``; ``layer``:
         the blocks before that one only; ``sublayer_type``: as in ``cache["normalized", 0, "ln1"]``."""
         last = self._last(layer)
         if last == 0:
             raise bad_value("layer", layer, "no block comes before block 0: nothing to stack")
-        return np.stack([self[name, i, sublayer_type] for i in range(last)])
+        if not isinstance(activation_name, str):
+            raise bad_value("activation_name", repr(activation_name)[:40], "expected a hook's name, e.g. 'resid_post'")
+        try:
+            return np.stack([self[activation_name, i, sublayer_type] for i in range(last)])
+        except KeyError as error:
+            raise bad_value("activation_name", repr(activation_name), str(error.args[0]).partition(": ")[2]) from None
+
+    @overload
+    def accumulated_resid(self, layer: int | None = None, incl_mid: bool = False, apply_ln: bool = False,
+                          return_labels: Literal[False] = False, mlp_input: bool = False) -> Array: ...
+    @overload
+    def accumulated_resid(self, layer: int | None = None, incl_mid: bool = False, apply_ln: bool = False, *,
+                          return_labels: Literal[True], mlp_input: bool = False) -> Labelled: ...
+    @overload
+    def accumulated_resid(self, layer: int | None = None, incl_mid: bool = False, apply_ln: bool = False,
+                          return_labels: bool = False, mlp_input: bool = False) -> Array | Labelled: ...
 
     @speaks_python
     def accumulated_resid(self, layer: int | None = None, incl_mid: bool = False, apply_ln: bool = False,
-                          return_labels: bool = False, mlp_input: bool = False):
+                          return_labels: bool = False, mlp_input: bool = False) -> Array | Labelled:
         """The residual stream as it grows, as TransformerLens stacks it: each block's ``resid_pre`` (and, with
         ``incl_mid``, ``resid_mid``) up to the input of block ``layer``, then (for ``layer`` None, -1 or n_layer)
         the final ``resid_post``; ``mlp_input``: block ``layer``'s ``resid_mid`` too. [component, batch, pos, n_embd]
@@ -88,9 +106,19 @@ class ActivationCache(Mapping[str, np.ndarray]):
             return self._finish(layer_norm(stack, ln_f["g"], ln_f["b"]), labels, False, return_labels, layer)
         return self._finish(stack, labels, apply_ln, return_labels, layer, mlp_input)
 
+    @overload
+    def decompose_resid(self, layer: int | None = None, mode: str = "all", incl_embeds: bool = True,
+                        apply_ln: bool = False, return_labels: Literal[False] = False) -> Array: ...
+    @overload
+    def decompose_resid(self, layer: int | None = None, mode: str = "all", incl_embeds: bool = True,
+                        apply_ln: bool = False, *, return_labels: Literal[True]) -> Labelled: ...
+    @overload
+    def decompose_resid(self, layer: int | None = None, mode: str = "all", incl_embeds: bool = True,
+                        apply_ln: bool = False, return_labels: bool = False) -> Array | Labelled: ...
+
     @speaks_python
     def decompose_resid(self, layer: int | None = None, mode: str = "all", incl_embeds: bool = True,
-                        apply_ln: bool = False, return_labels: bool = False):
+                        apply_ln: bool = False, return_labels: bool = False) -> Array | Labelled:
         """What each part wrote into the residual stream (they add up to it): ``embed``, ``pos_embed``, then each
         block's ``attn_out`` and ``mlp_out`` (``mode`` "attn" or "mlp": one kind); [component, batch, pos, n_embd]."""
         if mode not in ("all", "attn", "mlp"):
@@ -111,14 +139,10 @@ class ActivationCache(Mapping[str, np.ndarray]):
 
     def _last(self, layer: int | None) -> int:
         """The block a stack stops before: ``layer``, or every one for None, -1 or n_layer."""
-        n_layer = self.model.n_layer
-        last = n_layer if layer is None or layer == -1 else layer
-        if not 0 <= last <= n_layer:
-            raise bad_value("layer", layer, f"the model has blocks 0…{n_layer - 1}; {n_layer}, -1 or None is every one")
-        return last
+        return check_layer(layer, self.model.n_layer)
 
-    def _finish(self, stack: np.ndarray, labels: list[str], apply_ln: bool, return_labels: bool, layer: int | None,
-                mlp_input: bool = False):
+    def _finish(self, stack: Array, labels: list[str], apply_ln: bool, return_labels: bool, layer: int | None,
+                mlp_input: bool = False) -> Array | Labelled:
         if apply_ln:
             stack = self.apply_ln_to_stack(stack, layer, mlp_input)
         return (stack, labels) if return_labels else stack

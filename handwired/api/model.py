@@ -1,16 +1,19 @@
 """A loaded model for Python and notebooks: call it, run it with a cache or with hooks, as TransformerLens's
 ``HookedTransformer`` is used, on handwired's own forward pass (:func:`handwired.engine.forward.forward`)."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
+from numpy.typing import NDArray
 
 from handwired.api.cache import ActivationCache
+from handwired.api.heads import Array, head_result
 from handwired.api.keywords import speaks_python, warn
-from handwired.api.tokens import to_tokens, token_ids
+from handwired.api.tokens import chunks, to_tokens, token_ids
+from handwired.api.weights import TransformerLensWeights
 from handwired.engine.forward import forward
 from handwired.engine.logits import raise_not_finite
 from handwired.engine.trace import trace
@@ -22,7 +25,7 @@ from handwired.views.display import View, escape, html_fragment
 from handwired.views.matrices import explain_parts
 from handwired.views.model import model_line, prediction_view
 from handwired.views.spread import spread_view
-from handwired.weightfile import Config, Model, bundled_dir
+from handwired.weightfile import Config, Model, Params, bundled_dir
 from handwired.weightfile.axes import shown
 
 HookFunction = Callable[..., Any]  # fn(value, hook) -> a replacement, or None to keep the value (changed in place)
@@ -43,7 +46,7 @@ class HookPoint:
         return int(parts[1])
 
 
-class HookedModel:
+class HookedModel(TransformerLensWeights):
     """A weight file, loaded: ``model(input)`` gives logits [batch, pos, vocab]; ``input`` is text, a list of texts
     of one length, or token ids [pos] or [batch, pos]."""
 
@@ -63,7 +66,7 @@ class HookedModel:
         return self.model.vocab
 
     @property
-    def params(self) -> dict:
+    def params(self) -> Params:
         """The parameters in GPT-2's layout: ``params["blocks"][0]["attn"]["c_proj"]["w"]``."""
         return self.model.params
 
@@ -75,32 +78,72 @@ class HookedModel:
         return list(record)
 
     @speaks_python
-    def to_tokens(self, input: object) -> np.ndarray:  # -> [batch, pos]
+    def to_tokens(self, input: object) -> NDArray[np.intp]:  # -> [batch, pos]
         return to_tokens(self.model, input)
+
+    @overload
+    def to_string(self, tokens: Sequence[int] | NDArray[np.integer[Any]]) -> str: ...
+    @overload
+    def to_string(self, tokens: Sequence[Sequence[int]]) -> list[str]: ...
+    @overload
+    def to_string(self, tokens: object) -> str | list[str]: ...
 
     @speaks_python
     def to_string(self, tokens: object) -> str | list[str]:
-        """Token ids [pos] -> text; [batch, pos] -> a list of texts."""
+        """Token ids [pos] -> text; [batch, pos] -> a list of texts. (A numpy array's number of axes is not known
+        to a type checker: ``to_string(ids)`` is typed ``str`` there; give ``[batch, pos]`` as a list of lists for
+        ``list[str]``.)"""
         ids = token_ids(self.model, tokens, "tokens", "token ids [pos] or [batch, pos]")
         texts = [self.model.decode(row) for row in ids]
         return texts[0] if np.asarray(tokens).ndim == 1 else texts
 
-    @speaks_python
-    def __call__(self, input: object) -> np.ndarray:  # -> [batch, pos, n_vocab]
-        return self._run(self.to_tokens(input))
+    @overload
+    def to_str_tokens(self, input: str | Sequence[int] | NDArray[np.integer[Any]]) -> list[str]: ...
+    @overload
+    def to_str_tokens(self, input: list[str]) -> list[list[str]]: ...
 
     @speaks_python
-    def run_with_cache(self, input: object, names_filter: NamesFilter = None) -> tuple[np.ndarray, ActivationCache]:
-        """(logits [batch, pos, vocab], the cache of every hook, or of those ``names_filter`` keeps)."""
+    def to_str_tokens(self, input: object) -> list[str] | list[list[str]]:
+        """Each token as its text, as TransformerLens's: text or ids [pos] (or [1, pos]) -> ``["a", "a", "b"]``; a
+        list of texts -> one list each."""
+        if isinstance(input, list) and input and all(isinstance(text, str) for text in input):
+            return [self.to_str_tokens(text) for text in input]  # type: ignore[misc]  (each a str)
         tokens = self.to_tokens(input)
-        record: dict[str, np.ndarray] = {}
-        logits = self._run(tokens, record.__setitem__)
+        if len(tokens) != 1:
+            raise HandwiredError(f"{{input}}: {len(tokens)} contexts; give one ([pos] or [1, pos]), or a list of "
+                                 "texts", ("input",))
+        return [self.model.vocab[int(i)] for i in tokens[0]]
+
+    @speaks_python
+    def __call__(self, input: object) -> Array:  # -> [batch, pos, n_vocab]
+        """Logits [batch, pos, vocab]; a batch too large for the memory budget at once is run in parts."""
+        tokens = to_tokens(self.model, input, chunked=True)
+        logits = np.empty((*tokens.shape, self.model.n_vocab))
+        for start, stop in chunks(self.model, tokens.shape):
+            logits[start:stop] = self._run(tokens[start:stop])
+        return logits
+
+    @speaks_python
+    def run_with_cache(self, input: object, names_filter: NamesFilter = None,
+                       use_attn_result: bool = False) -> tuple[Array, ActivationCache]:
+        """(logits [batch, pos, vocab], the cache of every hook, or of those ``names_filter`` keeps);
+        ``use_attn_result``: each block's ``attn.hook_result`` too, every head's result [batch, pos, head, n_embd],
+        as TransformerLens records it when asked (its z through its rows of c_proj, without the bias)."""
         keep = _names_filter(names_filter)
-        return logits, ActivationCache(self.model, tokens, {k: v for k, v in record.items() if keep(k)})
+        tokens = self.to_tokens(input)
+        record: dict[str, Array] = {}
+        logits = self._run(tokens, record.__setitem__)
+        cached: dict[str, Array] = {}
+        for name, value in record.items():
+            if keep(name):
+                cached[name] = value
+            if use_attn_result and name.endswith(".attn.hook_z") and keep(result := name[:-1] + "result"):
+                cached[result] = head_result(self.model, value, HookPoint(name).layer())
+        return logits, ActivationCache(self.model, tokens, cached)
 
     @speaks_python
     def run_with_hooks(self, input: object, fwd_hooks: Iterable[tuple[str | Callable[[str], bool], HookFunction]] = (),
-                       ) -> np.ndarray:
+                       ) -> Array:
         """Logits [batch, pos, vocab] of a run where each ``(name, fn)`` sees its hook's value: ``fn(value, hook)``
         may return a replacement, or change ``value`` in place and return None (zero-ablation, mean-ablation,
         patching in a value from another run's cache). ``name`` may be a filter ``name -> bool``."""
