@@ -17,7 +17,7 @@ from typing import TypeVar
 from handwired.errors import HandwiredError
 
 # a core parameter given with no value: the keyword and value that ask for it (the rest are their own names)
-SWITCHES = {"no_proof": "proof=False", "exhaustive": "exhaustive=True"}
+SWITCHES = {"no_proof": "proof=False", "exhaustive": "exhaustive=True", "force": "force=True"}
 NUMBER = r"(-?(?:\d+(?:,\d{3})*|inf\b|nan\b))"  # a number as the core prints it, with thousands separators
 QUOTED = r"(?=['\"])"  # a string the core quotes with repr
 

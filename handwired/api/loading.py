@@ -1,7 +1,6 @@
 """Loading a model from Python: a bundled name, a path, a document already in memory, or a model loaded before."""
 
 import os
-from typing import Any
 
 from handwired.api.keywords import speaks_python
 from handwired.api.model import HookedModel
@@ -11,10 +10,11 @@ from handwired.weightfile import Model, parse
 from handwired.weightfile import load as load_file
 
 DICT_SOURCE = "<dict>"  # what messages call a weight file given as a dict
+Loadable = "str | os.PathLike[str] | dict[str, Any] | Model | HookedModel"  # what load takes
 
 
 @speaks_python
-def load(spec: "str | os.PathLike[str] | dict[str, Any] | Model | HookedModel" = DEFAULT_MODEL) -> HookedModel:
+def load(spec: Loadable = DEFAULT_MODEL) -> HookedModel:
     """A model from a bundled name (``"aab"``), a weight file's path, a ``handwired/1`` document as a dict, or a
     model loaded already; a file with a mistake raises one HandwiredError naming the first (and how many more)."""
     if isinstance(spec, HookedModel):

@@ -1,15 +1,17 @@
 """A loaded model for Python and notebooks: call it, run it with a cache or with hooks, as TransformerLens's
 ``HookedTransformer`` is used, on handwired's own forward pass (:func:`handwired.engine.forward.forward`)."""
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from handwired.api.cache import ActivationCache
+from handwired.api.editing import save, set_entry
 from handwired.api.heads import Array, head_result
 from handwired.api.keywords import speaks_python, warn
 from handwired.api.tokens import chunks, to_tokens, token_ids
@@ -174,6 +176,21 @@ class HookedModel(TransformerLensWeights):
         if not np.isfinite(logits).all():
             raise_not_finite(self.model, "on this input, the logits are not finite numbers")
         return logits
+
+    @speaks_python
+    def set(self, path: str, value: ArrayLike, row: str | int | None = None, col: str | int | None = None) -> None:
+        """Edit the model: the parameter at ``path`` (``"blocks.0.attn.c_proj.w"``, as the file names it) gets
+        ``value`` at ``row`` and ``col`` (each a label, ``"z7"``, or a number; None: the whole axis), e.g.
+        ``model.set("blocks.0.attn.c_proj.w", 2.0, row="z7", col="b")``. The model runs, checks, shows and saves
+        with it at once."""
+        set_entry(self.model, path, value, row, col)
+
+    @speaks_python
+    def save(self, path: "str | os.PathLike[str]", force: bool = False) -> Path:
+        """Write the model as a ``handwired/1`` weight file (atomically; over an existing file only with
+        ``force=True``): its file as loaded, each edited entry as its new number, labels, form, constants and
+        every unchanged expression kept. ``handwired diff OLD NEW`` names exactly the entries edited."""
+        return save(self.model, path, force)
 
     @speaks_python
     def predict(self, text: str, every_position: bool = False) -> View:
