@@ -6,7 +6,7 @@ from typing import Literal, overload
 
 import numpy as np
 
-from handwired.api.heads import Array, check_layer
+from handwired.api.heads import Array, check_layer, check_position
 from handwired.api.keywords import speaks_python
 from handwired.api.names import key_name
 from handwired.api.stacks import HeadStacks, Labelled
@@ -176,10 +176,13 @@ class ActivationCache(HeadStacks, Mapping[str, Array]):
         """Each logit at one position of one context split into every part's share — the numbers
         ``explain --step why`` shows: ``.parts`` (labels), ``.contributions`` [part, vocab], ``.total``."""
         n_batch, n_pos = self.tokens.shape
-        if not -n_batch <= batch < n_batch:
-            raise bad_value("batch", batch, f"the cache holds contexts 0…{n_batch - 1}")
-        if not -n_pos <= position < n_pos:
-            raise bad_value("position", position, f"the contexts have positions 0…{n_pos - 1}")
+        if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or not -n_batch <= batch < n_batch:
+            raise bad_value("batch", repr(batch), f"the cache holds contexts 0…{n_batch - 1}")
+        at = check_position(position, n_pos)
         record = {name: value[batch] for name, value in self._record.items()}
         text = self.model.decode(self.tokens[batch])
-        return attribute(self.model, Trace(text, text, self.tokens[batch], record), position % n_pos)
+        try:
+            return attribute(self.model, Trace(text, text, self.tokens[batch], record), at)
+        except KeyError as error:
+            raise HandwiredError(f"the cache has no {error.args[0]!r}, which the attribution reads: run "
+                                 "run_with_cache without a names_filter that leaves it out") from None

@@ -1,6 +1,7 @@
 """Loading a model from Python: a bundled name, a path, a document already in memory, or a model loaded before."""
 
 import os
+from typing import Any, TypeAlias
 
 from handwired.api.keywords import speaks_python
 from handwired.api.model import HookedModel
@@ -10,7 +11,7 @@ from handwired.weightfile import Model, parse
 from handwired.weightfile import load as load_file
 
 DICT_SOURCE = "<dict>"  # what messages call a weight file given as a dict
-Loadable = "str | os.PathLike[str] | dict[str, Any] | Model | HookedModel"  # what load takes
+Loadable: TypeAlias = str | os.PathLike[str] | dict[str, Any] | Model | HookedModel  # what load takes
 
 
 @speaks_python
