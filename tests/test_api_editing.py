@@ -81,13 +81,13 @@ def test_saving_never_replaces_a_file_without_force(dense, tmp_path):
 
 @pytest.mark.parametrize("call, message", [
     (lambda m: m.set("blocks.3.attn.c_proj.w", 1.0), "path='blocks.3.attn.c_proj.w': the model has no such"),
-    (lambda m: m.set(3, 1.0), "path=3: expected a parameter's path"),
+    (lambda m: m.set(3, 1.0), "path=3: expected a string"),
     (lambda m: m.set("wte", 1.0, row="q"), "row='q': wte has no such row"),
     (lambda m: m.set("wte", 1.0, row=0, col=99), "col=99: expected a label or a number 0…7 of wte"),
     (lambda m: m.set("wte", float("nan"), row=0, col=0), "value=nan: expected finite numbers"),
     (lambda m: m.set("wte", [1.0, 2.0], row=0), "value [1.0, 2.0]: expected a number or an array of shape [8]"),
     (lambda m: m.set("blocks.0.attn.c_proj.b", 1.0, row=0, col=0), "col=0: blocks[0].attn.c_proj.b is a vector"),
-    (lambda m: m.save(5), "path=5: expected a file's path"),
+    (lambda m: m.save(5), "path=5: expected a string or a path"),
 ])
 def test_a_bad_edit_is_one_line_and_changes_nothing(call, message):
     model = handwired.load("aab")

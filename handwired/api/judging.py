@@ -149,7 +149,14 @@ class PuzzleHandle:
 
     @speaks_python
     def answer(self, context: str) -> Answer:
-        return answer(self.puzzle, context)
+        """What the puzzle's rule says follows ``context`` (its acceptable next tokens, or why none is judged)."""
+        p = self.puzzle
+        strangers = [char for char in context if char not in p.vocab]
+        if not context or strangers or len(context) > p.n_ctx:
+            problem = (f"{strangers[0]!r} is not in the puzzle's vocabulary {', '.join(p.vocab)}" if strangers
+                       else f"expected 1…{p.n_ctx} tokens (n_ctx)")
+            raise HandwiredError(f"{{context}} {printable(repr(context[:40]))}: {problem}", ("context",))
+        return answer(p, context)
 
     @speaks_python
     def reference(self) -> HookedModel:

@@ -23,6 +23,7 @@ def load(spec: Loadable = DEFAULT_MODEL) -> HookedModel:
     if isinstance(spec, Model):
         return HookedModel(spec)
     if isinstance(spec, dict):
+        _refuse_keys(spec, "")
         model, problems = parse(spec, source=DICT_SOURCE)
         if problems or model is None:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -32,3 +33,18 @@ def load(spec: Loadable = DEFAULT_MODEL) -> HookedModel:
         return HookedModel(load_file(os.fspath(spec)))
     raise HandwiredError(f"{{spec}}: expected a bundled model's name, a path, a dict or a model; found "
                          f"{type(spec).__name__}", ("spec",))
+
+
+def _refuse_keys(value: object, path: str) -> None:
+    """A document's every object key a string, as in JSON; one line naming the first that is not."""
+    stack = [(value, path)]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise HandwiredError(f"{{spec}}: key {key!r} at {path or 'the top'}: a weight file's keys are "
+                                         "strings, as in JSON", ("spec",))
+                stack.append((item, f"{path}.{key}" if path else key))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))

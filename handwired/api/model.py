@@ -1,6 +1,7 @@
 """A loaded model for Python and notebooks: call it, run it with a cache or with hooks, as TransformerLens's
 ``HookedTransformer`` is used, on handwired's own forward pass (:func:`handwired.engine.forward.forward`)."""
 
+import inspect
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -149,16 +150,16 @@ class HookedModel(TransformerLensWeights):
         """Logits [batch, pos, vocab] of a run where each ``(name, fn)`` sees its hook's value: ``fn(value, hook)``
         may return a replacement, or change ``value`` in place and return None (zero-ablation, mean-ablation,
         patching in a value from another run's cache). ``name`` may be a filter ``name -> bool``."""
-        fwd_hooks = list(fwd_hooks)  # read twice below: a generator would be empty the second time
-        hooks = [(_names_filter(name), fn) for name, fn in fwd_hooks]
+        hooks = _hooks(fwd_hooks)
         names = [name for name in self.hook_names if name != "probs"]  # probs follow the logits; hook those
-        unknown = [name for name, _ in fwd_hooks if isinstance(name, str) and name not in names]
+        unknown = [name for name, _ in hooks if isinstance(name, str) and name not in names]
         if unknown:
             raise HandwiredError(f"{{fwd_hooks}}: the model has no hook {unknown[0]!r}; it has {', '.join(names)}",
                                  ("fwd_hooks",))
+        chosen_by = [(_names_filter(name), fn) for name, fn in hooks]
 
         def hook(name: str, value: np.ndarray) -> np.ndarray | None:
-            chosen = [fn for keep, fn in hooks if keep(name)] if name != "probs" else []
+            chosen = [fn for keep, fn in chosen_by if keep(name)] if name != "probs" else []
             if not chosen:
                 return None
             value = value.copy()  # the function may change it in place: never the pass's own arrays
@@ -251,15 +252,49 @@ def _spread_source(model: Model, puzzle: str | None) -> spreading.Source:
     return source
 
 
-def _names_filter(names: NamesFilter) -> Callable[[str], bool]:
+def _names_filter(names: object, parameter: str = "names_filter") -> Callable[[str], bool]:
     if names is None:
         return lambda name: True
     if isinstance(names, str):
         return lambda name: name == names
     if callable(names):
-        return names
-    wanted = set(names)
-    return lambda name: name in wanted
+        return lambda name: bool(names(name))
+    wanted = list(names) if isinstance(names, Iterable) else [None]
+    if all(isinstance(name, str) for name in wanted):
+        return lambda name: name in wanted
+    raise HandwiredError(f"{{{parameter}}}: expected a hook's name, a list of names or a function name -> bool; "
+                         f"found {_what(names)}", (parameter,))
+
+
+def _hooks(given: object) -> list[tuple[str | Callable[[str], bool], HookFunction]]:
+    """``fwd_hooks`` as (name or filter, function) pairs, each function taking (value, hook); one line otherwise."""
+    where = "{fwd_hooks}"
+    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+        raise HandwiredError(f"{where}: expected a list of (name, function) pairs; found {_what(given)}",
+                             ("fwd_hooks",))
+    hooks = list(given)
+    for i, pair in enumerate(hooks):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise HandwiredError(f"{where}: item {i} is {_what(pair)}; expected a pair (name, function)",
+                                 ("fwd_hooks",))
+        name, fn = pair
+        if not (isinstance(name, str) or callable(name)):
+            raise HandwiredError(f"{where}: item {i}'s name is {_what(name)}; expected a hook's name or a filter "
+                                 "name -> bool", ("fwd_hooks",))
+        if not callable(fn) or not _takes_two(fn):
+            raise HandwiredError(f"{where}: item {i}'s function is {_what(fn)}; expected a function of (value, hook)",
+                                 ("fwd_hooks",))
+    return [(name, fn) for name, fn in hooks]
+
+
+def _takes_two(fn: Callable[..., Any]) -> bool:
+    try:
+        inspect.signature(fn).bind(None, None)
+    except TypeError:
+        return False
+    except ValueError:  # a builtin without a signature: given the benefit of the doubt
+        return True
+    return True
 
 
 def _replacement(name: str, value: np.ndarray, new: object) -> np.ndarray:
@@ -274,4 +309,6 @@ def _replacement(name: str, value: np.ndarray, new: object) -> np.ndarray:
 
 def _what(new: object) -> str:
     shape = getattr(new, "shape", None)
-    return f"{type(new).__name__} of shape {list(shape)}" if shape is not None else repr(new)[:60]
+    if shape is not None:
+        return f"{type(new).__name__} of shape {list(shape)}"
+    return getattr(new, "__qualname__", None) or repr(new)[:60]
