@@ -86,6 +86,14 @@ class Checked:
         for name, value in bound.arguments.items():
             if name in tests and not any(test(value) for test, _ in tests[name]):
                 expected = " or ".join(dict.fromkeys(what for _, what in tests[name]))
-                shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "…"
-                raise HandwiredError(f"{{{name}}} {shown}: expected {expected}; found {type(value).__name__}",
-                                     (name,))
+                raise HandwiredError(f"{name}={shown(value)}: expected {expected}; found {type(value).__name__}",
+                                     (name,))  # already in the caller's keywords
+
+
+def shown(value: object) -> str:
+    """A value in a message: short, on one line (an array as its type and shape)."""
+    shape = getattr(value, "shape", None)
+    if shape is not None and not isinstance(shape, property):
+        return f"<{type(value).__name__} of shape {list(shape)}>"
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 40 else text[:37] + "…"

@@ -6,6 +6,7 @@ from typing import Literal, overload
 
 import numpy as np
 
+from handwired.api.arguments import shown
 from handwired.api.heads import Array, check_layer, check_position
 from handwired.api.keywords import speaks_python
 from handwired.api.names import key_name
@@ -63,7 +64,7 @@ class ActivationCache(HeadStacks, Mapping[str, Array]):
         if last == 0:
             raise bad_value("layer", layer, "no block comes before block 0: nothing to stack")
         if not isinstance(activation_name, str):
-            raise bad_value("activation_name", repr(activation_name)[:40], "expected a hook's name, e.g. 'resid_post'")
+            raise bad_value("activation_name", shown(activation_name), "expected a hook's name, e.g. 'resid_post'")
         try:
             return np.stack([self[activation_name, i, sublayer_type] for i in range(last)])
         except KeyError as error:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from handwired.api.arguments import shown
 from handwired.errors import HandwiredError, bad_value
 from handwired.weightfile import Model, parse
 from handwired.weightfile.checker import locate
@@ -29,7 +30,7 @@ Index = str | int  # a row or column: its label, or its number
 def entry_path(model: Model, path: object) -> str:
     """``"blocks.0.attn.c_proj.w"`` or ``"blocks[0].attn.c_proj.w"`` -> the model's key for that parameter."""
     if not isinstance(path, str):
-        raise bad_value("path", repr(path)[:40], "expected a parameter's path, e.g. 'blocks.0.attn.c_proj.w'")
+        raise bad_value("path", shown(path), "expected a parameter's path, e.g. 'blocks.0.attn.c_proj.w'")
     key = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", path)
     if key not in model.written.entries:
         known = ", ".join(model.written.entries)
@@ -43,9 +44,9 @@ def _position(model: Model, key: str, axis: int, given: Index | None, name: str)
     labels = model.axes(key)[axis].labels
     if isinstance(given, str):
         if given not in labels:
-            shown = ", ".join(labels[:12]) + (" …" if len(labels) > 12 else "")
+            listed = ", ".join(labels[:12]) + (" …" if len(labels) > 12 else "")
             raise bad_value(name, repr(given), f"{key} has no such {'row' if axis == 0 else 'column'}; its labels "
-                            f"are {shown}")
+                            f"are {listed}")
         return labels.index(given)
     if isinstance(given, bool) or not isinstance(given, (int, np.integer)) or not 0 <= given < len(labels):
         raise bad_value(name, repr(given), f"expected a label or a number 0…{len(labels) - 1} of {key}")
@@ -66,9 +67,9 @@ def set_entry(model: Model, path: str, value: ArrayLike, row: Index | None = Non
     try:
         new = np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
     except (TypeError, ValueError):
-        raise bad_value("value", repr(value)[:40], f"expected a number or an array of shape {list(shape)}") from None
+        raise bad_value("value", shown(value), f"expected a number or an array of shape {list(shape)}") from None
     if not np.isfinite(new).all():
-        raise bad_value("value", repr(value)[:40], "expected finite numbers")
+        raise bad_value("value", shown(value), "expected finite numbers")
     array[where] = new
     written = model.written.entries[key]
     written[where] = np.vectorize(_plain, otypes=[object])(new) if new.ndim else _plain(float(new))
@@ -102,7 +103,7 @@ def save(model: Model, path: "str | os.PathLike[str]", force: bool = False) -> P
     """Write the model as a ``handwired/1`` file at ``path`` (atomically; an existing file only with ``force``),
     each matrix in its file's form, each changed entry as its number; the path written."""
     if not isinstance(path, (str, os.PathLike)):
-        raise bad_value("path", repr(path)[:40], "expected a file's path")
+        raise bad_value("path", shown(path), "expected a file's path")
     for key in model.written.entries:
         if not np.isfinite(locate(model.params, key)).all():
             raise HandwiredError(f"{key}: holds a number that is not finite; a weight file holds finite numbers")

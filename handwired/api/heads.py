@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from handwired.api.arguments import shown
 from handwired.errors import HandwiredError, bad_value
 from handwired.weightfile import Model
 
@@ -53,9 +54,9 @@ def residual_directions(model: Model, tokens: object, name: str) -> Array:
         except ValueError:
             raise bad_value(name, "(ragged)", "expected a token, a token id or an array of them") from None
         if ids.dtype == bool or not np.issubdtype(ids.dtype, np.integer) or ids.ndim > 2:
-            raise bad_value(name, _short(tokens), "expected a token, a token id or token ids [batch] or [batch, pos]")
+            raise bad_value(name, shown(tokens), "expected a token, a token id or token ids [batch] or [batch, pos]")
         if ((ids < 0) | (ids >= model.n_vocab)).any():
-            raise bad_value(name, _short(tokens), f"token ids are 0…{model.n_vocab - 1}")
+            raise bad_value(name, shown(tokens), f"token ids are 0…{model.n_vocab - 1}")
     return model.params["wte"][ids]
 
 

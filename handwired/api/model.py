@@ -11,6 +11,7 @@ from typing import Any, overload
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from handwired.api.arguments import shown as described
 from handwired.api.cache import ActivationCache
 from handwired.api.editing import save, set_entry
 from handwired.api.heads import Array, head_result
@@ -43,6 +44,8 @@ class HookPoint:
 
     def layer(self) -> int:
         """The block the hook is in (``blocks.1.…`` → 1); one outside a block has none."""
+        if not isinstance(self.name, str):
+            raise HandwiredError(f"HookPoint({described(self.name)}): a hook's name is a string")
         parts = self.name.split(".")
         if parts[0] != "blocks":
             raise HandwiredError(f"{self.name}: is in no block")

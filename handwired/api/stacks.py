@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
+from handwired.api.arguments import shown
 from handwired.api.heads import (
     Array,
     accumulated_bias,
@@ -23,7 +24,7 @@ Labelled = tuple[Array, list[str]]  # a stack [component, batch, pos, n_embd] an
 
 def _no_slice(pos_slice: object) -> None:
     if pos_slice is not None:
-        raise bad_value("pos_slice", repr(pos_slice)[:40], "not taken here; index the stack instead, "
+        raise bad_value("pos_slice", shown(pos_slice), "not taken here; index the stack instead, "
                         "e.g. stack[:, :, -1] for the last position")
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from handwired.api.arguments import shown
 from handwired.errors import HandwiredError
 from handwired.weightfile import Model
 
@@ -57,12 +58,12 @@ class Factored:
     def __getitem__(self, index: int | tuple[int, ...]) -> "Factored":
         index = index if isinstance(index, tuple) else (index,)
         if len(index) > self.ndim - 2 or not all(isinstance(i, (int, np.integer)) for i in index):
-            raise HandwiredError(f"{{index}} {index!r}: index the leading axes (block, head) with whole numbers, "
+            raise HandwiredError(f"{{index}} {shown(index)}: index the leading axes (block, head) with whole numbers, "
                                  f"at most {self.ndim - 2}", ("index",))
         try:
             return Factored(_frozen(self.A[index]), _frozen(self.B[index]))
         except IndexError:
-            raise HandwiredError(f"{{index}} {index!r}: out of range for shape {list(self.shape[:-2])}",
+            raise HandwiredError(f"{{index}} {shown(index)}: out of range for shape {list(self.shape[:-2])}",
                                  ("index",)) from None
 
     def __repr__(self) -> str:
