@@ -149,18 +149,26 @@ class ActivationCache(HeadStacks, Mapping[str, Array]):
         return (stack, labels) if return_labels else stack
 
     @speaks_python
-    def apply_ln_to_stack(self, stack: np.ndarray, layer: int | None = None, mlp_input: bool = False) -> np.ndarray:
+    def apply_ln_to_stack(self, stack: Array, layer: int | None = None, mlp_input: bool = False,
+                          pos_slice: int | None = None) -> Array:
         """Each component [component, batch, pos, n_embd] as the LayerNorm that reads the stream at ``layer`` sees
         it, as TransformerLens's ``apply_ln_to_stack``: centred and divided by that LayerNorm's scale σ = √(var(x) +
         eps), frozen at the whole stream's value (TransformerLens's cached ``hook_scale``), with no gain and no bias.
         ``layer`` None, -1 or n_layer: ``ln_f``, then ``(stack * ln_f.g) @ wte.T`` gives each component's share of
         each logit, and the shares and ``ln_f.b @ wte.T`` add up to the logits; ``layer=k``: block k's ``ln_1``
-        (``ln_2`` with ``mlp_input``). Where the model has no LayerNorm there: the stack as it is."""
+        (``ln_2`` with ``mlp_input``). Where the model has no LayerNorm there: the stack as it is. ``pos_slice``: a
+        stack at that one position, [component, batch, n_embd]."""
         norm, read = self._reader(self._last(layer), mlp_input)
+        batch, pos = self.tokens.shape
+        at = None if pos_slice is None else check_position(pos_slice, pos, "pos_slice")
+        wanted = (batch, self.model.n_embd) if at is not None else (batch, pos, self.model.n_embd)
+        if not isinstance(stack, np.ndarray) or stack.ndim < 1 or stack.shape[1 - len(wanted) - 1:] != wanted:
+            raise bad_value("stack", shown(stack), f"expected a stack [component, {', '.join(map(str, wanted))}] "
+                            "(batch, pos, n_embd)" + ("" if at is not None else "; at one position, give pos_slice"))
         if norm is None:
             return stack
         scale = np.sqrt(np.var(read(), axis=-1, keepdims=True) + LN_EPS)  # [batch, pos, 1]
-        return centre_and_scale(stack, 1.0, scale)
+        return centre_and_scale(stack, 1.0, scale if at is None else scale[:, at])
 
     def _reader(self, last: int, mlp_input: bool) -> tuple[dict | None, Callable[[], np.ndarray]]:
         """The LayerNorm that reads the stream before block ``last`` (``ln_f`` after the last block), or None, and

@@ -36,7 +36,8 @@ class HeadStacks:
 
     if TYPE_CHECKING:  # the cache's own, which these read
         def __getitem__(self, key: object) -> Array: ...
-        def apply_ln_to_stack(self, stack: Array, layer: int | None = None, mlp_input: bool = False) -> Array: ...
+        def apply_ln_to_stack(self, stack: Array, layer: int | None = None, mlp_input: bool = False,
+                              pos_slice: int | None = None) -> Array: ...
 
     def _hook(self, name: str, layer: int) -> Array:
         try:
@@ -139,8 +140,8 @@ class HeadStacks:
         they leave out), as TransformerLens's: the components add up to that stream."""
         _no_slice(pos_slice)
         last = check_layer(layer, self.model.n_layer)
-        if mlp_input and last == self.model.n_layer:
-            raise bad_value("layer", layer, "mlp_input reads a block's MLP: give a block before the last's end")
+        if mlp_input and (last == self.model.n_layer or "mlp" not in self.model.params["blocks"][last]):
+            raise bad_value("layer", layer, "mlp_input reads a block's MLP: give a block that has one")
         heads, labels = self._heads(last + 1 if mlp_input else last)
         parts = [heads]
         if expand_neurons:
@@ -161,11 +162,11 @@ class HeadStacks:
 
     @speaks_python
     def logit_attrs(self, residual_stack: Array, tokens: object, incorrect_tokens: object = None,
-                    pos_slice: None = None) -> Array:
+                    pos_slice: int | None = None) -> Array:
         """Each component's share of the logit of ``tokens`` (a token, an id, or ids [batch] or [batch, pos]), less
         ``incorrect_tokens``'s, as TransformerLens's: the stack as the final LayerNorm scales it (no gain, no
-        bias, :meth:`apply_ln_to_stack`) dotted with the tokens' unembedding columns. [component, batch, (pos)]"""
-        _no_slice(pos_slice)
+        bias, :meth:`apply_ln_to_stack`) dotted with the tokens' unembedding columns. [component, batch, pos];
+        ``pos_slice``: a stack at that one position [component, batch, n_embd] -> [component, batch]."""
         stack = np.asarray(residual_stack) if isinstance(residual_stack, np.ndarray) else None
         if stack is None or stack.dtype.kind != "f" or stack.ndim < 2 or stack.shape[-1] != self.model.n_embd:
             raise bad_value("residual_stack", type(residual_stack).__name__, "expected a stack [component, batch, "
@@ -173,7 +174,7 @@ class HeadStacks:
         directions = residual_directions(self.model, tokens, "tokens")
         if incorrect_tokens is not None:
             directions = directions - residual_directions(self.model, incorrect_tokens, "incorrect_tokens")
-        scaled = self.apply_ln_to_stack(stack, None)
+        scaled = self.apply_ln_to_stack(stack, None, pos_slice=pos_slice)
         if stack.ndim == 4 and directions.ndim == 2 and directions.shape[0] == stack.shape[1]:
             directions = directions[:, None, :]  # a token per context, over every position (as TransformerLens)
         try:
