@@ -316,10 +316,10 @@ def test_the_per_head_stacks_hold_what_transformer_lens_holds(name, tmp_path):
                     assert by_label(found, labels, expected, tl_labels), (layer, mlp_input, expand, apply_ln)
     stack = cache.get_full_resid_decomposition(expand_neurons=False)
     tl_stack = torch.from_numpy(np.ascontiguousarray(stack))
+    wrong = (tokens + 1) % model.n_vocab  # a token per context and position: the same in TransformerLens 3.x and 4.x
+    assert close(cache.logit_attrs(stack, tokens, incorrect_tokens=wrong),
+                 tl_cache.logit_attrs(tl_stack, torch.from_numpy(tokens), incorrect_tokens=torch.from_numpy(wrong)))
     answers = torch.from_numpy(tokens[:, -1].copy())
-    wrong = (answers + 1) % model.n_vocab
-    assert close(cache.logit_attrs(stack, tokens[:, -1], incorrect_tokens=wrong.numpy()),
-                 tl_cache.logit_attrs(tl_stack, answers, incorrect_tokens=wrong))
     assert close(cache.logit_attrs(stack[:, :, -1], tokens[:, -1], pos_slice=-1),
                  tl_cache.logit_attrs(tl_stack[:, :, -1], answers, pos_slice=-1))
 
