@@ -29,7 +29,7 @@ from handwired.views.display import View, escape, html_fragment
 from handwired.views.matrices import explain_parts
 from handwired.views.model import model_line, prediction_view
 from handwired.views.spread import spread_view
-from handwired.weightfile import Config, Model, Params, bundled_dir
+from handwired.weightfile import Config, Model, Params, bundled_dir, bundled_folder
 from handwired.weightfile.axes import shown
 
 HookFunction = Callable[..., Any]  # fn(value, hook) -> a replacement, or None to keep the value (changed in place)
@@ -235,7 +235,9 @@ class HookedModel(TransformerLensWeights):
 
     def __repr__(self) -> str:
         m = self.model
-        where = "bundled" if Path(m.source).parent == bundled_dir() else m.source
+        folder = Path(m.source).parent
+        where = ("bundled" if folder == bundled_dir() else "bundled solution"
+                 if folder == bundled_folder("puzzles") / "solutions" else m.source)
         mlp = f"MLP widths {'/'.join(map(str, m.hidden))}" if any(m.hidden) else "no MLP"
         blocks, heads = ("block" if m.n_layer == 1 else "blocks"), ("head" if m.n_head == 1 else "heads")
         return (f"<HookedModel {m.name or '(unnamed)'!r} ({where}): vocab {' '.join(map(shown, m.vocab))}, "
