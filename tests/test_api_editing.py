@@ -57,6 +57,8 @@ def test_saving_keeps_labels_sparsity_constants_and_expressions_and_finds_edits_
     model.params["wpe"][0, 0] = 0.5  # in place: the same model, saved too
     model.set("blocks.0.attn.c_proj.w", 3, row="z7", col="b")
     model.set("wte", 0.0, row="a", col="a")  # an entry that becomes 0 leaves the sparse form
+    model.set("blocks.0.attn.c_proj.w", 5.0, row="z7", col="a")
+    model.set("blocks.0.attn.c_proj.w", -1024, row="z7", col="a")  # set back: written as the file wrote it
     saved = json.loads(model.save(tmp_path / "aab.json").read_text())
     original = json.loads((bundled_dir() / "aab.json").read_text())
     assert saved["constants"] == original["constants"] == {"Lg": 1024}

@@ -91,8 +91,10 @@ def edited(model: Model) -> Model:
     for key, written in model.written.entries.items():
         now = np.asarray(locate(model.params, key))
         before = np.asarray(locate(original.params, key)) if original is not None else None
-        changed = np.ones(now.shape, bool) if before is None or before.shape != now.shape else now != before
-        copy = written.copy()
+        same_shape = before is not None and before.shape == now.shape
+        changed = now != before if same_shape else np.ones(now.shape, bool)
+        # an entry set back to its file's value is written as the file wrote it ("Lg" again, not 1024)
+        copy = original.written.entries[key].copy() if same_shape and original is not None else written.copy()
         for where in map(tuple, np.argwhere(changed)):
             copy[where] = _plain(float(now[where]))
         entries[key] = copy
