@@ -24,14 +24,17 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time __getattr__ load
     from handwired.api import (
         ActivationCache,
         CheckReport,
+        Factored,
         HookedModel,
         HookPoint,
+        ModelDiff,
         PuzzleHandle,
         Verdict,
         View,
         act_name,
         allow,
         check,
+        diff,
         load,
         puzzle,
     )
@@ -39,8 +42,8 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time __getattr__ load
 
     __version__: str
 
-__all__ = ["ActivationCache", "CheckReport", "HandwiredError", "HookPoint", "HookedModel", "PuzzleHandle", "Verdict",
-           "View", "__version__", "act_name", "allow", "check", "load", "puzzle"]
+__all__ = ["ActivationCache", "CheckReport", "Factored", "HandwiredError", "HookPoint", "HookedModel", "ModelDiff",
+           "PuzzleHandle", "Verdict", "View", "__version__", "act_name", "allow", "check", "diff", "load", "puzzle"]
 API = frozenset(__all__) - {"HandwiredError", "__version__"}  # the names handwired.api gives
 
 

@@ -84,8 +84,31 @@ def test_a_huge_batch_is_refused_before_any_array(layered, monkeypatch):
     import handwired.api.model as api_model
 
     monkeypatch.setattr(api_model, "forward", lambda *args, **kwargs: pytest.fail("ran"))
-    with pytest.raises(HandwiredError, match="give fewer contexts"):
-        layered[0](np.zeros((10_000_000, 5), dtype=int))
+    with pytest.raises(HandwiredError, match="give fewer contexts"):  # its logits alone are over the budget
+        layered[0](np.zeros((100_000_000, 5), dtype=int))
+    with pytest.raises(HandwiredError, match="give fewer contexts"):  # a cache keeps every activation at once
+        layered[0].run_with_cache(np.zeros((10_000_000, 5), dtype=int))
+
+
+def test_a_batch_too_large_for_one_pass_runs_in_parts_and_gives_the_same_logits(layered, monkeypatch):
+    import handwired
+    import handwired.api.model as api_model
+    from handwired.engine.memory import trace_bytes
+
+    model, params = layered
+    tokens = np.random.default_rng(5).integers(0, 3, size=(40, 5))
+    one_by_one = np.array([reference_forward(params, list(row), 2)[0] for row in tokens])
+    calls = []
+    real = api_model.forward
+    monkeypatch.setattr(api_model, "forward", lambda *args, **kwargs: calls.append(len(args[1])) or
+                        real(*args, **kwargs))
+    room = tokens.size * 3 * 8 + 7 * trace_bytes(model.model, 5)  # the logits, and 7 contexts' pass at a time
+    with handwired.allow(max_memory=room):
+        logits = model(tokens)
+        with pytest.raises(HandwiredError, match="give fewer contexts"):  # all 40 traces at once do not fit
+            model.run_with_cache(tokens)
+    assert calls == [7, 7, 7, 7, 7, 5]
+    assert np.allclose(logits, one_by_one, rtol=0, atol=1e-12)
 
 
 def test_the_cache_keeps_the_batch_axis_and_knows_transformerlens_short_names(layered):

@@ -252,3 +252,91 @@ def by_label(found, labels, expected, tl_labels) -> bool:
         (labels, tl_labels)
     kept = [tl_labels.index(label) for label in labels]
     return relative_error(found, expected.detach().numpy()[kept]) <= TOLERANCE
+
+
+WEIGHT_NAMES = ("W_E", "W_pos", "W_U", "b_U", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
+MLP_NAMES = ("W_in", "b_in", "W_out", "b_out")
+EXACT = 1e-12  # of their size: the weights are the same numbers, moved; products and sums agree to rounding
+
+
+@pytest.mark.parametrize("name", [*RANDOM, "bundled aab", "bundled multihead"])
+def test_the_weight_names_hold_what_transformer_lens_holds(name, tmp_path):
+    """model.W_Q … W_out, OV and QK (their factors and products), read from handwired's model, against the same
+    names on the model TransformerLens loads from the export."""
+    import handwired
+
+    model = MODELS[name]()
+    export_folder(model, tmp_path / "export")
+    tl_model = load_in_transformer_lens(tmp_path / "export")
+    hooked = handwired.load(model)
+    names = WEIGHT_NAMES + (MLP_NAMES if any(model.hidden) else ())
+    for weight in names:
+        found, expected = getattr(hooked, weight), getattr(tl_model, weight).detach().numpy()
+        assert found.shape == expected.shape, (weight, found.shape, expected.shape)
+        assert np.array_equal(found, expected), weight  # the same numbers, moved
+    for factored in ("OV", "QK"):
+        ours, theirs = getattr(hooked, factored), getattr(tl_model, factored)
+        for part in ("A", "B", "AB"):
+            expected = getattr(theirs, part).detach().numpy()
+            assert close(getattr(ours, part), expected), (factored, part)
+        if model.n_layer:
+            assert close(ours[0, 0].AB, theirs[0, 0].AB)
+    assert close(hooked.W_OV, tl_model.OV.AB) and close(hooked.W_QK, tl_model.QK.AB)
+
+
+@pytest.mark.parametrize("name", [*RANDOM, "bundled multihead"])
+def test_the_per_head_stacks_hold_what_transformer_lens_holds(name, tmp_path):
+    """hook_result, stack_head_results, get_full_resid_decomposition (with and without neurons, at every layer, for
+    attention and MLP input, with apply_ln) and logit_attrs against TransformerLens's, component by component."""
+    import handwired
+
+    model = MODELS[name]()
+    export_folder(model, tmp_path / "export")
+    tl_model = load_in_transformer_lens(tmp_path / "export")
+    tokens = contexts_of(model.n_vocab, min(model.n_ctx, 4))[:64]
+    _, cache = handwired.load(model).run_with_cache(tokens, use_attn_result=True)
+    with torch.no_grad():
+        _, tl_cache = tl_model.run_with_cache(torch.from_numpy(tokens))
+    for layer in range(model.n_layer):  # TransformerLens's own head results (4.x's bridge has no hook_result here)
+        expected = torch.einsum("bphd,hdm->bphm", tl_cache["z", layer], tl_model.W_O[layer])
+        assert close(cache["result", layer], expected), layer
+    for layer in range(1, model.n_layer + 1):
+        found, labels = cache.stack_head_results(layer, return_labels=True, incl_remainder=True, apply_ln=True)
+        expected, tl_labels = tl_cache.stack_head_results(layer, return_labels=True, incl_remainder=True,
+                                                          apply_ln=True)
+        assert labels == tl_labels and close(found, expected), layer
+    for layer in range(model.n_layer + 1):
+        for mlp_input in ([False, True] if layer < model.n_layer and model.hidden[layer] else [False]):
+            # 3.x's accumulated_bias reads an MLP's bias where an attention-only model has none
+            for expand in (True, False) if MAJOR != "3" or any(model.hidden) else (False,):
+                for apply_ln in (False, True):
+                    found, labels = cache.get_full_resid_decomposition(layer, mlp_input, expand, apply_ln,
+                                                                       return_labels=True)
+                    expected, tl_labels = tl_cache.get_full_resid_decomposition(
+                        layer, mlp_input, expand, apply_ln, return_labels=True)
+                    assert each_close(found, labels, expected, tl_labels), (layer, mlp_input, expand, apply_ln)
+    stack = cache.get_full_resid_decomposition(expand_neurons=False)[:-1]  # (3.x's bias is summed in float32)
+    tl_stack = torch.from_numpy(np.ascontiguousarray(stack))
+    wrong = (tokens + 1) % model.n_vocab  # a token per context and position: the same in TransformerLens 3.x and 4.x
+    assert close(cache.logit_attrs(stack, tokens, incorrect_tokens=wrong),
+                 tl_cache.logit_attrs(tl_stack, torch.from_numpy(tokens), incorrect_tokens=torch.from_numpy(wrong)))
+    answers = torch.from_numpy(tokens[:, -1].copy())
+    assert close(cache.logit_attrs(stack[:, :, -1], tokens[:, -1], pos_slice=-1),
+                 tl_cache.logit_attrs(tl_stack[:, :, -1], answers, pos_slice=-1))
+
+
+def each_close(found, labels, expected, tl_labels) -> bool:
+    """by_label, component by component to 1e-12 of its size; but 3.x sums the biases in float32 (its
+    accumulated_bias starts from torch's default dtype), so its ``bias`` component is float32's to 1e-7."""
+    assert set(labels) <= set(tl_labels), (labels, tl_labels)
+    expected = expected.detach().numpy()
+    for i, label in enumerate(labels):
+        loose = label == "bias" and MAJOR == "3"
+        assert relative_error(found[i], expected[tl_labels.index(label)]) <= (1e-7 if loose else EXACT), label
+    return True
+
+
+def close(found, expected) -> bool:
+    expected = expected.detach().numpy() if hasattr(expected, "detach") else np.asarray(expected)
+    assert np.shape(found) == expected.shape, (np.shape(found), expected.shape)
+    return relative_error(found, expected) <= EXACT if expected.size else True

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from handwired.api.keywords import speaks_python, warn
-from handwired.api.loading import load
+from handwired.api.loading import Loadable, load
 from handwired.api.model import HookedModel
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS, SEED
 from handwired.errors import HandwiredError
@@ -28,7 +28,7 @@ from handwired.weightfile.axes import printable
 from handwired.weightfile.puzzlekey import HASH_MARK
 
 
-def _model(model) -> HookedModel:
+def _model(model: Loadable) -> HookedModel:
     return load(model)
 
 
@@ -60,8 +60,9 @@ class CheckReport:
 
 
 @speaks_python
-def check(model, target: str | None = None, *, rule: Callable[[str], Any] | None = None, exhaustive: bool = False,
-          sample: int | None = None, seed: int = SEED, min_length: int | None = None, length: int | None = None,
+def check(model: Loadable, target: str | None = None, *, rule: Callable[[str], Any] | None = None,
+          exhaustive: bool = False, sample: int | None = None, seed: int = SEED, min_length: int | None = None,
+          length: int | None = None,
           show: int = FAILURES_SHOWN, near_miss: float = NEAR_MISS, proof: bool = True) -> CheckReport:
     """Judge ``model`` on a repeating pattern (``target``; default: the file's) as ``handwired check`` does: the
     stream test, or ``exhaustive=True`` every context, or ``sample=N`` random ones. ``rule``: a Python function
@@ -148,7 +149,14 @@ class PuzzleHandle:
 
     @speaks_python
     def answer(self, context: str) -> Answer:
-        return answer(self.puzzle, context)
+        """What the puzzle's rule says follows ``context`` (its acceptable next tokens, or why none is judged)."""
+        p = self.puzzle
+        strangers = [char for char in context if char not in p.vocab]
+        if not context or strangers or len(context) > p.n_ctx:
+            problem = (f"{strangers[0]!r} is not in the puzzle's vocabulary {', '.join(p.vocab)}" if strangers
+                       else f"expected 1…{p.n_ctx} tokens (n_ctx)")
+            raise HandwiredError(f"{{context}} {printable(repr(context[:40]))}: {problem}", ("context",))
+        return answer(p, context)
 
     @speaks_python
     def reference(self) -> HookedModel:
@@ -159,7 +167,7 @@ class PuzzleHandle:
         return HookedModel(model)
 
     @speaks_python
-    def submit(self, model, show: int = FAILURES_SHOWN, proof: bool = True) -> ShownVerdict:
+    def submit(self, model: Loadable, show: int = FAILURES_SHOWN, proof: bool = True) -> ShownVerdict:
         """The verdict on ``model`` (a HookedModel, name, path or dict) as an answer: fit, every context, score.
         ``proof=False`` judges in float64 alone, as ``--no-proof`` does: then nothing is proved or solved."""
         hooked = _model(model)

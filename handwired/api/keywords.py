@@ -14,11 +14,13 @@ import warnings
 from collections.abc import Callable
 from typing import TypeVar
 
+from handwired.api import arguments
 from handwired.errors import HandwiredError
 
 # a core parameter given with no value: the keyword and value that ask for it (the rest are their own names)
-SWITCHES = {"no_proof": "proof=False", "exhaustive": "exhaustive=True"}
-NUMBER = r"(-?(?:\d+(?:,\d{3})*|inf\b|nan\b))"  # a number as the core prints it, with thousands separators
+SWITCHES = {"no_proof": "proof=False", "exhaustive": "exhaustive=True", "force": "force=True"}
+# a number as the core prints it, with thousands separators (or None, True, False)
+NUMBER = r"(-?(?:\d+(?:,\d{3})*|inf\b|nan\b)|None\b|True\b|False\b)"
 QUOTED = r"(?=['\"])"  # a string the core quotes with repr
 
 Function = TypeVar("Function", bound=Callable)
@@ -40,11 +42,15 @@ def python_message(error: HandwiredError) -> str:
 
 
 def speaks_python(function: Function) -> Function:
-    """``function``, its HandwiredErrors reading in Python's keywords (see the module)."""
+    """``function``, its HandwiredErrors reading in Python's keywords (see the module), each argument given a
+    value of a plain type its annotation does not allow (``sample="5"``, ``seed=None``) refused in one line naming
+    it, as a HandwiredError: see :mod:`handwired.api.arguments`."""
+    checked = arguments.Checked(function)
 
     @functools.wraps(function)
     def spoken(*args, **kwargs):
         try:
+            checked.check(args, kwargs)
             return function(*args, **kwargs)
         except HandwiredError as error:
             error.args = (python_message(error),)

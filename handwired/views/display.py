@@ -96,7 +96,7 @@ class View:
 
     def svg(self) -> str:
         """The whole view, nothing folded, as an SVG picture."""
-        return recorded(self.parts(True)).export_svg(title=self.title)
+        return recorded(self.parts(True)).export_svg(title=escaped(self.title))  # a name's control characters shown
 
     def html(self) -> str:
         """The whole view, nothing folded, as an HTML page."""

@@ -10,16 +10,17 @@ from rich.text import Text
 from handwired.engine.logits import gaps, top_token
 from handwired.engine.trace import Trace
 from handwired.views.numbers import column, probability
-from handwired.weightfile import Model, bundled_dir
+from handwired.weightfile import Model, bundled_dir, bundled_folder
 from handwired.weightfile.axes import printable, shown
 
 
 def model_line(model: Model) -> Text:
     plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")  # noqa: E731
-    bundled = Path(model.source).parent == bundled_dir()
+    folder = Path(model.source).parent  # a bundled model or puzzle solution by its name, not its installed path
+    where = (" (bundled)" if folder == bundled_dir() else " (bundled solution)"
+             if folder == bundled_folder("puzzles") / "solutions" else f" ({model.source})")
     return Text.assemble(
-        ("model ", "dim"), (printable(model.name or "(unnamed)"), "bold"),
-        (" (bundled)" if bundled else f" ({model.source})", "dim"),
+        ("model ", "dim"), (printable(model.name or "(unnamed)"), "bold"), (where, "dim"),
         ("  vocab ", "dim"), " ".join(map(shown, model.vocab)), ("  n_ctx ", "dim"), str(model.n_ctx),
         ("  n_embd ", "dim"), str(model.n_embd), "  ",
         f"{plural(model.n_head, 'head')}, {plural(model.n_layer, 'block')}" if model.n_layer else "no blocks",

@@ -21,10 +21,14 @@ from handwired.weightfile.puzzlekey import moved
 FORMS = ("sparse", "dense")
 
 
+AS_WRITTEN = "as written"  # each matrix and vector in the form its file wrote it in
+
+
 def document(model: Model, form: str, folder: Path | None = None) -> dict[str, Any]:
-    """The model's file with every matrix and vector written in ``form``; ``folder``: where it will be written, so
-    that a statement named by its path in the ``puzzle`` key is still found from there."""
-    if form not in FORMS:
+    """The model's file with every matrix and vector written in ``form`` (or :data:`AS_WRITTEN`: each as its file
+    wrote it, a left-out bias sparse); ``folder``: where it will be written, so that a statement named by its path in
+    the ``puzzle`` key is still found from there."""
+    if form not in (*FORMS, AS_WRITTEN):
         raise ValueError(form)
     doc = copy.deepcopy(model.written.document)
     if folder is not None and model.puzzle is not None:
@@ -33,7 +37,7 @@ def document(model: Model, form: str, folder: Path | None = None) -> dict[str, A
             del doc["puzzle"]
     for path, written in model.written.entries.items():
         parent, key = _locate(doc, path)
-        if form == "sparse":
+        if form == "sparse" or (form == AS_WRITTEN and not isinstance(parent.get(key), list)):
             value = sparse(written, model.axes(path))
             if key == "b" and not value:
                 parent.pop(key, None)  # an all-zero bias is the default
