@@ -21,19 +21,32 @@ evaluator plugs in by giving its own ``step`` and the ``past`` of the empty
 prefix: the walk hands each step the past it returned for the parents' batch,
 which rows of it are this batch's parents, their children (:class:`Family`),
 and whether logits or a past for grandchildren are wanted.
+
+Every string of every length (:class:`EveryString`: ``check --exhaustive``, a puzzle without a domain) is the
+widest trie, n_vocab children to a node. Its wide batches are cut by slot (``by_slot``): one batch holds the k-th
+child of every parent, so each child writes its own keys into its parent's room and shares it, as an only child
+does, instead of each sibling copying its parent's. And a trie may be walked in parts on threads of their own
+(:func:`side_by_side`), each part the subtrees below some of its first few tokens (:class:`Part`).
 """
 
+import os
+import queue
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
+from handwired.defaults import MAX_MEMORY
 from handwired.weightfile import Model
 
 CHUNK = 4096  # nodes evaluated together at most: numpy's per-call cost amortised, the arrays kept in cache
 PATH_MEMORY = 128 * 2**20  # bytes of keys and values the path may keep, at most
 WIDE_MEMORY = 64 * 2**20  # bytes of one batch's widest arrays (logits, MLP hidden units, scores), at most
+WORKERS = min(4, os.cpu_count() or 1)  # threads walking the parts of a trie side by side
+PARALLEL_FROM = 20_000  # judged contexts: below this, threads cost more than they save
+QUEUE = 8  # batches a thread may compute ahead of the consumer
 
 
 class Shape(Protocol):
@@ -55,6 +68,7 @@ class EveryString:
     n_vocab: int
     n_ctx: int
     min_length: int = 1
+    by_slot: bool = False  # a wide batch's children cut by slot (see _cuts): no copies; a length in sorted runs
 
     def children(self, prefixes: np.ndarray) -> np.ndarray:
         return np.full((len(prefixes), self.n_vocab), prefixes.shape[1] < self.n_ctx)
@@ -64,24 +78,82 @@ class EveryString:
 
 
 class Listed:
-    """The contexts given ([n, L] token ids, any lengths) and their prefixes: a few, for tests and examples."""
+    """The contexts given ([n, L] token ids, a length per array, repeats allowed) and their prefixes. Each length's
+    distinct prefixes are kept in vocab order, each as its parent's index among the length before's times n_vocab
+    plus its last token (``keys``), with which of them are contexts (``ends``). ``index[i]``: for each row of the
+    i-th array, where its context comes among the contexts of its length that a walk judges, in vocab order."""
 
     def __init__(self, contexts: list[np.ndarray], n_vocab: int):
         self.n_vocab = n_vocab
-        self.contexts = {tuple(int(t) for t in row) for batch in contexts for row in batch}
-        self.following: dict[tuple[int, ...], set[int]] = {}
-        for row in self.contexts:
-            for i in range(len(row)):
-                self.following.setdefault(row[:i], set()).add(row[i])
+        given = [np.asarray(batch, dtype=np.int64) for batch in contexts]  # [n, L] each
+        self.keys: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]  # the empty prefix
+        self.ends: list[np.ndarray] = [np.zeros(1, dtype=bool)]
+        ranks = [np.zeros(len(batch), dtype=np.int64) for batch in given]  # each row's prefix: its index so far
+        for length in range(1, max((batch.shape[1] for batch in given if len(batch)), default=0) + 1):
+            rows = [i for i, batch in enumerate(given) if len(batch) and batch.shape[1] >= length]
+            keys, inverse = np.unique(np.concatenate([ranks[i] * n_vocab + given[i][:, length - 1] for i in rows]),
+                                      return_inverse=True)
+            ends = np.zeros(len(keys), dtype=bool)
+            start = 0
+            for i in rows:
+                ranks[i] = inverse[start:start + len(given[i])]
+                start += len(given[i])
+                if given[i].shape[1] == length:
+                    ends[ranks[i]] = True
+            self.keys.append(keys)
+            self.ends.append(ends)
+        self.index = [(np.cumsum(self.ends[batch.shape[1]]) - 1)[rank] if len(batch) else rank
+                      for batch, rank in zip(given, ranks)]
+        self._next = [0] * len(self.keys)  # per length, where the walk's next batch starts among its prefixes
+        self._last: tuple[Any, np.ndarray] = (None, np.zeros(0, dtype=np.int64))
 
     def children(self, prefixes: np.ndarray) -> np.ndarray:
         out = np.zeros((len(prefixes), self.n_vocab), dtype=bool)
-        for i, row in enumerate(prefixes):
-            out[i, list(self.following.get(tuple(int(t) for t in row), ()))] = True
+        length = prefixes.shape[1]
+        if length + 1 >= len(self.keys):
+            return out
+        rank = self._ranks(prefixes)
+        parents = self.keys[length + 1] // self.n_vocab  # [m], non-decreasing
+        low, high = np.searchsorted(parents, rank, "left"), np.searchsorted(parents, rank, "right")
+        counts = np.where(rank < 0, 0, high - low)
+        child = np.arange(counts.sum()) + np.repeat(low - np.cumsum(counts) + counts, counts)
+        out[np.repeat(np.arange(len(prefixes)), counts), self.keys[length + 1][child] % self.n_vocab] = True
         return out
 
     def judged(self, prefixes: np.ndarray) -> np.ndarray:
-        return np.array([tuple(int(t) for t in row) in self.contexts for row in prefixes], dtype=bool)
+        if prefixes.shape[1] >= len(self.keys):
+            return np.zeros(len(prefixes), dtype=bool)
+        rank = self._ranks(prefixes)
+        return np.where(rank < 0, False, self.ends[prefixes.shape[1]][np.maximum(rank, 0)])
+
+    def _ranks(self, prefixes: np.ndarray) -> np.ndarray:
+        """[m, L] -> [m]: each prefix's index among the distinct prefixes of its length (-1: none of them). A walk
+        asks for each length's prefixes in vocab order, batch after batch, so each batch is looked for where the
+        last one of its length ended, and searched for, token by token, only when it is not there."""
+        if prefixes is self._last[0]:  # judged, then children, of one batch
+            return self._last[1]
+        length = prefixes.shape[1]
+        if length == 0:  # a walk begins
+            self._next = [0] * len(self.keys)
+        keys, start = self.keys[length], self._next[length]
+        run = keys[start:start + len(prefixes)]
+        if length == 0 or (len(run) == len(prefixes) and np.array_equal(run % self.n_vocab, prefixes[:, -1])):
+            self._next[length] = start + len(prefixes)
+            rank = np.arange(start, start + len(prefixes))
+        else:
+            rank = self._search(prefixes)
+        self._last = (prefixes, rank)
+        return rank
+
+    def _search(self, prefixes: np.ndarray) -> np.ndarray:
+        rank = np.zeros(len(prefixes), dtype=np.int64)
+        found = np.ones(len(prefixes), dtype=bool)
+        for length in range(1, prefixes.shape[1] + 1):
+            keys = self.keys[length]
+            key = rank * self.n_vocab + prefixes[:, length - 1]
+            rank = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+            found &= keys[rank] == key
+        return np.where(found, rank, -1)
 
 
 @dataclass(frozen=True)
@@ -126,12 +198,12 @@ def walk(shape: Shape, step: Step, root: Any, chunk: int) -> Iterator[Visit]:
     """Every node the shape allows, depth first, ``chunk`` children at a time; ``root`` is the empty prefix's
     past. A batch of length L comes right after the batch that holds its parents."""
     top = _parents(shape, np.zeros((1, 0), dtype=np.uint8), root)
-    stack = [(top, start) for start in reversed(range(0, len(top.tokens), chunk))]
+    by_slot = bool(getattr(shape, "by_slot", False))  # only a shape that says so
+    stack = [(top, cut) for cut in reversed(_cuts(top, chunk, by_slot))]
     while stack:
-        parents, start = stack.pop()
-        rows = slice(start, start + chunk)
+        parents, rows = stack.pop()
         family = _family(parents.parent[rows], parents.tokens[rows])
-        first = int(parents.parent[start])
+        first = int(parents.parent[rows.start])
         prefixes = _grown(parents.prefixes, first, family)
         judged = shape.judged(prefixes)
         allowed = shape.children(prefixes)
@@ -142,7 +214,20 @@ def walk(shape: Shape, step: Step, root: Any, chunk: int) -> Iterator[Visit]:
         if grows:
             below = _Parents(prefixes, past, *np.nonzero(allowed))
             below.tokens = below.tokens.astype(prefixes.dtype)
-            stack.extend((below, s) for s in reversed(range(0, len(below.tokens), chunk)))
+            stack.extend((below, cut) for cut in reversed(_cuts(below, chunk, by_slot)))
+
+
+def _cuts(parents: _Parents, chunk: int, by_slot: bool) -> list[slice]:
+    """The batches a batch's children are walked in: runs of ``chunk`` in vocab order. Or, ``by_slot``, when they
+    are more than a chunk, come from at least half a chunk of parents and every parent has as many: one batch per
+    slot, each parent's k-th child, so that every child shares its parent's keys and values instead of a copy (its
+    batch then holds one child of each parent: an only child's case)."""
+    n, m = len(parents.tokens), len(parents.prefixes)
+    if by_slot and n > chunk and 2 * m >= chunk and n % m == 0:
+        width = n // m
+        if (np.bincount(parents.parent, minlength=m) == width).all():
+            return [slice(k, None, width) for k in range(width)]
+    return [slice(start, start + chunk) for start in range(0, n, chunk)]
 
 
 def shape_walk(shape: Shape, chunk: int = CHUNK) -> Iterator[Visit]:
@@ -176,6 +261,100 @@ def _family(parent: np.ndarray, tokens: np.ndarray) -> Family:
         return Family(tokens, parent, None, len(counts), width)
     slot = np.arange(len(parent)) - np.repeat(np.cumsum(counts) - counts, counts)  # [n]
     return Family(tokens, parent, slot, len(counts), width)
+
+
+@dataclass(frozen=True)
+class Part:
+    """The nodes of ``shape`` on and below its prefixes of length ``top`` whose number (base n_vocab, first token
+    most significant) is ``index`` modulo ``parts``: one of ``parts`` walks that share the trie. Each walks the few
+    shorter nodes too; the first part alone judges them."""
+
+    shape: Shape
+    n_vocab: int
+    top: int
+    index: int
+    parts: int
+
+    @property
+    def by_slot(self) -> bool:
+        return bool(getattr(self.shape, "by_slot", False))
+
+    def children(self, prefixes: np.ndarray) -> np.ndarray:
+        allowed = self.shape.children(prefixes)
+        if prefixes.shape[1] != self.top - 1:
+            return allowed
+        number = np.zeros(len(prefixes), dtype=np.int64)  # each prefix's number, modulo parts
+        for column in prefixes.T:
+            number = (number * self.n_vocab + column) % self.parts
+        return allowed & ((number[:, None] * self.n_vocab + np.arange(self.n_vocab)) % self.parts == self.index)
+
+    def judged(self, prefixes: np.ndarray) -> np.ndarray:
+        judged = self.shape.judged(prefixes)
+        return judged if self.index == 0 or prefixes.shape[1] >= self.top else np.zeros_like(judged)
+
+
+def workers(model: Model, contexts: int, longest: int) -> int:
+    """Threads for a walk judging ``contexts`` contexts of at most ``longest`` tokens: WORKERS from PARALLEL_FROM
+    contexts on, when that many walks fit MAX_MEMORY side by side (:func:`walk_bytes` each); else 1."""
+    many = WORKERS if contexts >= PARALLEL_FROM else 1
+    return many if many * walk_bytes(model, longest) <= MAX_MEMORY else 1
+
+
+def side_by_side(walker: Callable[[Shape], Iterator[Visit]], shape: Shape, n_vocab: int, longest: int,
+                 parts: int) -> Iterator[Visit]:
+    """The visits of ``walker(shape)``, from ``parts`` walks of its :class:`Part` s, each on a thread of its own, a
+    batch from each in turn: the order is fixed, not the trie's. The parts split the prefixes of the fewest first
+    tokens that share out evenly (as many of them to each part, or at least 8 a part); one walk when there are fewer
+    than 2 parts or tokens, or no such prefixes shorter than ``longest``."""
+    top = 1
+    while n_vocab**top % max(1, parts) and n_vocab**top < 8 * parts and top + 1 < longest:
+        top += 1
+    if parts < 2 or n_vocab < 2 or top >= longest:
+        return walker(shape)
+    return in_threads([walker(Part(shape, n_vocab, top, i, parts)) for i in range(parts)])
+
+
+_DONE = object()
+
+
+def in_threads(walks: list[Iterator[Visit]]) -> Iterator[Visit]:
+    """Run each walk on a thread of its own (numpy releases the GIL in its loops); yield a batch from each in
+    turn. Stopping early (Ctrl-C, an error) stops the threads at their next batch; an error in one reaches here."""
+    stop = threading.Event()
+    queues: list[queue.Queue] = [queue.Queue(maxsize=QUEUE) for _ in walks]
+
+    def put(out: queue.Queue, item) -> None:
+        while not stop.is_set():
+            try:
+                return out.put(item, timeout=0.1)
+            except queue.Full:
+                continue
+
+    def work(visits: Iterator[Visit], out: queue.Queue) -> None:
+        try:
+            for visit in visits:
+                if stop.is_set():
+                    return
+                put(out, visit)
+            put(out, _DONE)
+        except BaseException as error:  # handed to the consumer, which raises it
+            put(out, error)
+
+    for visits, out in zip(walks, queues):
+        threading.Thread(target=work, args=(visits, out), daemon=True, name="handwired-walk").start()
+    try:
+        active = list(queues)
+        while active:
+            for out in list(active):
+                item = out.get()
+                if item is _DONE:
+                    active.remove(out)
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield item
+    finally:
+        stop.set()  # the consumer stopped early: the threads stop at their next batch
 
 
 def _node_bytes(model: Model, longest: int) -> tuple[int, int]:
