@@ -83,8 +83,9 @@ def models(puzzle):
 
 @pytest.mark.parametrize("name", sorted(PUZZLES))
 def test_the_verdict_is_the_brute_force_one_on_every_bundled_puzzle(name):
-    """Counts, margin and shortest failures of the check (the walk for a domain, the tree for every string) and,
-    for every string, of the walk too, against every context run on its own through the batched forward pass."""
+    """Counts, margin and shortest failures of the check (the walk of a domain, or of every string cut by slot and
+    in parts) and, for every string, of the plain walk too (in vocab order, its siblings copying their parent's keys),
+    against every context run on its own through the batched forward pass."""
     puzzle = PUZZLES[name]
     for label, model in models(puzzle):
         passed, failed, smallest, closest, failing = brute_force(model, puzzle.rule, every_context(puzzle))
@@ -291,8 +292,8 @@ def test_statements_are_read_without_walking_their_domains(monkeypatch, tmp_path
 
 
 def test_a_wide_vocabulary_is_walked_in_bounded_memory(tmp_path):
-    """Every string over 128 tokens (the most a statement may have) up to n_ctx 2 (16,512 contexts): walked, not
-    the tree (whose siblings make 128² scores a parent), in batches sized by the vocabulary."""
+    """Every string over 128 tokens (the most a statement may have) up to n_ctx 2 (16,512 contexts): walked in
+    batches sized by the vocabulary, within 64 MB."""
     doc = json.loads((ROOT / "puzzles" / "first.json").read_text(encoding="utf-8"))
     vocab = [chr(0x4E00 + i) for i in range(128)]
     doc |= {"name": "wide", "vocab": vocab, "n_ctx": 2, "examples": [vocab[0]]}

@@ -19,8 +19,9 @@ import numpy as np
 
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
 from handwired.engine.certify import certified_contexts, certified_logits, certified_walk
+from handwired.engine.parts import every_string
 from handwired.engine.step import float_walk
-from handwired.engine.walk import EveryString, Visit, side_by_side, workers
+from handwired.engine.walk import Visit
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
     BATCH,
@@ -178,7 +179,7 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
     """
     total = refuse_every_context(model, instead[0], instead[1], min_length, limit, max_seconds,
                                  PROOF_COST if proof else 1)
-    return _walk_plan(model, lambda: _every_string(model, min_length, total, proof), rule,
+    return _walk_plan(model, lambda: _every_string(model, min_length, proof), rule,
                       f"every context of length {min_length}…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
                       f"({total:,} contexts)", total, proof)
 
@@ -238,17 +239,15 @@ def every_string_plan(model: Model, rule: Rule, proof: bool = True) -> Plan:
     refuse_large_walk(model, what, total, total, model.n_ctx, "check",
                       "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or "
                       "n_ctx (or a domain) makes the check shorter", PROOF_COST if proof else 1)
-    return _walk_plan(model, lambda: _every_string(model, 1, total, proof), rule,
+    return _walk_plan(model, lambda: _every_string(model, 1, proof), rule,
                       f"every context of length 1…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
                       f"({total:,} contexts)", total, proof)
 
 
-def _every_string(model: Model, min_length: int, total: int, proof: bool) -> Iterator[Visit]:
-    """Every string's walk, its wide batches cut by slot, in parts on threads when it judges ``total`` contexts or
-    more than a few (:func:`handwired.engine.walk.workers`)."""
-    shape = EveryString(model.n_vocab, model.n_ctx, min_length, by_slot=True)
-    return side_by_side((lambda part: certified_walk(model, part)) if proof else (lambda part: float_walk(model, part)),
-                        shape, model.n_vocab, model.n_ctx, workers(model, total, model.n_ctx))
+def _every_string(model: Model, min_length: int, proof: bool) -> Iterator[Visit]:
+    if proof:
+        return every_string(model, lambda shape: certified_walk(model, shape), min_length)
+    return every_string(model, lambda shape: float_walk(model, shape), min_length)
 
 
 def _walk_plan(model: Model, visits: Callable[[], Iterator[Visit]], rule: Rule, description: str, total: int,
