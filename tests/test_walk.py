@@ -308,3 +308,31 @@ def test_a_wide_vocabulary_is_walked_in_bounded_memory(tmp_path):
     tracemalloc.stop()
     assert report.checked == report.failed == 128 + 128**2  # all zeros: every logit ties
     assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MB"
+
+
+def test_listed_contexts_are_walked_and_found_in_any_order():
+    """A list of contexts of several lengths, with repeats: the walk visits exactly their prefixes and judges exactly
+    them, each length in vocab order; asked out of the walk's order (a prefix outside the list, lengths mixed), the
+    shape answers as the brute-force set of prefixes does; ``index`` puts each given row at its context's place."""
+    rng = np.random.default_rng(4)
+    given = [rng.integers(0, 3, (40, length)) for length in (2, 5, 5, 3)]
+    contexts = {tuple(int(t) for t in row) for batch in given for row in batch}
+    prefixes = {context[:length] for context in contexts for length in range(len(context) + 1)}
+    shape = walking.Listed(given, 3)
+    visited, judged = [], {}
+    for visit in walking.shape_walk(shape, chunk=7):
+        rows = [tuple(row) for row in visit.prefixes.tolist()]
+        visited += rows
+        judged.setdefault(len(rows[0]), []).extend(row for row, j in zip(rows, visit.judged) if j)
+    assert sorted(visited) == sorted(prefixes - {()}) and len(visited) == len(prefixes) - 1
+    for length, rows in judged.items():
+        assert rows == sorted(c for c in contexts if len(c) == length)
+        for batch, index in zip(given, shape.index):
+            if batch.shape[1] == length:
+                assert [rows[i] for i in index] == [tuple(row) for row in batch.tolist()]
+    asked = [rng.integers(0, 3, (9, length)) for length in (4, 0, 2, 6, 1, 5, 3)]
+    for rows in asked + asked[::-1]:
+        children, found = shape.children(rows), shape.judged(rows)
+        for row, allowed, is_context in zip(map(tuple, rows.tolist()), children, found):
+            assert is_context == (row in contexts)
+            assert allowed.tolist() == [row + (t,) in prefixes for t in range(3)]

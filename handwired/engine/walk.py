@@ -99,6 +99,7 @@ class Listed:
                       for batch, rank in zip(given, ranks)]
         self._given = given
         self._next = [0] * len(self.keys)  # per length, where the walk's next batch starts among its prefixes
+        self._found: dict[int, tuple[np.ndarray, int]] = {}  # per length, the last batch found: rows, first index
         self._last: tuple[Any, np.ndarray] = (None, np.zeros(0, dtype=np.int64))
 
     @property
@@ -127,20 +128,28 @@ class Listed:
 
     def _ranks(self, prefixes: np.ndarray) -> np.ndarray:
         """[m, L] -> [m]: each prefix's index among the distinct prefixes of its length (-1: none of them). A walk
-        asks for each length's prefixes in vocab order, batch after batch, so each batch is looked for where the
-        last one of its length ended, and searched for, token by token, only when it is not there."""
+        asks for each length's prefixes in vocab order, batch after batch, each right after the batch of its parents:
+        so each batch is looked for where the last one of its length ended, and taken when its last tokens are there
+        and its parents are the rows of the last batch found one shorter; else it is searched for, token by token."""
         if prefixes is self._last[0]:  # judged, then children, of one batch
             return self._last[1]
-        length = prefixes.shape[1]
+        m, length = prefixes.shape
         if length == 0:  # a walk begins
-            self._next = [0] * len(self.keys)
-        keys, start = self.keys[length], self._next[length]
-        run = keys[start:start + len(prefixes)]
-        if length == 0 or (len(run) == len(prefixes) and np.array_equal(run % self.n_vocab, prefixes[:, -1])):
-            self._next[length] = start + len(prefixes)
-            rank = np.arange(start, start + len(prefixes))
+            self._next, self._found = [0] * len(self.keys), {0: (prefixes, 0)}
+            rank = np.zeros(m, dtype=np.int64)
         else:
-            rank = self._search(prefixes)
+            start, above = self._next[length], self._found.pop(length - 1, None)  # (rows, the first one's index)
+            run = self.keys[length][start:start + m]
+            parent = run // self.n_vocab - (above[1] if above is not None else 0)
+            if (above is not None and len(run) == m and np.array_equal(run % self.n_vocab, prefixes[:, -1])
+                    and 0 <= parent.min(initial=0) and parent.max(initial=-1) < len(above[0])
+                    and np.array_equal(above[0][parent], prefixes[:, :-1])):
+                self._next[length], self._found[length] = start + m, (prefixes, start)
+                self._found[length - 1] = above
+                rank = np.arange(start, start + m)
+            else:
+                rank = self._search(prefixes)
+                self._found = {}  # what is found next is searched for too
         self._last = (prefixes, rank)
         return rank
 
