@@ -182,7 +182,7 @@ class Family:
 
 @dataclass(frozen=True)
 class Visit:
-    """One batch of the walk: sibling nodes of one length, in vocab order."""
+    """One batch of the walk: nodes of one length, in vocab order (siblings, or cut by slot one child a parent)."""
 
     prefixes: np.ndarray  # [n, L] token ids
     judged: np.ndarray  # [n] bool
