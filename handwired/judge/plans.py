@@ -46,9 +46,10 @@ from handwired.judge.sampling import sample_contexts
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
-# What the certified bounds multiply a check's time by, in its estimate: on every string and on a domain's walk the
-# certified check takes about 1.8–2.1× the float one (benchmarks/bench_proof.py, add and induction); on whole contexts
-# (a stream, a sample) the certified pass takes 2.3–4.3× the float pass (copy, add, induction)
+# What the certified bounds multiply a check's time by, in its estimate: on a domain's walk the certified check takes
+# about 2.1–2.3× the float one (benchmarks/bench_proof.py, add); on every string 2.9–3.4× the float walk cut by slot
+# (induction), which is about 1.8× the float tree the estimate of every string was fitted to (estimated_seconds), so
+# the product still covers it; on whole contexts (a stream, a sample) 2.3–4.3× the float pass (copy, add, induction)
 PROOF_COST = 2.5
 WHOLE_PROOF_COST = 5
 
