@@ -5,7 +5,7 @@ Run:  python benchmarks/bench_exhaustive.py          (several minutes: the old p
 
 Five random models, made here with a fixed seed, each checked twice in this
 same run as a whole ``handwired check --exhaustive --json`` command: once as
-handwired does it now (the tree of shared prefixes, handwired/tree.py) and once
+handwired does it now (the walk of the trie of shared prefixes, engine/walk.py and engine/parts.py) and once
 the way it did before (every context evaluated from scratch by the batched
 forward pass, with the GELU, softmax, LayerNorm, attention and linear of that version). Both give
 the same report; the script checks that. Targets (2-core machine, whole command):
@@ -36,8 +36,9 @@ from bench_check import run_child_usage, verdict  # noqa: E402
 from handwired.engine import forward  # noqa: E402
 from handwired.engine.batch import next_logits  # noqa: E402
 from handwired.engine.forward import LN_EPS, matmul, softmax  # noqa: E402
-from handwired.engine.tree import evaluate_tree  # noqa: E402
-from handwired.judge.contexts import MAX_EXHAUSTIVE, contexts_of, count_contexts, exhaustive_contexts  # noqa: E402
+from handwired.engine.parts import every_string  # noqa: E402
+from handwired.engine.step import float_walk  # noqa: E402
+from handwired.judge.contexts import MAX_EXHAUSTIVE, count_contexts, exhaustive_contexts  # noqa: E402
 from handwired.judge.plans import Batch, Plan, exhaustive_plan  # noqa: E402
 from handwired.weightfile import dumps, load  # noqa: E402
 
@@ -99,7 +100,7 @@ def document(shape: Shape, n_ctx: int, seed: int) -> dict:
     return doc
 
 
-# ---------------------------------------------------------------- the path before the tree
+# ---------------------------------------------------------------- the path before the prefix tree
 
 
 def gelu_before(x):
@@ -132,23 +133,24 @@ def attention_before(q, k, v, mask, hook=None):  # without a hook: the intermedi
     return pattern @ v
 
 
-TREE_PLAN = exhaustive_plan
+PREFIX_PLAN = exhaustive_plan
 
 
 def per_context_plan(model, rule, min_length: int = 1, limit: int = MAX_EXHAUSTIVE, proof: bool = True) -> Plan:
     """The exhaustive plan as it was: batches of contexts, each evaluated from scratch by run_plan, in float64
     alone (there was no proof then, so ``proof`` is taken and not used)."""
-    tree_plan = TREE_PLAN(model, rule, min_length, limit, proof=False)  # for its checks and description; never run
+    prefix_plan = PREFIX_PLAN(model, rule, min_length, limit, proof=False)  # its checks and description; never run
 
     def batches():
         for contexts in exhaustive_contexts(model, min_length):
             yield Batch(contexts, rule.judge(contexts))
 
-    return Plan(tree_plan.description, tree_plan.rule, tree_plan.total, batches)
+    return Plan(prefix_plan.description, prefix_plan.rule, prefix_plan.total, batches)
 
 
 def run_before(argv: list[str]) -> None:
-    """``handwired ARGS…`` as it ran before the tree: the per-context plan and the old elementwise functions."""
+    """``handwired ARGS…`` as it ran before the prefix tree: the per-context plan and the old elementwise
+    functions."""
     forward.gelu, forward.softmax, forward.layer_norm = gelu_before, softmax_before, layer_norm_before
     forward.linear, forward.attention = linear_before, attention_before
     from handwired.cli import app
@@ -201,12 +203,11 @@ def same_report(now: dict, before: dict) -> None:
 
 
 def same_logits(model) -> float:
-    """Largest difference between the tree's logits and the per-context forward pass's, over every context."""
+    """Largest difference between the walk's logits and the per-context forward pass's, over every context."""
     worst = 0.0
-    for batch in evaluate_tree(model):
-        contexts = contexts_of(batch.length, batch.first, len(batch.logits), model.n_vocab)
-        expected = next_logits(model, contexts)
-        worst = max(worst, float(np.max(np.abs(batch.logits - expected) / np.maximum(1, np.abs(expected)))))
+    for visit in every_string(model, lambda shape: float_walk(model, shape)):
+        expected = next_logits(model, visit.prefixes)
+        worst = max(worst, float(np.max(np.abs(visit.logits - expected) / np.maximum(1, np.abs(expected)))))
     assert worst < 1e-12, worst
     return worst
 
@@ -231,7 +232,7 @@ def main() -> None:
             total = count_contexts(model)
             print(f"{shape.describe(n_ctx)}: {total:,} contexts", flush=True)
             if options.quick:
-                print(f"  tree logits equal the per-context forward pass's (largest relative difference "
+                print(f"  the walk's logits equal the per-context forward pass's (largest relative difference "
                       f"{same_logits(model):.1e})", flush=True)
             args = ("check", "--exhaustive", "--json", "-w", str(path))
             now = timed_command(command(*args), options.repeat)

@@ -10,8 +10,9 @@ Each puzzle's reference solution is exported (handwired's export) and loaded int
 exported README's own loading code, then both evaluate the next-token logits of every context the puzzle
 judges, in the same process, interleaved, medians of seven rounds (one with --quick):
 
-* handwired: the prefix walk of the add domain (handwired.engine.walk) and the prefix tree of every string
-  for induction (handwired.engine.tree), as the check runs them; and the whole verdict (submit) beside it;
+* handwired: the prefix walk of the add domain (handwired.engine.walk) and of every string for induction
+  (handwired.engine.parts: cut by slot, in parts on threads), as the check runs them; and the whole verdict
+  (submit) beside it;
 * TransformerLens, used as well as it can be: float64, the full-length contexts in batches (a context and its
   prefixes are one row; every position's logits are read), the best of 1 and 2 torch threads and of two batch
   sizes; float32 reported beside it.
@@ -35,8 +36,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from handwired.engine.parts import every_string  # noqa: E402
 from handwired.engine.step import float_walk  # noqa: E402
-from handwired.engine.tree import evaluate_tree  # noqa: E402
 from handwired.judge.catalogue import load_puzzle, reference_solution  # noqa: E402
 from handwired.judge.contexts import contexts_of  # noqa: E402
 from handwired.judge.verdict import submit  # noqa: E402
@@ -48,20 +49,20 @@ BATCHES = (4096, 65536)  # TransformerLens's batch sizes tried, in rows of full-
 
 def handwired_logits(name: str, puzzle, model) -> dict[tuple[int, ...], np.ndarray]:
     """Every judged context's logits, as handwired's check computes them."""
-    if puzzle.domain is not None:
-        visits = ((v.prefixes[v.judged], v.logits[v.judged]) for v in float_walk(model, puzzle.domain)
-                  if v.judged.any())
-    else:
-        visits = ((contexts_of(b.length, b.first, len(b.logits), model.n_vocab), b.logits)
-                  for b in evaluate_tree(model))
+    visits = ((v.prefixes[v.judged], v.logits[v.judged]) for v in walked(puzzle, model) if v.judged.any())
     return {(len(row), *row.tolist()): logits for prefixes, batch in visits for row, logits in zip(prefixes, batch)}
 
 
-def handwired_work(puzzle, model):
-    """The evaluation alone, as the check runs it: the walk or the tree, every batch consumed."""
+def walked(puzzle, model):
+    """The check's walk: of the domain, or of every string."""
     if puzzle.domain is not None:
-        return lambda: sum(1 for _ in float_walk(model, puzzle.domain))
-    return lambda: sum(1 for _ in evaluate_tree(model))
+        return float_walk(model, puzzle.domain)
+    return every_string(model, lambda shape: float_walk(model, shape))
+
+
+def handwired_work(puzzle, model):
+    """The evaluation alone, as the check runs it: the walk, every batch consumed."""
+    return lambda: sum(1 for _ in walked(puzzle, model))
 
 
 def full_rows(puzzle, model) -> tuple[np.ndarray, list[tuple[int, int]]]:

@@ -13,10 +13,10 @@ from exact import ExactModel
 from reference import params_to_document, random_params
 
 from handwired.engine import certify, interval
-from handwired.engine.forward import forward, gelu
+from handwired.engine.forward import forward, gelu, softmax
+from handwired.engine.parts import side_by_side
 from handwired.engine.step import float_walk
-from handwired.engine.tree import evaluate_tree
-from handwired.engine.walk import Listed
+from handwired.engine.walk import EveryString, Listed
 from handwired.judge.catalogue import load_puzzle
 from handwired.judge.verdict import submit
 from handwired.weightfile import Model, load
@@ -85,10 +85,16 @@ def walk_logits(visits) -> dict[tuple[int, ...], np.ndarray]:
             for row, logits in zip(visit.prefixes[visit.judged], visit.logits[visit.judged])}
 
 
+def every_string(model, walk, chunk, parts=2):
+    """Every string's walk as a check runs it: its wide batches cut by slot, in ``parts`` parts on threads."""
+    shape = EveryString(model.n_vocab, model.n_ctx, by_slot=True)
+    return side_by_side(lambda part: walk(model, part, chunk=chunk), shape, model.n_vocab, model.n_ctx, parts)
+
+
 def test_the_bounds_hold_in_50_digit_arithmetic():
     """On >= 10,000 contexts across every reference, every record and random models at each puzzle's caps, the real
-    logits lie within every bound: the whole-context pass's and the domain walk's (engine.walk, in batches of a few
-    nodes to a few dozen)."""
+    logits lie within every bound: the whole-context pass's (the walk of the contexts given) and the walk's of the
+    same contexts in batches of a few nodes to a few dozen."""
     rng = np.random.default_rng(23)
     checked = 0
     for label, model, puzzle, strings in exact_models(rng):
@@ -114,23 +120,21 @@ def test_the_bounds_hold_in_50_digit_arithmetic():
     assert checked >= 10_000
 
 
-def test_the_bounds_hold_through_tree_walks_and_layer_norm_extremes():
-    """The tree's walk (the sibling masks) on small random models; and a residual at ±2^53, where float64's mean
-    of the residual is wrong by a whole unit, still has bounds around the real logits."""
+def test_the_bounds_hold_through_every_strings_walk_and_layer_norm_extremes():
+    """Every string's walk as a check runs it (batches cut by slot, each child writing into its parent's room; in
+    parts, on threads) on small random models, in batches of 4 and 9 nodes; and a residual at ±2^53, where float64's
+    mean of the residual is wrong by a whole unit, still has bounds around the real logits."""
     rng = np.random.default_rng(5)
-    for _ in range(3):
+    for chunk in (4, 9, 9):
         params = random_params(rng, n_vocab=3, n_ctx=4, n_embd=6, n_layer=2, n_hidden=8)
         model = model_of(params, ["a", "b", "c"], 4, 2)
         exact = ExactModel(model.params, model.n_head)
-        for batch in evaluate_tree(model, evaluator=certify.TREE):
-            lo, hi = certify.logit_bounds(batch.logits[:, :3], batch.logits[:, 3:])
-            for row in range(len(lo)):
-                index, context = batch.first + row, []
-                for _ in range(batch.length):
-                    context.insert(0, index % 3)
-                    index //= 3
-                real = exact.logits(tuple(context))
-                assert all(mp.mpf(float(lo[row, t])) <= real[t] <= mp.mpf(float(hi[row, t])) for t in range(3))
+        walked = walk_logits(every_string(model, certify.certified_walk, chunk))
+        assert len(walked) == 3 + 9 + 27 + 81
+        for context, packed in walked.items():
+            lo, hi = certify.logit_bounds(packed[:3], packed[3:])
+            real = exact.logits(context)
+            assert all(mp.mpf(float(lo[t])) <= real[t] <= mp.mpf(float(hi[t])) for t in range(3))
     crafted = load(str(ROOT / "tests" / "data" / "crafted" / "rounded.json"))
     mid, rad = certify.certified_logits(crafted, np.array([[0]]))
     lo, hi = certify.logit_bounds(mid, rad)
@@ -153,12 +157,13 @@ def test_attention_radius_holds_for_real_q_k_v_anywhere_within_their_radii(scale
         mask = np.where(rng.random(n) < 0.3, -np.inf, 0.0)
         mask[rng.integers(0, n)] = 0.0  # at least one key seen
         bounds = np.concatenate([interval.head_norms(v, d), interval.head_norms(v_r, d)], -1)  # [n, 2]
-        z, mixed = certify._attention(q[None, None, None], k[None, None], v[None, None], bounds[None],
-                                      mask[None])  # [1, 1, 1, d], [1, 1, 1, 3]
+        pattern = softmax(q @ k.T / np.sqrt(d) + mask)  # [n]: float64's, as the steps compute it
+        z = pattern @ v  # [d]
+        mixed = np.array([pattern @ bounds[:, 0], pattern @ bounds[:, 1], pattern * (1 - pattern) @ bounds[:, 0]])
         seen = mask == 0
         norms = [interval.head_norms(a, d) for a in (k, k_r, v, v_r)]  # [n, 1] each
         radius = interval.attention_radius(interval.head_norms(q, d), interval.head_norms(q_r, d),
-                                           *(a[seen].max() for a in norms), mixed[0, 0, 0], d, n)
+                                           *(a[seen].max() for a in norms), mixed, d, n)
         for trial in range(12):
             pick = (lambda c, r: c + r * rng.choice([-1.0, 1.0], c.shape)) if trial < 6 else (
                 lambda c, r: c + r * rng.uniform(-1, 1, c.shape))
@@ -171,7 +176,7 @@ def test_attention_radius_holds_for_real_q_k_v_anywhere_within_their_radii(scale
             values = real_v[seen]
             for j in range(d):
                 real = mp.fsum(w * mp.mpf(float(values[i, j])) for i, w in enumerate(weights)) / total
-                assert abs(real - mp.mpf(float(z[0, 0, 0, j]))) <= mp.mpf(float(radius[0])), (scale, trial, j)
+                assert abs(real - mp.mpf(float(z[j]))) <= mp.mpf(float(radius[0])), (scale, trial, j)
 
 
 def adversarial_model(kind: str, seed: int) -> Model:
@@ -200,8 +205,9 @@ def adversarial_model(kind: str, seed: int) -> Model:
 
 @pytest.mark.parametrize("kind", ["huge scores", "near-constant rows", "gelu minimum", "cancellation"])
 def test_the_bounds_hold_in_50_digit_arithmetic_on_adversarial_models(kind):
-    """Every pass (whole contexts, the domain walk, the tree) bounds the real logits on models built to strain the
-    bounds: huge attention scores, LayerNorm of near-constant rows, GELU near its minimum, cancelling residuals."""
+    """Every pass (whole contexts, a walk of listed contexts in batches of 5, every string's walk cut by slot and in
+    parts) bounds the real logits on models built to strain the bounds: huge attention scores, LayerNorm of
+    near-constant rows, GELU near its minimum, cancelling residuals."""
     for seed in range(2):
         model = adversarial_model(kind, seed)
         exact = ExactModel(model.params, model.n_head)
@@ -209,20 +215,13 @@ def test_the_bounds_hold_in_50_digit_arithmetic_on_adversarial_models(kind):
                     for row in np.random.default_rng(seed).integers(0, 3, (8, length))]
         groups = {length: np.array(sorted({c for c in contexts if len(c) == length})) for length in range(1, 5)}
         walked = walk_logits(certify.certified_walk(model, Listed(list(groups.values()), 3), chunk=5))
-        tree = {}
-        for batch in evaluate_tree(model, evaluator=certify.TREE, workers=1):
-            for row in range(len(batch.logits)):
-                index, context = batch.first + row, []
-                for _ in range(batch.length):
-                    context.insert(0, index % 3)
-                    index //= 3
-                tree[tuple(context)] = batch.logits[row]
+        strings = walk_logits(every_string(model, certify.certified_walk, 4))
         for tokens in groups.values():
             whole = certify.certified_logits(model, tokens)
             for row, context in enumerate(map(tuple, tokens)):
                 real = exact.logits(context)
                 for mid, rad in ((whole[0][row], whole[1][row]), (walked[context][:3], walked[context][3:]),
-                                 (tree[context][:3], tree[context][3:])):
+                                 (strings[context][:3], strings[context][3:])):
                     lo, hi = certify.logit_bounds(mid, rad)
                     assert all(mp.mpf(float(lo[t])) <= real[t] <= mp.mpf(float(hi[t])) for t in range(3)), (
                         kind, seed, context, [float(v) for v in real], lo, hi)
@@ -238,23 +237,29 @@ def test_every_reference_and_record_is_proved_on_its_whole_domain(path):
 
 
 def test_the_certified_mids_are_the_float_passes_bits():
-    """The certified tree, the whole-context pass and the domain walk compute float64's logits exactly (the walk:
-    the float walk's, in the same batches here), beside their radii."""
+    """The certified walk computes the float walk's logits exactly, beside their radii, when both walk the same
+    nodes in the same batches: every string's walk (cut by slot, in parts), the walk of listed contexts (in batches
+    of 1, 5 and the default) and the whole-context pass, the walk of the contexts given (whose logits are the float
+    walk's of them, and within 1e-12 of forward.py's, which adds in another order)."""
     rng = np.random.default_rng(1)
     params = random_params(rng, n_vocab=3, n_ctx=4, n_embd=6, n_layer=2, n_hidden=8)
     model = model_of(params, ["a", "b", "c"], 4, 2)
-    plain = sorted(evaluate_tree(model), key=lambda b: (b.length, b.first))
-    proved = sorted(evaluate_tree(model, evaluator=certify.TREE), key=lambda b: (b.length, b.first))
-    assert all(np.array_equal(a.logits, b.logits[:, :3]) for a, b in zip(plain, proved))
+    plain, proved = (walk_logits(every_string(model, walk, 9)) for walk in (float_walk, certify.certified_walk))
+    assert plain.keys() == proved.keys() and len(plain) == 3 + 9 + 27 + 81
+    assert all(np.array_equal(logits, proved[context][:3]) for context, logits in plain.items())
     tokens = rng.integers(0, 3, (50, 4))
     mid, rad = certify.certified_logits(model, tokens)
-    assert np.array_equal(mid, forward(model.params, tokens, model.n_head, last_only=True))
+    walked = walk_logits(float_walk(model, Listed([tokens], 3)))
+    assert np.array_equal(mid, np.array([walked[tuple(int(t) for t in row)] for row in tokens]))
+    whole = forward(model.params, tokens, model.n_head, last_only=True)
+    np.testing.assert_allclose(mid, whole, rtol=1e-12, atol=1e-12 * float(np.max(np.abs(whole))))
     assert (rad > 0).all() and (rad < 1e-4).all()  # worst-case growth through each |w|, yet far below a logit
     shape = Listed([tokens, tokens[:, :2]], 3)
+    given = {tuple(int(t) for t in row[:length]) for row in tokens for length in (2, 4)}
     for chunk in (1, 5, None):
         plain_walk, certified = (walk_logits(walk(model, shape, chunk=chunk))
                                  for walk in (float_walk, certify.certified_walk))
-        assert plain_walk.keys() == certified.keys() == shape.contexts
+        assert plain_walk.keys() == certified.keys() == given
         for context, logits in plain_walk.items():
             assert np.array_equal(logits, certified[context][:3]) and (certified[context][3:] > 0).all()
 

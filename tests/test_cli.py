@@ -407,7 +407,7 @@ def test_predict_loads_only_what_it_needs():
     from handwired.cli import COMMANDS
 
     others = {spec.split(":")[0] for name, spec in COMMANDS.items() if name != "predict"}
-    for module in (*others, "handwired.judge", "handwired.interop", "handwired.engine.batch", "handwired.engine.tree",
+    for module in (*others, "handwired.judge", "handwired.interop", "handwired.engine.batch", "handwired.engine.parts",
                    "handwired.views.steps", "handwired.engine.attribution",
                    "concurrent.futures", "rich.progress", "rich.syntax", "rich.live", "rich._emoji_codes"):
         assert module not in loaded, module

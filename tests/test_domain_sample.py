@@ -98,6 +98,14 @@ def random_model(tmp_path, n_ctx):
 def test_checking_a_domain_too_large_to_walk_offers_the_sample_and_walks_nothing(tmp_path, huge_statement,
                                                                                 monkeypatch):
     model, _ = random_model(tmp_path, 13)
+    walked = []
+    real = walk.walk
+    monkeypatch.setattr(walk, "walk", lambda shape, *args: walked.append(type(shape).__name__) or real(shape, *args))
+    result = invoke("check", str(model), "--puzzle", str(huge_statement), "--sample", "300", "--json")
+    assert result.exit_code == 1  # a random model fails: checked on the sample
+    assert walked and set(walked) == {"Listed"}  # the contexts drawn are walked (certified), never the domain
+    report = json.loads(result.stdout)
+    assert report["contexts"] == 300 and report["checked"].startswith("300 random contexts of the domain")
     calls = forbid(monkeypatch, walk.shape_walk, float_walk, certified_walk)
     for command in (["check", str(model), "--puzzle", str(huge_statement)],
                     ["puzzles", "check", str(huge_statement), str(model)]):
@@ -106,10 +114,6 @@ def test_checking_a_domain_too_large_to_walk_offers_the_sample_and_walks_nothing
                         f"walks; check a random sample instead: handwired check {model} --puzzle {huge_statement} "
                         "--sample 100000")
     assert calls == []
-    result = invoke("check", str(model), "--puzzle", str(huge_statement), "--sample", "300", "--json")
-    assert result.exit_code == 1 and calls == []  # a random model fails: checked on the sample, walking nothing
-    report = json.loads(result.stdout)
-    assert report["contexts"] == 300 and report["checked"].startswith("300 random contexts of the domain")
 
 
 def test_a_sampled_check_agrees_with_the_reference_forward_on_the_contexts_drawn(tmp_path):

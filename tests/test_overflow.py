@@ -3,7 +3,7 @@
 A fuzz against tests/exact.py's 50-digit forward pass (mpmath: no overflow, no NaN) on small random models whose
 entries span float64's whole range, and on models placed where an intermediate overflows: LayerNorm's squares,
 GELU's x³ and its exp, attention's q·k and softmax, sums and products near 1.8e308. Every certified pass the
-judge reads (whole contexts, the domain walk, the tree of every string) must hold the real logits within every
+judge reads (whole contexts, the domain walk, every string cut by slot) must hold the real logits within every
 finite radius, and a context its bounds prove must be the real model's prediction; an infinite or NaN radius is
 allowed: it proves nothing. Then crafted files through the command line: a model that float64 gets right only
 because an intermediate overflowed is never proved, solved or recorded.
@@ -20,7 +20,7 @@ from exact import ExactModel
 from reference import params_to_document
 
 from handwired.engine import certify, interval
-from handwired.engine.tree import evaluate_tree
+from handwired.engine.parts import every_string
 from handwired.engine.walk import EveryString
 from handwired.weightfile import Model, load
 from handwired.weightfile.parse import parse
@@ -134,16 +134,12 @@ def certified_passes(model: Model) -> dict[str, dict[tuple[int, ...], tuple[np.n
             for visit in certify.certified_walk(model, EveryString(n, model.n_ctx))
             if visit.logits is not None for row, packed in zip(visit.prefixes[visit.judged],
                                                                visit.logits[visit.judged])}
-    tree = {}
-    for batch in evaluate_tree(model, evaluator=certify.TREE, workers=1):
-        for row, packed in enumerate(batch.logits):
-            index, context = batch.first + row, []
-            for _ in range(batch.length):
-                context.insert(0, index % n)
-                index //= n
-            tree[tuple(context)] = (packed[:n], packed[n:])
-    assert whole.keys() == walk.keys() == tree.keys()
-    return {"whole contexts": whole, "domain walk": walk, "tree": tree}
+    strings = {tuple(int(t) for t in row): (packed[:n], packed[n:])  # what check --exhaustive walks: cut by slot
+               for visit in every_string(model, lambda shape: certify.certified_walk(model, shape))
+               if visit.logits is not None for row, packed in zip(visit.prefixes[visit.judged],
+                                                                  visit.logits[visit.judged])}
+    assert whole.keys() == walk.keys() == strings.keys()
+    return {"whole contexts": whole, "domain walk": walk, "every string": strings}
 
 
 def violations(model: Model, label: str) -> tuple[list[str], int]:
@@ -178,7 +174,7 @@ KINDS = ["wide", "wide arrays", "layer norm squares", "gelu", "attention", "sums
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_finite_radii_hold_the_real_logits_across_float64s_range(kind):
-    """Seeded random models of each kind: wherever a certified pass (whole contexts, the domain walk, the tree)
+    """Seeded random models of each kind: wherever a certified pass (whole contexts, the domain walk, every string)
     gives a finite radius, the 50-digit logit is within it, and every context its bounds prove is predicted so in
     real arithmetic too."""
     found, claimed = [], 0

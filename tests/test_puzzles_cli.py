@@ -78,7 +78,7 @@ def test_the_list_loads_nothing_of_a_check(command, handwired_home):
             "handwired.views.catalogue"} <= loaded  # the probe is real
     for module in ("handwired.cli.puzzle", "handwired.cli.checking", "handwired.judge.report",
                    "handwired.judge.plans", "handwired.judge.verdict", "handwired.judge.workbench",
-                   "handwired.engine.step", "handwired.engine.tree", "handwired.engine.trace",
+                   "handwired.engine.step", "handwired.engine.parts", "handwired.engine.trace",
                    "handwired.views.puzzles", "handwired.views.report", "handwired.views.failure",
                    "handwired.views.cost", "rich.progress", "rich.syntax", "pygments",
                    "numpy.ma"):  # np.unique imports it: reading a statement calls none

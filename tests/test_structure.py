@@ -208,10 +208,9 @@ def test_the_probes_find_a_second_verdict_and_a_choice_made_in_a_face(tmp_path):
 
 
 # The MLP and the residual stream's step are written once, over an arithmetic, in engine/block_step.py, besides
-# forward.py (the readable pass and the oracle). certify.py and tree.py (the whole-context certified pass and the
-# tree of prefixes) are not held to it yet: they are being retired in favour of the walk.
+# forward.py (the readable pass and the oracle).
 ONE_STEP = "handwired.engine.block_step"
-NOT_YET = {"handwired.engine.forward", "handwired.engine.certify", "handwired.engine.tree"}
+NOT_YET = {"handwired.engine.forward"}
 
 
 def _called(call: ast.Call) -> str:
@@ -265,3 +264,13 @@ def activation(x, c_proj):
     return gelu(x)
 '''
     assert mlp_steps(ast.parse(written)) == ["_mlp", "resume", "feed", "_residual"]
+
+
+def test_there_is_one_traversal():
+    """Every set of contexts is walked by engine/walk.py as a trie (every string, a domain, a list, a stream, a
+    sample): no second walker of prefixes, such as the tree engine/tree.py was, and nothing imports one."""
+    assert "handwired.engine.tree" not in MODULES
+    walkers = [module for module, path in MODULES.items()
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.FunctionDef) and node.name in ("walk", "evaluate_tree", "new_position")]
+    assert walkers == ["handwired.engine.walk"], walkers

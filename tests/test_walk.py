@@ -83,8 +83,9 @@ def models(puzzle):
 
 @pytest.mark.parametrize("name", sorted(PUZZLES))
 def test_the_verdict_is_the_brute_force_one_on_every_bundled_puzzle(name):
-    """Counts, margin and shortest failures of the check (the walk for a domain, the tree for every string) and,
-    for every string, of the walk too, against every context run on its own through the batched forward pass."""
+    """Counts, margin and shortest failures of the check (the walk of a domain, or of every string cut by slot and
+    in parts) and, for every string, of the plain walk too (in vocab order, its siblings copying their parent's keys),
+    against every context run on its own through the batched forward pass."""
     puzzle = PUZZLES[name]
     for label, model in models(puzzle):
         passed, failed, smallest, closest, failing = brute_force(model, puzzle.rule, every_context(puzzle))
@@ -291,8 +292,8 @@ def test_statements_are_read_without_walking_their_domains(monkeypatch, tmp_path
 
 
 def test_a_wide_vocabulary_is_walked_in_bounded_memory(tmp_path):
-    """Every string over 128 tokens (the most a statement may have) up to n_ctx 2 (16,512 contexts): walked, not
-    the tree (whose siblings make 128² scores a parent), in batches sized by the vocabulary."""
+    """Every string over 128 tokens (the most a statement may have) up to n_ctx 2 (16,512 contexts): walked in
+    batches sized by the vocabulary, within 64 MB."""
     doc = json.loads((ROOT / "puzzles" / "first.json").read_text(encoding="utf-8"))
     vocab = [chr(0x4E00 + i) for i in range(128)]
     doc |= {"name": "wide", "vocab": vocab, "n_ctx": 2, "examples": [vocab[0]]}
@@ -307,3 +308,31 @@ def test_a_wide_vocabulary_is_walked_in_bounded_memory(tmp_path):
     tracemalloc.stop()
     assert report.checked == report.failed == 128 + 128**2  # all zeros: every logit ties
     assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MB"
+
+
+def test_listed_contexts_are_walked_and_found_in_any_order():
+    """A list of contexts of several lengths, with repeats: the walk visits exactly their prefixes and judges exactly
+    them, each length in vocab order; asked out of the walk's order (a prefix outside the list, lengths mixed), the
+    shape answers as the brute-force set of prefixes does; ``index`` puts each given row at its context's place."""
+    rng = np.random.default_rng(4)
+    given = [rng.integers(0, 3, (40, length)) for length in (2, 5, 5, 3)]
+    contexts = {tuple(int(t) for t in row) for batch in given for row in batch}
+    prefixes = {context[:length] for context in contexts for length in range(len(context) + 1)}
+    shape = walking.Listed(given, 3)
+    visited, judged = [], {}
+    for visit in walking.shape_walk(shape, chunk=7):
+        rows = [tuple(row) for row in visit.prefixes.tolist()]
+        visited += rows
+        judged.setdefault(len(rows[0]), []).extend(row for row, j in zip(rows, visit.judged) if j)
+    assert sorted(visited) == sorted(prefixes - {()}) and len(visited) == len(prefixes) - 1
+    for length, rows in judged.items():
+        assert rows == sorted(c for c in contexts if len(c) == length)
+        for batch, index in zip(given, shape.index):
+            if batch.shape[1] == length:
+                assert [rows[i] for i in index] == [tuple(row) for row in batch.tolist()]
+    asked = [rng.integers(0, 3, (9, length)) for length in (4, 0, 2, 6, 1, 5, 3)]
+    for rows in asked + asked[::-1]:
+        children, found = shape.children(rows), shape.judged(rows)
+        for row, allowed, is_context in zip(map(tuple, rows.tolist()), children, found):
+            assert is_context == (row in contexts)
+            assert allowed.tolist() == [row + (t,) in prefixes for t in range(3)]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from reference import reference_forward
 from test_cli import invoke, user_error
-from test_tree import random_model
+from test_every_string import random_model
 
 from handwired.engine.resume import resumed, shared_stages, variant_walk
 from handwired.engine.step import float_walk

@@ -3,10 +3,11 @@
 :mod:`.forward` is the model itself, small pure functions in picoGPT's manner,
 recording intermediates under TransformerLens hook names. :mod:`.trace` runs one
 context and keeps every intermediate (predict, explain); :mod:`.batch` runs many
-contexts in bounded memory; :mod:`.tree` runs every context of every length as
-a tree of shared prefixes (exhaustive checks); :mod:`.walk` runs only the
-prefixes of a puzzle's domain, as a trie walked depth first in bounded batches
-(evaluated by :mod:`.step`; :mod:`.resume` walks variants of a model beside it),
+contexts in bounded memory; :mod:`.walk` runs any set of contexts a check judges
+(a puzzle's domain, every string, a list) as the trie of their prefixes, walked
+depth first in bounded batches (evaluated by :mod:`.step`, certified by
+:mod:`.proof_step`; :mod:`.parts` walks every string in parts on threads;
+:mod:`.resume` walks variants of a model beside it),
 and :mod:`.probe` reads one recorded value there for every context (spread); :mod:`.memory` sizes a pass before it runs;
 :mod:`.generate` continues a
 context greedily; :mod:`.attribution` splits a logit into each part's share;

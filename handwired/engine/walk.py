@@ -15,12 +15,18 @@ Memory is bounded by a batch and the depth, not by the number of contexts: the
 walk keeps only the batches on the path from the root (each of at most
 ``batch_nodes`` nodes), with the keys and values of each node's positions.
 
-The numeric work is the ``step`` function's (:func:`handwired.engine.step.float_step`,
-forward.py's functions in float64); the walk only grows the trie and keeps the path. Another
-evaluator plugs in by giving its own ``step`` and the ``past`` of the empty
+The numeric work is the ``step`` function's (:func:`handwired.engine.block_step.block_step` in an arithmetic:
+float64 in :mod:`handwired.engine.step`, intervals in :mod:`handwired.engine.proof_step`); the walk only grows the
+trie and keeps the path. An evaluator plugs in by giving its own ``step`` and the ``past`` of the empty
 prefix: the walk hands each step the past it returned for the parents' batch,
 which rows of it are this batch's parents, their children (:class:`Family`),
 and whether logits or a past for grandchildren are wanted.
+
+Every string of every length (:class:`EveryString`: ``check --exhaustive``, a puzzle without a domain) is the
+widest trie, n_vocab children to a node. Its wide batches are cut by slot (``by_slot``): one batch holds the k-th
+child of every parent, so each child writes its own keys into its parent's room and shares it, as an only child
+does, instead of each sibling copying its parent's; and it is walked in parts, on threads
+(:mod:`handwired.engine.parts`).
 """
 
 from collections.abc import Callable, Iterator
@@ -55,6 +61,7 @@ class EveryString:
     n_vocab: int
     n_ctx: int
     min_length: int = 1
+    by_slot: bool = False  # a wide batch's children cut by slot (see _cuts): no copies; a length in sorted runs
 
     def children(self, prefixes: np.ndarray) -> np.ndarray:
         return np.full((len(prefixes), self.n_vocab), prefixes.shape[1] < self.n_ctx)
@@ -64,24 +71,97 @@ class EveryString:
 
 
 class Listed:
-    """The contexts given ([n, L] token ids, any lengths) and their prefixes: a few, for tests and examples."""
+    """The contexts given ([n, L] token ids, a length per array, repeats allowed) and their prefixes. Each length's
+    distinct prefixes are kept in vocab order, each as its parent's index among the length before's times n_vocab
+    plus its last token (``keys``), with which of them are contexts (``ends``). ``index[i]``: for each row of the
+    i-th array, where its context comes among the contexts of its length that a walk judges, in vocab order."""
 
     def __init__(self, contexts: list[np.ndarray], n_vocab: int):
         self.n_vocab = n_vocab
-        self.contexts = {tuple(int(t) for t in row) for batch in contexts for row in batch}
-        self.following: dict[tuple[int, ...], set[int]] = {}
-        for row in self.contexts:
-            for i in range(len(row)):
-                self.following.setdefault(row[:i], set()).add(row[i])
+        given = [np.asarray(batch, dtype=np.int64) for batch in contexts]  # [n, L] each
+        self.keys: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]  # the empty prefix
+        self.ends: list[np.ndarray] = [np.zeros(1, dtype=bool)]
+        ranks = [np.zeros(len(batch), dtype=np.int64) for batch in given]  # each row's prefix: its index so far
+        for length in range(1, max((batch.shape[1] for batch in given if len(batch)), default=0) + 1):
+            rows = [i for i, batch in enumerate(given) if len(batch) and batch.shape[1] >= length]
+            keys, inverse = np.unique(np.concatenate([ranks[i] * n_vocab + given[i][:, length - 1] for i in rows]),
+                                      return_inverse=True)
+            ends = np.zeros(len(keys), dtype=bool)
+            start = 0
+            for i in rows:
+                ranks[i] = inverse[start:start + len(given[i])]
+                start += len(given[i])
+                if given[i].shape[1] == length:
+                    ends[ranks[i]] = True
+            self.keys.append(keys)
+            self.ends.append(ends)
+        self.index = [(np.cumsum(self.ends[batch.shape[1]]) - 1)[rank] if len(batch) else rank
+                      for batch, rank in zip(given, ranks)]
+        self._given = given
+        self._next = [0] * len(self.keys)  # per length, where the walk's next batch starts among its prefixes
+        self._found: dict[int, tuple[np.ndarray, int]] = {}  # per length, the last batch found: rows, first index
+        self._last: tuple[Any, np.ndarray] = (None, np.zeros(0, dtype=np.int64))
+
+    @property
+    def contexts(self) -> set[tuple[int, ...]]:
+        """The distinct contexts, as tuples (for a few)."""
+        return {tuple(int(t) for t in row) for batch in self._given for row in batch}
 
     def children(self, prefixes: np.ndarray) -> np.ndarray:
         out = np.zeros((len(prefixes), self.n_vocab), dtype=bool)
-        for i, row in enumerate(prefixes):
-            out[i, list(self.following.get(tuple(int(t) for t in row), ()))] = True
+        length = prefixes.shape[1]
+        if length + 1 >= len(self.keys):
+            return out
+        rank = self._ranks(prefixes)
+        parents = self.keys[length + 1] // self.n_vocab  # [m], non-decreasing
+        low, high = np.searchsorted(parents, rank, "left"), np.searchsorted(parents, rank, "right")
+        counts = np.where(rank < 0, 0, high - low)
+        child = np.arange(counts.sum()) + np.repeat(low - np.cumsum(counts) + counts, counts)
+        out[np.repeat(np.arange(len(prefixes)), counts), self.keys[length + 1][child] % self.n_vocab] = True
         return out
 
     def judged(self, prefixes: np.ndarray) -> np.ndarray:
-        return np.array([tuple(int(t) for t in row) in self.contexts for row in prefixes], dtype=bool)
+        if prefixes.shape[1] >= len(self.keys):
+            return np.zeros(len(prefixes), dtype=bool)
+        rank = self._ranks(prefixes)
+        return np.where(rank < 0, False, self.ends[prefixes.shape[1]][np.maximum(rank, 0)])
+
+    def _ranks(self, prefixes: np.ndarray) -> np.ndarray:
+        """[m, L] -> [m]: each prefix's index among the distinct prefixes of its length (-1: none of them). A walk
+        asks for each length's prefixes in vocab order, batch after batch, each right after the batch of its parents:
+        so each batch is looked for where the last one of its length ended, and taken when its last tokens are there
+        and its parents are the rows of the last batch found one shorter; else it is searched for, token by token."""
+        if prefixes is self._last[0]:  # judged, then children, of one batch
+            return self._last[1]
+        m, length = prefixes.shape
+        if length == 0:  # a walk begins
+            self._next, self._found = [0] * len(self.keys), {0: (prefixes, 0)}
+            rank = np.zeros(m, dtype=np.int64)
+        else:
+            start, above = self._next[length], self._found.pop(length - 1, None)  # (rows, the first one's index)
+            run = self.keys[length][start:start + m]
+            parent = run // self.n_vocab - (above[1] if above is not None else 0)
+            if (above is not None and len(run) == m and np.array_equal(run % self.n_vocab, prefixes[:, -1])
+                    and 0 <= parent.min(initial=0) and parent.max(initial=-1) < len(above[0])
+                    and np.array_equal(above[0][parent], prefixes[:, :-1])):
+                self._next[length], self._found[length] = start + m, (prefixes, start)
+                self._found[length - 1] = above
+                rank = np.arange(start, start + m)
+            else:
+                rank = self._search(prefixes)
+                self._found = {}  # what is found next is searched for too
+        self._last = (prefixes, rank)
+        return rank
+
+    def _search(self, prefixes: np.ndarray) -> np.ndarray:
+        rank = np.zeros(len(prefixes), dtype=np.int64)
+        found = np.ones(len(prefixes), dtype=bool)
+        for length in range(1, prefixes.shape[1] + 1):
+            keys = self.keys[length]
+            key = rank * self.n_vocab + prefixes[:, length - 1]
+            rank = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+            found &= keys[rank] == key
+        return np.where(found, rank, -1)
 
 
 @dataclass(frozen=True)
@@ -102,7 +182,7 @@ class Family:
 
 @dataclass(frozen=True)
 class Visit:
-    """One batch of the walk: sibling nodes of one length, in vocab order."""
+    """One batch of the walk: nodes of one length, in vocab order (siblings, or cut by slot one child a parent)."""
 
     prefixes: np.ndarray  # [n, L] token ids
     judged: np.ndarray  # [n] bool
@@ -126,12 +206,12 @@ def walk(shape: Shape, step: Step, root: Any, chunk: int) -> Iterator[Visit]:
     """Every node the shape allows, depth first, ``chunk`` children at a time; ``root`` is the empty prefix's
     past. A batch of length L comes right after the batch that holds its parents."""
     top = _parents(shape, np.zeros((1, 0), dtype=np.uint8), root)
-    stack = [(top, start) for start in reversed(range(0, len(top.tokens), chunk))]
+    by_slot = bool(getattr(shape, "by_slot", False))  # only a shape that says so
+    stack = [(top, cut) for cut in reversed(_cuts(top, chunk, by_slot))]
     while stack:
-        parents, start = stack.pop()
-        rows = slice(start, start + chunk)
+        parents, rows = stack.pop()
         family = _family(parents.parent[rows], parents.tokens[rows])
-        first = int(parents.parent[start])
+        first = int(parents.parent[rows.start])
         prefixes = _grown(parents.prefixes, first, family)
         judged = shape.judged(prefixes)
         allowed = shape.children(prefixes)
@@ -142,7 +222,20 @@ def walk(shape: Shape, step: Step, root: Any, chunk: int) -> Iterator[Visit]:
         if grows:
             below = _Parents(prefixes, past, *np.nonzero(allowed))
             below.tokens = below.tokens.astype(prefixes.dtype)
-            stack.extend((below, s) for s in reversed(range(0, len(below.tokens), chunk)))
+            stack.extend((below, cut) for cut in reversed(_cuts(below, chunk, by_slot)))
+
+
+def _cuts(parents: _Parents, chunk: int, by_slot: bool) -> list[slice]:
+    """The batches a batch's children are walked in: runs of ``chunk`` in vocab order. Or, ``by_slot``, when they
+    are more than a chunk, come from at least half a chunk of parents and every parent has as many: one batch per
+    slot, each parent's k-th child, so that every child shares its parent's keys and values instead of a copy (its
+    batch then holds one child of each parent: an only child's case)."""
+    n, m = len(parents.tokens), len(parents.prefixes)
+    if by_slot and n > chunk and 2 * m >= chunk and n % m == 0:
+        width = n // m
+        if (np.bincount(parents.parent, minlength=m) == width).all():
+            return [slice(k, None, width) for k in range(width)]
+    return [slice(start, start + chunk) for start in range(0, n, chunk)]
 
 
 def shape_walk(shape: Shape, chunk: int = CHUNK) -> Iterator[Visit]:

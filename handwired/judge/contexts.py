@@ -1,9 +1,9 @@
 """Which contexts a check runs: every context of every length, a random sample of them, and what that costs.
 
 Contexts of one length are numbered in base n_vocab, first token most
-significant, so context ``i`` of a length is its digits; the tree evaluation
-(:mod:`handwired.engine.tree`) and the judge use the same order. Reports list
-contexts shortest first, ties in vocab order (:func:`shortest_first`).
+significant, so context ``i`` of a length is its digits. Reports list
+contexts shortest first, ties in vocab order (:func:`shortest_first`), whatever
+order a walk judged them in.
 """
 
 import math
@@ -79,10 +79,11 @@ def exhaustive_contexts(model: Model, min_length: int = MIN_LENGTH) -> Iterator[
 def estimated_seconds(model: Model, contexts: int) -> float:
     """Roughly how long an exhaustive check of ``contexts`` takes on a 2-core machine.
 
-    The tree computes one new position per context and block (handwired.engine.tree):
+    The walk computes one new position per context and block (handwired.engine.walk):
     a cost per context (judging, bookkeeping), per multiply-add, per GELU, and
-    per score, which the n_vocab siblings of a parent compute together.
-    Fitted to benchmarks/bench_exhaustive.py on a quiet 2-core machine.
+    per score. Fitted to benchmarks/bench_exhaustive.py on a quiet 2-core machine,
+    on the prefix tree that evaluated every string before the walk (whose siblings
+    shared their scores): the walk, cut by slot and in parts, takes no longer.
     """
     n, n_keys = model.n_embd, model.n_ctx + model.n_vocab
     per_context = SECONDS_PER_CONTEXT

@@ -4,8 +4,8 @@
   each seen through the model's window of ``n_ctx`` tokens and judged against
   the token that really follows it (the published test, at any length);
 * :func:`exhaustive_plan`: every context of every length the model can see,
-  judged by a :class:`~handwired.judge.rules.Rule`, evaluated as a tree of
-  shared prefixes;
+  judged by a :class:`~handwired.judge.rules.Rule`, walked as the trie of its
+  prefixes (:mod:`handwired.engine.walk`);
 * :func:`sample_plan`: random contexts from that same set, for models too big
   to enumerate.
 
@@ -19,10 +19,10 @@ import numpy as np
 
 from handwired import budget
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
-from handwired.engine.certify import TREE, certified_logits, certified_walk
+from handwired.engine.certify import certified_contexts, certified_logits, certified_walk
+from handwired.engine.parts import every_string
 from handwired.engine.step import float_walk
-from handwired.engine.tree import FLOAT, TreeBatch, evaluate_tree
-from handwired.engine.walk import EveryString, Shape
+from handwired.engine.walk import Visit
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.contexts import (
     BATCH,
@@ -31,7 +31,6 @@ from handwired.judge.contexts import (
     MAX_RUN_SECONDS,
     SECONDS_PER_CHECK,
     check_min_length,
-    contexts_of,
     duration,
     every_length,
     how_many,
@@ -48,9 +47,10 @@ from handwired.judge.sampling import sample_contexts
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
-# What the certified bounds multiply a check's time by, in its estimate: on the tree and on a domain's walk the
-# certified check takes about 1.8–2.1× the float one (benchmarks/bench_proof.py, add and induction); on whole contexts
-# (a stream, a sample) the certified pass takes 2.3–4.3× the float pass (copy, add, induction)
+# What the certified bounds multiply a check's time by, in its estimate: on a domain's walk the certified check takes
+# about 2.1–2.3× the float one (benchmarks/bench_proof.py, add); on every string 2.9–3.4× the float walk cut by slot
+# (induction), which is about 1.8× the float tree the estimate of every string was fitted to (estimated_seconds), so
+# the product still covers it; on whole contexts (a stream, a sample) 2.3–4.3× the float pass (copy, add, induction)
 PROOF_COST = 2.5
 WHOLE_PROOF_COST = 5
 
@@ -94,16 +94,36 @@ def _stream(ids: np.ndarray, start: int, stop: int) -> np.ndarray:
     return ids[np.arange(start, stop) % len(ids)]
 
 
-def _windows(model: Model, ids: np.ndarray, length: int, min_length: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(contexts, next tokens) for every prefix of length >= min_length of the stream, cut to n_ctx."""
+def _windows(model: Model, ids: np.ndarray, length: int,
+             min_length: int) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    """(contexts, next tokens, where the first context starts in the stream) for every prefix of length >= min_length
+    of the stream, cut to n_ctx."""
     for prefix in range(min_length, min(model.n_ctx, length)):  # the short prefixes at the start
         tokens = _stream(ids, 0, prefix + 1)
-        yield tokens[None, :prefix], tokens[prefix:]
+        yield tokens[None, :prefix], tokens[prefix:], 0
     # Then full windows, a batch at a time: prefix length `end` is predicting token `end`.
     for end in range(max(min_length, model.n_ctx), length, BATCH):
         stop = min(end + BATCH, length)
         segment = _stream(ids, end - model.n_ctx, stop)
-        yield np.lib.stride_tricks.sliding_window_view(segment[:-1], model.n_ctx), segment[model.n_ctx :]
+        windows = np.lib.stride_tricks.sliding_window_view(segment[:-1], model.n_ctx)
+        yield windows, segment[model.n_ctx :], end - model.n_ctx
+
+
+def _stream_bounds(model: Model, ids: np.ndarray, length: int, min_length: int) -> Callable[[np.ndarray, int], tuple]:
+    """The certified logits of every context of the stream, from one walk: the short prefixes at the start and the
+    window at each phase of the pattern (a window of n_ctx tokens is the one ``len(ids)`` tokens further on).
+    Returns (contexts, where the first starts) -> (logits, radius)."""
+    short = [_stream(ids, 0, prefix)[None] for prefix in range(min_length, min(model.n_ctx, length))]
+    phases = [_stream(ids, phase, phase + model.n_ctx) for phase in range(len(ids))] if length > model.n_ctx else []
+    found = certified_contexts(model, short + ([np.array(phases)] if phases else []))
+
+    def bounds(contexts: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
+        if contexts.shape[1] < model.n_ctx:  # a short prefix
+            return found[contexts.shape[1] - min_length]
+        phase = (start + np.arange(len(contexts))) % len(ids)
+        return found[-1][0][phase], found[-1][1][phase]
+
+    return bounds
 
 
 def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREAM_MIN_LENGTH,
@@ -122,12 +142,14 @@ def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREA
     total = max(0, length - min_length)
 
     def batches() -> Iterator[Batch]:
-        for contexts, following in _windows(model, ids, length, min_length):
+        bounds = _stream_bounds(model, ids, length, min_length) if proof else None
+        for contexts, following, start in _windows(model, ids, length, min_length):
             acceptable = np.zeros((len(following), model.n_vocab), dtype=bool)
             acceptable[np.arange(len(following)), following] = True
             status = np.full(len(following), DECIDED, dtype=np.int8)
             judgement = Judgement(status, acceptable)
-            yield certified_batch(model, contexts, judgement) if proof else Batch(contexts, judgement)
+            yield Batch(contexts, judgement) if bounds is None else Batch(contexts, judgement,
+                                                                           *bounds(contexts, start))
 
     shown = pattern * (1 + 12 // len(pattern))
     return Plan(
@@ -151,41 +173,17 @@ SAMPLE_INSTEAD = ("check a random sample instead, e.g. {sample} 1000000 {seed} 0
 def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limit: int = MAX_EXHAUSTIVE,
                     max_seconds: float = MAX_EXHAUSTIVE_SECONDS,
                     instead: tuple[str, tuple[str, ...]] = SAMPLE_INSTEAD, proof: bool = True) -> Plan:
-    """Every context of length min_length…n_ctx over the vocab, evaluated as a tree of shared prefixes; ``proof``:
-    with certified bounds, on the same tree.
+    """Every context of length min_length…n_ctx over the vocab, walked as the trie of its prefixes (on several
+    threads when they are many); ``proof``: with certified bounds, on the same walk.
 
     Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``,
     the message ending with what to do ``instead`` (its text, and the parameters it names).
     """
     total = refuse_every_context(model, instead[0], instead[1], min_length, limit, max_seconds,
                                  PROOF_COST if proof else 1)
-
-    def judged(runs: list[TreeBatch]) -> Batch:
-        runs = sorted(runs, key=lambda run: run.first)  # threads interleave their runs; a batch is in vocab order
-        contexts = np.concatenate([contexts_of(r.length, r.first, len(r.logits), model.n_vocab) for r in runs])
-        return Batch(contexts, rule.judge(contexts), *_split(model, np.concatenate([r.logits for r in runs])))
-
-    def batches() -> Iterator[Batch]:
-        # The tree's batches are small; the rule judges them BATCH at a time, one length at a time.
-        pending: dict[int, list[TreeBatch]] = {}
-        counts: dict[int, int] = {}
-        for evaluated in evaluate_tree(model, min_length, evaluator=TREE if proof else FLOAT):
-            pending.setdefault(evaluated.length, []).append(evaluated)
-            counts[evaluated.length] = counts.get(evaluated.length, 0) + len(evaluated.logits)
-            if counts[evaluated.length] >= BATCH:
-                counts[evaluated.length] = 0
-                yield judged(pending.pop(evaluated.length))
-        for length in sorted(pending):
-            yield judged(pending[length])
-
-    return Plan(
-        description=f"every context of length {min_length}…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
-        f"({total:,} contexts)",
-        rule=rule.description,
-        total=total,
-        batches=batches,
-        proof=proof,
-    )
+    return _walk_plan(model, lambda: _every_string(model, min_length, proof), rule,
+                      f"every context of length {min_length}…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
+                      f"({total:,} contexts)", total, proof)
 
 
 def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH,
@@ -229,28 +227,35 @@ def domain_plan(model: Model, domain: Domain, rule: Rule, proof: bool = True) ->
     run); ``proof``: with certified bounds, on the same walk. Refused, before anything is evaluated, when it would
     take too long or too much memory."""
     refuse_large_domain(model, domain, cost=PROOF_COST if proof else 1)
-    return _walk_plan(model, domain, rule, f"every context of the domain: {domain.description} ({domain.size:,} "
-                                           "contexts)", domain.size, proof)
+    walker = certified_walk if proof else float_walk
+    return _walk_plan(model, lambda: walker(model, domain), rule, f"every context of the domain: "
+                      f"{domain.description} ({domain.size:,} contexts)", domain.size, proof)
 
 
 def every_string_plan(model: Model, rule: Rule, proof: bool = True) -> Plan:
-    """Every context of length 1…n_ctx walked as a trie, in batches bounded whatever the vocabulary (the tree's
-    siblings attend together: n_vocab² scores per parent); ``proof``: with certified bounds. Refused, before
-    anything is evaluated, when it would take too long or too much memory."""
+    """Every context of length 1…n_ctx walked as the trie of its prefixes, estimated as a walk (whatever the
+    vocabulary); ``proof``: with certified bounds. Refused, before anything is evaluated, when it would take too
+    long or too much memory."""
     total = every_length(model.n_vocab, model.n_ctx)
     what = f"every context: {model.n_vocab}^1 + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} contexts"
     refuse_large_walk(model, what, total, total, model.n_ctx, "check",
                       "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or "
                       "n_ctx (or a domain) makes the check shorter", PROOF_COST if proof else 1)
-    return _walk_plan(model, EveryString(model.n_vocab, model.n_ctx), rule,
+    return _walk_plan(model, lambda: _every_string(model, 1, proof), rule,
                       f"every context of length 1…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
                       f"({total:,} contexts)", total, proof)
 
 
-def _walk_plan(model: Model, shape: Shape, rule: Rule, description: str, total: int, proof: bool) -> Plan:
+def _every_string(model: Model, min_length: int, proof: bool) -> Iterator[Visit]:
+    if proof:
+        return every_string(model, lambda shape: certified_walk(model, shape), min_length)
+    return every_string(model, lambda shape: float_walk(model, shape), min_length)
+
+
+def _walk_plan(model: Model, visits: Callable[[], Iterator[Visit]], rule: Rule, description: str, total: int,
+               proof: bool) -> Plan:
     def batches() -> Iterator[Batch]:
-        visits = certified_walk(model, shape) if proof else float_walk(model, shape)
-        for visit in visits:  # a batch of one length, in vocab order
+        for visit in visits():  # a batch of one length, in vocab order
             if visit.judged.any() and visit.logits is not None:  # a batch with a judged node has its logits
                 contexts = visit.prefixes[visit.judged]
                 yield Batch(contexts, rule.judge(contexts), *_split(model, visit.logits[visit.judged]))

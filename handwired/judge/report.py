@@ -149,7 +149,7 @@ def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failu
     contexts, status, acceptable = batch.contexts, batch.judgement.status, batch.judgement.acceptable
     if batch.logits is None:
         logits = next_logits_distinct(model, contexts)  # checked finite there
-    else:  # the tree's: a NaN would count as neither passing nor failing
+    else:  # a walk's: a NaN would count as neither passing nor failing
         logits = require_finite(model, contexts, batch.logits)
     margins = leads(logits, acceptable)  # +inf when every token is acceptable
     decided = status == DECIDED
