@@ -28,6 +28,7 @@ MAX_EXHAUSTIVE = 100_000_000  # contexts, a sanity bound whatever the model: eve
 SECONDS_PER_CHECK, SECONDS_PER_CONTEXT, SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_GELU, SECONDS_PER_SCORE = (
     0.1, 0.3e-6, 0.1e-9, 15e-9, 80e-9
 )
+SECONDS_PER_WALKED_MULTIPLY_ADD = 0.1e-9  # the walk's products (fitted on a quiet machine; a busy one takes 2-3x)
 # The cost of running contexts through the model one by one (see forward_seconds and stream_seconds).
 SECONDS_PER_POSITION, SECONDS_PER_BATCH_SCORE, SECONDS_PER_PASS = 50e-9, 2e-9, 1.5e-3
 SECONDS_PER_WINDOW, SECONDS_PER_WINDOW_TOKEN = 0.7e-6, 40e-9  # a stream's window: made, then compared with the others
@@ -89,7 +90,7 @@ def estimated_seconds(model: Model, contexts: int) -> float:
     per_context = SECONDS_PER_CONTEXT
     for i, hidden in enumerate(model.hidden):
         multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden + 2 * n * n_keys  # block 0: q, k, v looked up
-        per_context += multiply_adds * SECONDS_PER_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
+        per_context += multiply_adds * SECONDS_PER_WALKED_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
         per_context += n_keys * model.n_head * SECONDS_PER_SCORE / model.n_vocab
     return SECONDS_PER_CHECK + _times(contexts, per_context)
 
@@ -184,14 +185,29 @@ def _refuse_large_sample(model: Model, sample: int, lengths: np.ndarray, per_len
                  f"head{'s' * (model.n_head != 1)}", peak, narrowing, ("sample",))
 
 
-def refuse_sample(model: Model, sample: int, seed: int, cost: float = 1.0, longest: int | None = None) -> None:
-    """Refuse, before anything is drawn, a sample of no context, a seed out of range, or one estimated (``cost``
-    times the float pass) over the budget; with ``longest``, one whose batches of that length would not fit."""
+def sample_seconds(model: Model, sample: int, cost: float = 1.0, walked: bool = False,
+                   longest: int | None = None) -> float:
+    """Roughly how long ``sample`` contexts of up to ``longest`` (n_ctx) tokens take: through forward.py's
+    whole-context pass, or with ``walked`` as the trie of their prefixes (the certified check's), every context
+    apart as far as its length allows; times ``cost``."""
+    if not walked:
+        return SECONDS_PER_CHECK + forward_seconds(model, sample, model.n_ctx) * cost
+    nodes, level = 0, 1
+    for _ in range(longest or model.n_ctx):
+        level = min(level * model.n_vocab, sample)  # prefixes of a length: at most the strings, at most the sample
+        nodes += level
+    return walk_seconds(model, nodes, sample) * cost
+
+
+def refuse_sample(model: Model, sample: int, seed: int, cost: float = 1.0, longest: int | None = None,
+                  walked: bool = False) -> None:
+    """Refuse, before anything is drawn, a sample of no context, a seed out of range, or one estimated
+    (:func:`sample_seconds`) over the budget; with ``longest``, one whose batches of that length would not fit."""
     if sample < 1:
         raise bad_value("sample", sample, "expected at least 1 context")
     if not 0 <= seed < MAX_SEED:
         raise bad_value("seed", seed, f"expected a whole number from 0 to {MAX_SEED - 1:,}")
-    seconds = SECONDS_PER_CHECK + forward_seconds(model, sample, model.n_ctx) * cost
+    seconds = sample_seconds(model, sample, cost, walked, longest)
     if seconds > budget.seconds(MAX_RUN_SECONDS):
         raise HandwiredError(f"{{sample}} {sample:,}: about {duration(seconds)} of checking for this model, "
                              f"more than the {duration(budget.seconds(MAX_RUN_SECONDS))} handwired will spend on one; "
@@ -201,12 +217,12 @@ def refuse_sample(model: Model, sample: int, seed: int, cost: float = 1.0, longe
 
 
 def random_contexts(model: Model, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH,
-                    cost: float = 1.0) -> Callable[[], Iterator[np.ndarray]]:
+                    cost: float = 1.0, walked: bool = False) -> Callable[[], Iterator[np.ndarray]]:
     """``sample`` contexts drawn uniformly (with replacement) from :func:`exhaustive_contexts`'s set, shortest first.
 
     Returns a function that yields the same batches each time it is called.
     """
-    refuse_sample(model, sample, seed, cost)
+    refuse_sample(model, sample, seed, cost, walked=walked)
     lengths = np.array(_lengths(model, min_length))
     # Weight each length by how many contexts it has, so every context is equally likely.
     weights = np.array([float(model.n_vocab) ** (length - lengths[-1]) for length in lengths])
@@ -236,9 +252,9 @@ def walk_seconds(model: Model, nodes: int, contexts: int) -> float:
     per_node = SECONDS_PER_NODE
     for i, hidden in enumerate(model.hidden):
         multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden + 2 * n * model.n_ctx
-        per_node += multiply_adds * SECONDS_PER_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
+        per_node += multiply_adds * SECONDS_PER_WALKED_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
         per_node += (model.n_ctx + 1) * model.n_head * SECONDS_PER_BATCH_SCORE
-    per_context = SECONDS_PER_JUDGED + model.n_vocab * (n * SECONDS_PER_MULTIPLY_ADD + SECONDS_PER_VOCAB_JUDGED)
+    per_context = SECONDS_PER_JUDGED + model.n_vocab * (n * SECONDS_PER_WALKED_MULTIPLY_ADD + SECONDS_PER_VOCAB_JUDGED)
     return SECONDS_PER_CHECK + _times(nodes, per_node) + _times(contexts, per_context)
 
 

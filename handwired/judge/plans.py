@@ -50,9 +50,9 @@ from handwired.weightfile.axes import shown
 # What the certified bounds multiply a check's time by, in its estimate: on a domain's walk the certified check takes
 # about 2.1–2.3× the float one (benchmarks/bench_proof.py, add); on every string 2.9–3.4× the float walk cut by slot
 # (induction), which is about 1.8× the float tree the estimate of every string was fitted to (estimated_seconds), so
-# the product still covers it; on whole contexts (a stream, a sample) 2.3–4.3× the float pass (copy, add, induction)
+# the product still covers it. A stream's or a sample's certified check is the walk of their contexts' trie too
+# (certify.certified_contexts), estimated as such (contexts.sample_seconds) and multiplied the same.
 PROOF_COST = 2.5
-WHOLE_PROOF_COST = 5
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREA
     if length < 2:
         raise bad_value("length", length, "expected at least 2 tokens")
     check_min_length(min_length, length - 1, "the stream's last prefix")
-    seconds = SECONDS_PER_CHECK + stream_seconds(model, length, len(pattern)) * (WHOLE_PROOF_COST if proof else 1)
+    seconds = SECONDS_PER_CHECK + stream_seconds(model, length, len(pattern)) * (PROOF_COST if proof else 1)
     if seconds > budget.seconds(MAX_RUN_SECONDS):
         raise HandwiredError(f"{{length}} {length:,}: about {duration(seconds)} of checking for this model, more than "
                              f"the {duration(budget.seconds(MAX_RUN_SECONDS))} handwired will spend on one; ask for a "
@@ -189,7 +189,7 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
 def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH,
                 proof: bool = True) -> Plan:
     """``sample`` contexts drawn uniformly (with replacement) from the exhaustive set; ``proof``: certified."""
-    draw = random_contexts(model, sample, seed, min_length, WHOLE_PROOF_COST if proof else 1)
+    draw = random_contexts(model, sample, seed, min_length, PROOF_COST if proof else 1, walked=proof)
 
     def batches() -> Iterator[Batch]:
         for contexts in draw():
@@ -211,7 +211,7 @@ def domain_sample_plan(model: Model, domain: Domain, rule: Rule, sample: int, se
     """``sample`` contexts drawn uniformly (with replacement) from a puzzle's domain without enumerating it
     (handwired.judge.sampling), each judged by the rule; ``proof``: certified. Refused before anything is drawn
     when it would take too long or too much memory."""
-    refuse_sample(model, sample, seed, WHOLE_PROOF_COST if proof else 1, domain.longest)
+    refuse_sample(model, sample, seed, PROOF_COST if proof else 1, domain.longest, walked=proof)
 
     def batches() -> Iterator[Batch]:
         for contexts in sample_contexts(domain, sample, seed):
