@@ -226,12 +226,16 @@ def test_hints_one_more_each_time_and_all(handwired_home):
     first = invoke("puzzles", "hint", "first").stdout
     assert "hint 1 of 3: Every query can look at position 0." in first and "hint 2" not in first
     second = invoke("puzzles", "hint", "first").stdout
-    assert "hint 1 of 3" in second and "hint 2 of 3: A constant query bias" in second and "hint 3" not in second
+    # one more each time: only the new hint, not the ones revealed before
+    assert "hint 2 of 3: A constant query bias" in second and "hint 1" not in second and "hint 3" not in second
     assert progress_file(handwired_home)["puzzles"]["first"]["hints"] == 2
     every = invoke("puzzles", "hint", "first", "--every-hint").stdout
+    assert [line.split(":")[0] for line in every.splitlines()] == ["hint 1 of 3", "hint 2 of 3", "hint 3 of 3"]
     assert "hint 3 of 3: Copy the token" in every
     again = invoke("puzzles", "hint", "first").stdout
-    assert "That was the last hint" in again and again.count("hint ") >= 3
+    assert "That was the last hint" in again and "hint 1 of 3" not in again and "hint 3 of 3" not in again
+    assert "Every hint is revealed already (3 of 3); see them again with handwired puzzles hint first --every-hint" \
+        in " ".join(again.split())
     assert "hints: 3 of 3 revealed" in invoke("puzzles", "show", "first").stdout
 
 
