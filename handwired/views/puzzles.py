@@ -57,11 +57,24 @@ def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
     answer_path = puzzle.answer_file
     parts.append(Text(f"hints: {progress.hints(puzzle.key)} of {len(puzzle.hints)} revealed "
                       f"(handwired puzzles hint {puzzle.ref})", style="dim"))
-    parts.append(Text(f"Next: handwired puzzles start {puzzle.ref} -o {answer_path}, wire it, then "
-                      f"handwired puzzles check {puzzle.ref} {answer_path}", style="dim"))
+    parts.append(Text(next_step(puzzle, best if progress.solved(puzzle.key) else None), style="dim"))
     title = Text.assemble((f"{puzzle.name}", "bold magenta"), f" — {printable(puzzle.title)}  (level {puzzle.level})",
                           ("  solved ✓" if progress.solved(puzzle.key) else "", "green"))
     return Panel(Group(*parts), title=title, title_align="left", expand=False)
+
+
+def next_step(puzzle: Puzzle, best: Score | None) -> str:
+    """What to do next: start and check an answer; once solved (``best``), go for the record, or lean further."""
+    answer_path = puzzle.answer_file
+    check = f"handwired puzzles check {puzzle.ref} {answer_path}"
+    if best is None:
+        return f"Next: handwired puzzles start {puzzle.ref} -o {answer_path}, wire it, then {check}"
+    if puzzle.record is not None and best.key() > puzzle.record.key():
+        return (f"Solved (your best is above). Next, try for the record: an answer leaner than it, by non-zero "
+                f"parameters first, then n_embd, blocks and heads; then {check}")
+    level = "ties" if puzzle.record is not None and best.ties(puzzle.record) else "beats"
+    return (f"Solved, and your best {level} the record." if puzzle.record is not None else "Solved.") + (
+        f" Next: leaner still, if you can; {check}")
 
 
 def judged_text(puzzle: Puzzle) -> str:
