@@ -145,7 +145,7 @@ def test_a_larger_margin_ties_the_best_and_never_replaces_it(solution, aab_doc, 
     aab_doc["constants"]["Lg"] = 2048  # the same parameters and sizes, a margin of 2047 rather than 1023: a tie
     result = invoke("puzzles", "check", "aab", str(write_json(aab_doc)))
     verdict = " ".join(result.stdout.split())
-    assert "Solved puzzle 'aab'! Ties par. Ties your best." in verdict and "new best" not in verdict
+    assert "Solved puzzle 'aab'! Ties par. Ties your best, already recorded." in verdict and "new best" not in verdict
     data = json.loads(invoke("puzzles", "check", "aab", str(write_json(aab_doc)), "--json").stdout)
     assert data["solved"] and not data["new_best"] and data["score"]["margin"] == 2047
     assert data["against_par"] == "tie" and data["best"]["margin"] == 1023

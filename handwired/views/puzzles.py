@@ -125,16 +125,21 @@ def score_view(submission: Submission, best_before: Score | None, new_best: bool
 
 def _standing(score: Score, par: Score | None, record: Score | None, best_before: Score | None,
               new_best: bool) -> str:
-    """The verdict's words on par, the record and the player's best: better, or a tie (never "better" on a margin)."""
-    words = {"better": {"par": " Better than par.", "record": " Better than the record: the leanest answer known "
-                        "until now!"},
+    """The verdict's words on par, the record and the player's best: better, or a tie (never "better" on a margin).
+    A record falls once: a score that only ties (or trails) the player's own best does not announce it again."""
+    first = best_before is None or score.better_than(best_before)
+    words = {"better": {"par": " Better than par.",
+                        "record": " Better than the record: the leanest answer known until now!" if first else
+                        " Better than the record."},
              "tie": {"par": " Ties par.", "record": " Ties the record."}}
     said = "".join(words.get(score.against(other) or "", {}).get(label, "")
                    for label, other in (("par", par), ("record", record)))
     if new_best and best_before is not None:
         said += " A new best."
     elif score.ties(best_before):
-        said += " Ties your best."
+        said += " Ties your best, already recorded."
+    elif best_before is not None and not first:
+        said += " Your best, already recorded, is leaner."
     return said
 
 
