@@ -328,7 +328,7 @@ def test_the_parameters_not_needed_are_counted_once_when_a_head_and_its_entries_
     assert "7 parts not needed (6 distinct parameters in all;" in text
 
 
-@pytest.mark.parametrize("columns", [60, 80])
+@pytest.mark.parametrize("columns", [60, 80, 100])
 def test_ablates_tables_are_paged_on_a_narrow_terminal_never_cut(monkeypatch, columns):
     monkeypatch.setenv("COLUMNS", str(columns))
     parts = json.loads(invoke("ablate", "aab", "--entries", "--json").stdout)["parts"]
@@ -340,6 +340,12 @@ def test_ablates_tables_are_paged_on_a_narrow_terminal_never_cut(monkeypatch, co
         assert str(part["parameters"]) in cells and str(part["failed"]) in cells
     headers = " ".join(line for line in lines if line.startswith("┃"))
     assert headers.count("cost") == 2 and headers.count("smallest lead") == 2  # the needed and the spare table
+    for line in lines:  # a smallest lead is never parted from the context it was at, in a pipe or a terminal
+        if line.startswith("┃"):
+            cells = [cell.strip() for cell in line.split("┃")[1:-1]]
+            assert ("smallest lead" in cells) == ("at" in cells), line
+            if "at" in cells:
+                assert cells.index("at") == cells.index("smallest lead") + 1, line
 
 
 def test_a_reference_written_out_is_pointed_to_its_puzzle(tmp_path, monkeypatch):
