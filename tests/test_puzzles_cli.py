@@ -376,11 +376,12 @@ def test_show_of_a_solved_puzzle_no_longer_says_start(solution):
     assert "Next: handwired puzzles start aab -o aab.json" in flat(invoke("puzzles", "show", "aab").stdout)
     assert invoke("puzzles", "check", "aab", solution).exit_code == 0
     out = flat(invoke("puzzles", "show", "aab").stdout)
-    assert "puzzles start" not in out and "Solved. Next: leaner still, if you can; handwired puzzles check aab aab.json" \
-        in out
+    assert "puzzles start" not in out
+    assert "Solved. Next: leaner still, if you can; handwired puzzles check aab aab.json" in out
     puzzle, best = load_puzzle("aab"), Score(26, 8, 1, 1, 1023)
     leaner = dataclasses.replace(puzzle, record=Score(9, 2, 1, 1, 1024))
     assert next_step(leaner, best).startswith("Solved (your best is above). Next, try for the record: an answer leaner")
-    assert next_step(dataclasses.replace(puzzle, record=best), best).startswith("Solved, and your best ties the record.")
+    tied = dataclasses.replace(puzzle, record=best)
+    assert next_step(tied, best).startswith("Solved, and your best ties the record.")
     wider = dataclasses.replace(puzzle, record=Score(26, 9, 1, 1, 1023))
     assert next_step(wider, best).startswith("Solved, and your best beats the record.")

@@ -54,7 +54,6 @@ def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
                                    (" (the leanest answer known: beat it)", "dim")))
     if best is not None:
         parts.append(Text.assemble(("your best: ", "bold"), score_text(best)))
-    answer_path = puzzle.answer_file
     parts.append(Text(f"hints: {progress.hints(puzzle.key)} of {len(puzzle.hints)} revealed "
                       f"(handwired puzzles hint {puzzle.ref})", style="dim"))
     parts.append(Text(next_step(puzzle, best if progress.solved(puzzle.key) else None), style="dim"))

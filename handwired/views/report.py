@@ -131,7 +131,8 @@ class _PagedColumns:
     """A table whose first columns repeat on every page and whose other columns are paged to fit the terminal
     (each token's probability, when the vocabulary is wide): as views.paging pages a matrix, nothing squeezed."""
 
-    def __init__(self, head: list[Text], paged: list[Text], rows: list[list[Text]], joined: frozenset[int] = frozenset()):
+    def __init__(self, head: list[Text], paged: list[Text], rows: list[list[Text]],
+                 joined: frozenset[int] = frozenset()):
         """``joined``: paged columns (by index in ``paged``) kept on the page of the column before them."""
         self.head, self.paged, self.rows, self.joined = head, paged, rows, joined
 
