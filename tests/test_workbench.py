@@ -77,6 +77,17 @@ def test_sweep_prints_the_table_the_plot_and_the_interval():
     assert "└ Lg from 0 to 4" in out
 
 
+def test_the_interval_says_how_many_of_its_values_were_on_the_grid_and_how_many_bisection_tried():
+    data = json.loads(invoke("sweep", "aab", "Lg=0..4", "--steps", "9", "--json").stdout)
+    (interval,) = data["intervals"]
+    grid = [v for v in np.linspace(0, 4, 9) if interval["low"] <= v <= interval["high"]]  # 3, 3.5 and 4
+    bisected = interval["tried"] - len(grid)
+    assert len(grid) == 3 and bisected > 0
+    text = " ".join(invoke("sweep", "aab", "Lg=0..4", "--steps", "9").stdout.split())
+    assert (f"at every one of the {interval['tried']} values tried there ({len(grid)} on the grid, {bisected} by "
+            "bisection)") in text
+
+
 @pytest.mark.parametrize("args", [("Lg=0..4", "--steps", "9"), ("Lg=0.01..10000", "--log"),
                                   ("Lg=0..4", "--precision", "1e-9"), ("Lg=3..9", "--steps", "4")])
 def test_the_interval_names_exactly_the_values_tried_never_a_rounding_of_them(args):
@@ -129,7 +140,7 @@ def test_a_plot_wider_than_the_terminal_goes_on_pages_not_wrapped(args, tmp_path
 
 def test_a_sweep_that_passes_everywhere_claims_no_bisection():
     text = " ".join(invoke("sweep", "aab", "Lg=3..9", "--steps", "4").stdout.split())
-    assert "Passes for Lg in [3, 9]: at every one of the 4 values tried there." in text
+    assert "Passes for Lg in [3, 9]: at every one of the 4 grid values tried there." in text
     assert "bisection" not in text and "no edge to refine" in text
 
 
