@@ -267,7 +267,7 @@ def test_diff_refuses_to_draw_more_changed_weights_than_a_view_takes(tmp_path, m
     line = user_error("diff", "aab", "big.json")
     assert re.fullmatch(r"error: up to 270,\d{3} changed weights to draw: about \d+ (seconds|minutes), more than the "
                         r"30 seconds handwired spends on a view; --json writes them without drawing, or compare two "
-                        r"versions of one model, a few edits apart", line), line
+                        r"versions of one model, a few edits apart \(or allow it: --max-seconds \d+\)", line), line
     assert drawn == []  # refused before any weight was compared, counted as arrays
 
 
@@ -285,8 +285,9 @@ def test_puzzles_check_refusing_a_long_check_suggests_no_option_it_lacks(tmp_pat
     assert invoke("puzzles", "start", "wide.json", "-o", "a.json").exit_code == 0
     line = user_error("puzzles", "check", "wide.json", "a.json")
     assert "--sample" not in line and "--seed" not in line
-    assert line.endswith("a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab "
-                         "or n_ctx (or a domain) makes the check shorter")
+    assert re.search(r"a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab "
+                     r"or n_ctx \(or a domain\) makes the check shorter \(or allow it: --max-seconds \d+\)$",
+                     line), line
 
 
 @pytest.mark.parametrize("key, value, message", [
@@ -356,7 +357,7 @@ def test_puzzles_show_estimates_its_example_answers_before_making_them(monkeypat
     line = user_error("puzzles", "show", "add")
     assert re.fullmatch(r"error: \S+add\.json: 6 examples, each followed down the domain token by token: about "
                         r"\d+ minutes, more than the 30 seconds handwired spends on a view; a statement with fewer "
-                        r"or shorter examples narrows it", line), line
+                        r"or shorter examples narrows it \(or allow it: --max-seconds \d+\)", line), line
     assert answered == []
 
 
