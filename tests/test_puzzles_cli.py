@@ -145,7 +145,7 @@ def test_a_larger_margin_ties_the_best_and_never_replaces_it(solution, aab_doc, 
     aab_doc["constants"]["Lg"] = 2048  # the same parameters and sizes, a margin of 2047 rather than 1023: a tie
     result = invoke("puzzles", "check", "aab", str(write_json(aab_doc)))
     verdict = " ".join(result.stdout.split())
-    assert "Solved puzzle 'aab'! Ties par. Ties your best." in verdict and "new best" not in verdict
+    assert "Solved puzzle 'aab'! Ties par. Ties your best, already recorded." in verdict and "new best" not in verdict
     data = json.loads(invoke("puzzles", "check", "aab", str(write_json(aab_doc)), "--json").stdout)
     assert data["solved"] and not data["new_best"] and data["score"]["margin"] == 2047
     assert data["against_par"] == "tie" and data["best"]["margin"] == 1023
@@ -226,12 +226,16 @@ def test_hints_one_more_each_time_and_all(handwired_home):
     first = invoke("puzzles", "hint", "first").stdout
     assert "hint 1 of 3: Every query can look at position 0." in first and "hint 2" not in first
     second = invoke("puzzles", "hint", "first").stdout
-    assert "hint 1 of 3" in second and "hint 2 of 3: A constant query bias" in second and "hint 3" not in second
+    # one more each time: only the new hint, not the ones revealed before
+    assert "hint 2 of 3: A constant query bias" in second and "hint 1" not in second and "hint 3" not in second
     assert progress_file(handwired_home)["puzzles"]["first"]["hints"] == 2
     every = invoke("puzzles", "hint", "first", "--every-hint").stdout
+    assert [line.split(":")[0] for line in every.splitlines()] == ["hint 1 of 3", "hint 2 of 3", "hint 3 of 3"]
     assert "hint 3 of 3: Copy the token" in every
     again = invoke("puzzles", "hint", "first").stdout
-    assert "That was the last hint" in again and again.count("hint ") >= 3
+    assert "That was the last hint" in again and "hint 1 of 3" not in again and "hint 3 of 3" not in again
+    assert "Every hint is revealed already (3 of 3); see them again with handwired puzzles hint first --every-hint" \
+        in " ".join(again.split())
     assert "hints: 3 of 3 revealed" in invoke("puzzles", "show", "first").stdout
 
 
@@ -361,3 +365,23 @@ def test_puzzles_json_gives_every_puzzle_with_solved_best_and_hints(solution, ha
     assert user_error("puzzles", "--json", "show", "aab") == (
         "error: --json before show: it belongs to the list (handwired puzzles --json); "
         "give a command's own options after its name")
+
+
+def test_show_of_a_solved_puzzle_no_longer_says_start(solution):
+    import dataclasses
+
+    from handwired.judge.scores import Score
+    from handwired.views.puzzles import next_step
+
+    assert "Next: handwired puzzles start aab -o aab.json" in flat(invoke("puzzles", "show", "aab").stdout)
+    assert invoke("puzzles", "check", "aab", solution).exit_code == 0
+    out = flat(invoke("puzzles", "show", "aab").stdout)
+    assert "puzzles start" not in out
+    assert "Solved. Next: leaner still, if you can; handwired puzzles check aab aab.json" in out
+    puzzle, best = load_puzzle("aab"), Score(26, 8, 1, 1, 1023)
+    leaner = dataclasses.replace(puzzle, record=Score(9, 2, 1, 1, 1024))
+    assert next_step(leaner, best).startswith("Solved (your best is above). Next, try for the record: an answer leaner")
+    tied = dataclasses.replace(puzzle, record=best)
+    assert next_step(tied, best).startswith("Solved, and your best ties the record.")
+    wider = dataclasses.replace(puzzle, record=Score(26, 9, 1, 1, 1023))
+    assert next_step(wider, best).startswith("Solved, and your best beats the record.")

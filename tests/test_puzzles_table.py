@@ -80,6 +80,10 @@ def test_beating_the_record_says_so(with_record):
     result = invoke("puzzles", "check", "aab", str(with_record / "solutions" / "aab.json"))
     assert result.exit_code == 0
     assert "Better than the record: the leanest answer known until now!" in " ".join(result.stdout.split())
+    again = " ".join(invoke("puzzles", "check", "aab", str(with_record / "solutions" / "aab.json")).stdout.split())
+    # the same answer checked again: no second record falls; it ties the best already recorded
+    assert "leanest answer known until now" not in again
+    assert "Ties par. Better than the record. Ties your best, already recorded." in again
 
 
 def test_the_solution_in_a_pipe_is_the_weight_file_itself(fixture_puzzles):

@@ -53,7 +53,7 @@ def test_ten_times_the_margin_ties_your_best_and_keeps_it(louder, handwired_home
     stored = progressing.load().best("max")
     result = invoke("puzzles", "check", "max", louder)
     verdict = words(result.stdout)
-    assert result.exit_code == 0 and "Ties your best." in verdict and "A new best." not in verdict
+    assert result.exit_code == 0 and "Ties your best, already recorded." in verdict and "A new best." not in verdict
     assert progressing.load().best("max") == stored  # the first answer's score stays: a tie replaces nothing
     data = json.loads(invoke("puzzles", "check", "max", louder, "--json").stdout)
     assert data["new_best"] is False and data["best"]["margin"] == stored.margin

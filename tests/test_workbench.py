@@ -77,6 +77,17 @@ def test_sweep_prints_the_table_the_plot_and_the_interval():
     assert "└ Lg from 0 to 4" in out
 
 
+def test_the_interval_says_how_many_of_its_values_were_on_the_grid_and_how_many_bisection_tried():
+    data = json.loads(invoke("sweep", "aab", "Lg=0..4", "--steps", "9", "--json").stdout)
+    (interval,) = data["intervals"]
+    grid = [v for v in np.linspace(0, 4, 9) if interval["low"] <= v <= interval["high"]]  # 3, 3.5 and 4
+    bisected = interval["tried"] - len(grid)
+    assert len(grid) == 3 and bisected > 0
+    text = " ".join(invoke("sweep", "aab", "Lg=0..4", "--steps", "9").stdout.split())
+    assert (f"at every one of the {interval['tried']} values tried there ({len(grid)} on the grid, {bisected} by "
+            "bisection)") in text
+
+
 @pytest.mark.parametrize("args", [("Lg=0..4", "--steps", "9"), ("Lg=0.01..10000", "--log"),
                                   ("Lg=0..4", "--precision", "1e-9"), ("Lg=3..9", "--steps", "4")])
 def test_the_interval_names_exactly_the_values_tried_never_a_rounding_of_them(args):
@@ -129,7 +140,7 @@ def test_a_plot_wider_than_the_terminal_goes_on_pages_not_wrapped(args, tmp_path
 
 def test_a_sweep_that_passes_everywhere_claims_no_bisection():
     text = " ".join(invoke("sweep", "aab", "Lg=3..9", "--steps", "4").stdout.split())
-    assert "Passes for Lg in [3, 9]: at every one of the 4 values tried there." in text
+    assert "Passes for Lg in [3, 9]: at every one of the 4 grid values tried there." in text
     assert "bisection" not in text and "no edge to refine" in text
 
 
@@ -328,7 +339,7 @@ def test_the_parameters_not_needed_are_counted_once_when_a_head_and_its_entries_
     assert "7 parts not needed (6 distinct parameters in all;" in text
 
 
-@pytest.mark.parametrize("columns", [60, 80])
+@pytest.mark.parametrize("columns", [60, 80, 100])
 def test_ablates_tables_are_paged_on_a_narrow_terminal_never_cut(monkeypatch, columns):
     monkeypatch.setenv("COLUMNS", str(columns))
     parts = json.loads(invoke("ablate", "aab", "--entries", "--json").stdout)["parts"]
@@ -340,6 +351,12 @@ def test_ablates_tables_are_paged_on_a_narrow_terminal_never_cut(monkeypatch, co
         assert str(part["parameters"]) in cells and str(part["failed"]) in cells
     headers = " ".join(line for line in lines if line.startswith("┃"))
     assert headers.count("cost") == 2 and headers.count("smallest lead") == 2  # the needed and the spare table
+    for line in lines:  # a smallest lead is never parted from the context it was at, in a pipe or a terminal
+        if line.startswith("┃"):
+            cells = [cell.strip() for cell in line.split("┃")[1:-1]]
+            assert ("smallest lead" in cells) == ("at" in cells), line
+            if "at" in cells:
+                assert cells.index("at") == cells.index("smallest lead") + 1, line
 
 
 def test_a_reference_written_out_is_pointed_to_its_puzzle(tmp_path, monkeypatch):

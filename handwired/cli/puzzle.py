@@ -103,17 +103,23 @@ def puzzles_check(
 @app.command("hint")
 def puzzles_hint(
     name: NameArgument,
-    every_hint: Annotated[bool, typer.Option("--every-hint", help="Reveal every hint at once.")] = False,
+    every_hint: Annotated[bool, typer.Option(
+        "--every-hint", help="Reveal every hint at once and show them all, the ones revealed before too.")] = False,
 ) -> None:
-    """Reveal the next hint (one more each time); the ones already revealed are shown again."""
+    """Reveal the next hint, one more each time (only the new one is shown; --every-hint shows them all)."""
     puzzle = load_puzzle(name)
     before, revealed = progress().reveal_next(puzzle.key, len(puzzle.hints), every_hint)
     console = stdout()
     for number, hint in enumerate(puzzle.hints[:revealed], start=1):
         new = number > before
+        if not (new or every_hint):
+            continue
         line = Text.assemble((f"hint {number} of {len(puzzle.hints)}: ", "bold" if new else "dim"),
                              (escaped(hint), "" if new else "dim"))
         console.print(line, soft_wrap=not console.is_terminal)  # in a pipe: one a line
+    if before == revealed and puzzle.hints and not every_hint:
+        console.print(Text(f"Every hint is revealed already ({revealed} of {len(puzzle.hints)}); see them again with "
+                           f"handwired puzzles hint {puzzle.ref} --every-hint", style="dim"))
     if revealed == len(puzzle.hints) and before == revealed and puzzle.bundled:
         console.print(Text("That was the last hint. The reference solution: "
                            f"handwired puzzles solution {puzzle.ref} (once solved, or with --spoil)", style="dim"))

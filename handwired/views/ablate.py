@@ -50,11 +50,12 @@ def ablate_view(model, result: Ablations) -> Group:
 
 def _table(title: str, headers: tuple[str, ...], rows: list[tuple]) -> Group:
     """Its title, then the table with the part's name on every page and the other columns paged to fit the terminal,
-    so that no number is ever cut."""
+    so that no number is ever cut, and a smallest lead never parted from the context it was "at"."""
     head = [Text(header, justify="left" if header in ("part", "at", "first broken") else "right") for header in headers]
     cells = [[Text(cell, justify=header.justify) if isinstance(cell, str) else cell for cell, header in zip(row, head)]
              for row in rows]
-    return Group(Text(title, style="italic"), _PagedColumns(head[:1], head[1:], cells))
+    joined = frozenset(i for i, header in enumerate(headers[1:]) if header == "at")  # beside its smallest lead
+    return Group(Text(title, style="italic"), _PagedColumns(head[:1], head[1:], cells, joined))
 
 
 def ablate_json(model, result: Ablations) -> dict:

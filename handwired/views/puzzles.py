@@ -54,14 +54,26 @@ def statement_view(puzzle: Puzzle, progress: Progress) -> Panel:
                                    (" (the leanest answer known: beat it)", "dim")))
     if best is not None:
         parts.append(Text.assemble(("your best: ", "bold"), score_text(best)))
-    answer_path = puzzle.answer_file
     parts.append(Text(f"hints: {progress.hints(puzzle.key)} of {len(puzzle.hints)} revealed "
                       f"(handwired puzzles hint {puzzle.ref})", style="dim"))
-    parts.append(Text(f"Next: handwired puzzles start {puzzle.ref} -o {answer_path}, wire it, then "
-                      f"handwired puzzles check {puzzle.ref} {answer_path}", style="dim"))
+    parts.append(Text(next_step(puzzle, best if progress.solved(puzzle.key) else None), style="dim"))
     title = Text.assemble((f"{puzzle.name}", "bold magenta"), f" — {printable(puzzle.title)}  (level {puzzle.level})",
                           ("  solved ✓" if progress.solved(puzzle.key) else "", "green"))
     return Panel(Group(*parts), title=title, title_align="left", expand=False)
+
+
+def next_step(puzzle: Puzzle, best: Score | None) -> str:
+    """What to do next: start and check an answer; once solved (``best``), go for the record, or lean further."""
+    answer_path = puzzle.answer_file
+    check = f"handwired puzzles check {puzzle.ref} {answer_path}"
+    if best is None:
+        return f"Next: handwired puzzles start {puzzle.ref} -o {answer_path}, wire it, then {check}"
+    if puzzle.record is not None and best.key() > puzzle.record.key():
+        return (f"Solved (your best is above). Next, try for the record: an answer leaner than it, by non-zero "
+                f"parameters first, then n_embd, blocks and heads; then {check}")
+    level = "ties" if puzzle.record is not None and best.ties(puzzle.record) else "beats"
+    return (f"Solved, and your best {level} the record." if puzzle.record is not None else "Solved.") + (
+        f" Next: leaner still, if you can; {check}")
 
 
 def judged_text(puzzle: Puzzle) -> str:
@@ -112,16 +124,21 @@ def score_view(submission: Submission, best_before: Score | None, new_best: bool
 
 def _standing(score: Score, par: Score | None, record: Score | None, best_before: Score | None,
               new_best: bool) -> str:
-    """The verdict's words on par, the record and the player's best: better, or a tie (never "better" on a margin)."""
-    words = {"better": {"par": " Better than par.", "record": " Better than the record: the leanest answer known "
-                        "until now!"},
+    """The verdict's words on par, the record and the player's best: better, or a tie (never "better" on a margin).
+    A record falls once: a score that only ties (or trails) the player's own best does not announce it again."""
+    first = best_before is None or score.better_than(best_before)
+    words = {"better": {"par": " Better than par.",
+                        "record": " Better than the record: the leanest answer known until now!" if first else
+                        " Better than the record."},
              "tie": {"par": " Ties par.", "record": " Ties the record."}}
     said = "".join(words.get(score.against(other) or "", {}).get(label, "")
                    for label, other in (("par", par), ("record", record)))
     if new_best and best_before is not None:
         said += " A new best."
     elif score.ties(best_before):
-        said += " Ties your best."
+        said += " Ties your best, already recorded."
+    elif best_before is not None and not first:
+        said += " Your best, already recorded, is leaner."
     return said
 
 

@@ -131,15 +131,25 @@ class _PagedColumns:
     """A table whose first columns repeat on every page and whose other columns are paged to fit the terminal
     (each token's probability, when the vocabulary is wide): as views.paging pages a matrix, nothing squeezed."""
 
-    def __init__(self, head: list[Text], paged: list[Text], rows: list[list[Text]]):
-        self.head, self.paged, self.rows = head, paged, rows
+    def __init__(self, head: list[Text], paged: list[Text], rows: list[list[Text]],
+                 joined: frozenset[int] = frozenset()):
+        """``joined``: paged columns (by index in ``paged``) kept on the page of the column before them."""
+        self.head, self.paged, self.rows, self.joined = head, paged, rows, joined
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         n = len(self.head)
         widths = [max(cell.cell_len for cell in [header, *(row[i] for row in self.rows)])
                   for i, header in enumerate(self.head + self.paged)]  # each column's widest cell
         fixed = table_width(widths[:n]) - TABLE_EDGE - COLUMN_CHROME  # the repeated columns, as one label column
-        for page in column_pages(fixed, widths[n:], options.max_width):
+        groups: list[list[int]] = []  # paged columns that go together, each group paged as one wider column
+        for i in range(len(self.paged)):
+            if groups and i in self.joined:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        group_widths = [sum(widths[n + i] for i in group) + COLUMN_CHROME * (len(group) - 1) for group in groups]
+        for grouped in column_pages(fixed, group_widths, options.max_width):
+            page = [i for g in grouped for i in groups[g]]
             table = Table()
             for header in [*self.head, *(self.paged[i] for i in page)]:
                 table.add_column(header, justify=header.justify or "left")

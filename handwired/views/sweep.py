@@ -32,8 +32,11 @@ def interval_line(name: str, interval: Interval) -> str:
     not tried, beyond the last one that passed)."""
     ends = [_edge(e, s) for e, s in ((interval.below, "below"), (interval.above, "above")) if e is not None]
     near = f"; it {' and '.join(ends)}" if ends else ""
-    return (f"Passes for {name} in [{exact(interval.low)}, {exact(interval.high)}]: at every one of the "
-            f"{count(interval.tried, 'value')} tried there{near}.")
+    bisected = sum(e.tried for e in (interval.below, interval.above) if e is not None)
+    grid = interval.tried - bisected
+    tried = (f"{count(interval.tried, 'value')} tried there ({grid:,} on the grid, {bisected:,} by bisection)"
+             if bisected else f"{count(grid, 'grid value')} tried there")
+    return f"Passes for {name} in [{exact(interval.low)}, {exact(interval.high)}]: at every one of the {tried}{near}."
 
 
 def summary(sweep: Sweep) -> list[Text]:
