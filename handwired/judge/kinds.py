@@ -11,6 +11,7 @@ import numpy as np
 
 from handwired.judge.answers import AnswerRule, SumRule
 from handwired.judge.rules import (
+    BalancedRule,
     CountLastRule,
     FirstRule,
     InductionRule,
@@ -40,9 +41,11 @@ KINDS: dict[str, tuple[str, ...]] = {  # kind -> its parameters, all required
     "reverse": ("separator",),
     "sort": ("separator",),
     "sum": ("plus", "equals", "digits", "width"),
+    "balanced": ("open", "close", "yes", "no"),
 }
 ANSWERS = ("copy", "reverse", "sort", "sum")  # the kinds that answer after a separator
-SINGLE = ("same", "different", "of", "even", "odd", "separator", "plus", "equals")  # parameters that are one token
+SINGLE = ("same", "different", "of", "even", "odd", "separator", "plus", "equals",  # parameters that are one token
+          "open", "close", "yes", "no")
 
 
 def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker, path: str = "rule") -> Rule | None:
@@ -74,6 +77,8 @@ def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker
         return CountLastRule(tuple(ids["counts"]), vocab) if _distinct(check, path, tokens, "counts") else None
     if kind == "max":
         return MaxRule(vocab)
+    if kind == "balanced":
+        return _circuit(kind, check, path, tokens, ids, vocab)
     plain = {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule, "induction": InductionRule}
     return plain[kind](n_vocab)
 
@@ -94,3 +99,13 @@ def _sum(check: Checker, spec: dict, path: str, ids: dict[str, list[int]], vocab
     if not ok or width is None:
         return None
     return SumRule(ids["plus"][0], ids["equals"][0], tuple(ids["digits"]), width, vocab)
+
+
+def _circuit(kind: str, check: Checker, path: str, tokens: dict[str, str], ids: dict[str, list[int]],
+             vocab: tuple[str, ...]) -> Rule | None:
+    """The rules of the circuits papers found in trained models: balanced brackets."""
+    named = [ids[key][0] for key in ("open", "close", "yes", "no")]
+    if len(set(named)) < 4:
+        check.problem(path, "open, close, yes and no must be four different tokens")
+        return None
+    return BalancedRule(named[0], named[1], named[2], named[3], vocab)

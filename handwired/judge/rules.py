@@ -324,3 +324,30 @@ class ParityRule:
     def judge(self, contexts: np.ndarray) -> Judgement:
         odd = (contexts == self.of).sum(axis=1) % 2 == 1  # [n]
         return decided(np.where(odd, self.odd, self.even), len(self.vocab))
+
+
+@dataclass(frozen=True)
+class BalancedRule:
+    """``yes`` if the context's brackets are balanced (Dyck-1: as many ``open`` as ``close``, and no prefix with
+    more ``close`` than ``open``), else ``no``. Other tokens (a start token) are passed over; a context that holds
+    ``yes`` or ``no`` is out of domain."""
+
+    open: int  # token ids
+    close: int
+    yes: int
+    no: int
+    vocab: tuple[str, ...]
+
+    @property
+    def description(self) -> str:
+        v = self.vocab
+        return (f"{v[self.yes]!r} if the brackets {v[self.open]}{v[self.close]} are balanced (every "
+                f"{v[self.close]!r} closes an earlier {v[self.open]!r}, and none is left open), else {v[self.no]!r}; "
+                f"other tokens are passed over; a context holding {v[self.yes]!r} or {v[self.no]!r} is out of domain")
+
+    def judge(self, contexts: np.ndarray) -> Judgement:
+        step = np.where(contexts == self.open, 1, np.where(contexts == self.close, -1, 0))  # [n, L]
+        depth = np.cumsum(step, axis=1)  # [n, L]: the balance after each token
+        balanced = (depth[:, -1] == 0) & (depth.min(axis=1) >= 0)  # [n]
+        asked = ~((contexts == self.yes) | (contexts == self.no)).any(axis=1)
+        return decided(np.where(balanced, self.yes, self.no), len(self.vocab), asked)
