@@ -1,4 +1,4 @@
-"""The third ladder: circuits found in trained models, wired by hand (dyck).
+"""The third ladder: circuits found in trained models, wired by hand (modadd, dyck).
 
 Their rules against brute force, their references and records proved through the command line, and files built
 from their hints' ideas (not copied from the references) that solve them.
@@ -7,8 +7,11 @@ from their hints' ideas (not copied from the references) that solve them.
 import itertools
 import json
 import math
+import re
 
 import pytest
+from exact import _gelu as exact_gelu
+from mpmath import mp, mpf
 from test_cli import invoke
 from test_records import RECORDS
 
@@ -18,7 +21,7 @@ from handwired.judge.rules import DECIDED, OUT_OF_DOMAIN
 from handwired.judge.verdict import submit
 from handwired.weightfile import Checker, parse
 
-LADDER = ["dyck"]
+LADDER = ["dyck", "modadd"]
 
 
 def words(text):
@@ -33,6 +36,20 @@ def judge(rule, vocab, texts):
 
 
 # ---------------------------------------------------------------- the rules, against brute force
+
+
+def test_modular_sum_is_the_residue_of_the_sum_and_nothing_else_is_judged():
+    vocab = tuple("0123456+=")
+    rule = rule_from_spec({"kind": "modular_sum", "plus": "+", "equals": "=", "residues": "0123456"}, vocab,
+                          Checker())
+    texts = [f"{a}+{b}=" for a in range(7) for b in range(7)]
+    judgement = judge(rule, vocab, texts)
+    assert (judgement.status == DECIDED).all()
+    for text, row in zip(texts, judgement.acceptable):
+        assert [vocab[i] for i in row.nonzero()[0]] == [str((int(text[0]) + int(text[2])) % 7)]
+    odd = judge(rule, vocab, ["1=2+", "++1=", "12+=", "1+2+"])
+    assert (odd.status == OUT_OF_DOMAIN).all()
+    assert (judge(rule, vocab, ["1+2"]).status == OUT_OF_DOMAIN).all()
 
 
 def brute_balanced(text):
@@ -63,6 +80,8 @@ def test_balanced_agrees_with_a_stack_on_every_string_of_up_to_eight_brackets():
 
 @pytest.mark.parametrize("spec, message", [
     ({"kind": "balanced", "open": "(", "close": "(", "yes": "y", "no": "n"}, "four different tokens"),
+    ({"kind": "modular_sum", "plus": "+", "equals": "=", "residues": "0+"}, "neither plus nor equals"),
+    ({"kind": "modular_sum", "plus": "+", "equals": "=", "residues": "00"}, "names a token twice"),
 ])
 def test_a_bad_circuit_rule_is_one_line(spec, message):
     check = Checker()
@@ -88,6 +107,7 @@ def test_puzzles_check_proves_the_reference_and_the_record_on_the_whole_domain(n
 
 
 def test_the_domains_are_the_whole_task():
+    assert load_puzzle("modadd").domain.size == 49
     assert load_puzzle("dyck").domain.size == sum(2**n for n in range(1, 13))
 
 
@@ -97,6 +117,72 @@ def test_the_bundled_list_fits_80_columns_with_the_third_ladder(monkeypatch, han
     assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
     rows = [line.split() for line in out.splitlines()]
     assert ["9", "dyck", "8", "1", "2", "≤16", "12", "10", "·"] in rows
+    assert ["10", "modadd", "8", "1", "1", "≤16", "54", "21", "·"] in rows
+
+
+# ---------------------------------------------------------------- modadd's hints, built
+
+
+def test_modadds_fourth_hint_two_gelus_make_a_square():
+    mp.dps = 50
+    for x in [mpf(k) / 8 for k in range(-32, 33) if k]:
+        eps = mpf("0.01")
+        square = (exact_gelu(eps * x) + exact_gelu(-eps * x)) / (mp.sqrt(2 / mp.pi) * eps**2)
+        assert abs(square / x**2 - 1) < 0.2 * (eps * x) ** 2 + mpf(10) ** -40
+
+
+def test_modadds_third_hint_the_double_angle_identities():
+    w = 2 * math.pi / 7
+    for a, b in itertools.product(range(7), repeat=2):
+        u, v = math.cos(w * a) + math.cos(w * b), math.sin(w * a) + math.sin(w * b)
+        c2, s2 = math.cos(2 * w * a) + math.cos(2 * w * b), math.sin(2 * w * a) + math.sin(2 * w * b)
+        assert math.isclose(u * u - v * v, c2 + 2 * math.cos(w * (a + b)), abs_tol=1e-12)
+        assert math.isclose(2 * u * v, s2 + 2 * math.sin(w * (a + b)), abs_tol=1e-12)
+
+
+def fourier_answer(z, eps):
+    """modadd wired from its hints alone: angles in two dims and the doubled angle in two more, a head of zero
+    queries and keys, four squares of two GELUs each, no embedding for + and =."""
+    w, kappa = 2 * math.pi / 7, math.sqrt(2 / math.pi)
+    wte = [[math.cos(w * r), math.sin(w * r), math.cos(2 * w * r), math.sin(2 * w * r), 0, 0] for r in range(7)]
+    wte += [[0.0] * 6, [0.0] * 6]  # + and =
+    attn_w = [[0.0] * 12 + [float(i == j < 4) for j in range(6)] for i in range(6)]  # q = k = 0; v: the token dims
+    proj = [[0.0] * 6 for _ in range(6)]
+    proj[0][4], proj[1][5] = 4.0, 4.0  # u and v: the sums, from a quarter of them
+    proj[2][0], proj[3][1] = -2 * z, -2 * z  # -Z/2 of the doubled-angle sums
+    # hidden: (u)², (v)², (u+v)², (u-v)², each gelu(eps·x) + gelu(-eps·x)
+    directions = [(1, 0), (0, 1), (1, 1), (1, -1)]
+    fc = [[0.0] * 8 for _ in range(6)]
+    for k, (du, dv) in enumerate(directions):
+        for sign, unit in ((1, 2 * k), (-1, 2 * k + 1)):
+            fc[4][unit], fc[5][unit] = sign * eps * du, sign * eps * dv
+    scale = z / (2 * eps * eps * kappa)  # Z/2 · x² per unit pair
+    out = [[0.0] * 6 for _ in range(8)]
+    for unit in range(8):
+        k = unit // 2
+        out[unit][0] = scale * (1, -1, 0, 0)[k]  # c1 += Z/2·(u² - v²)
+        out[unit][1] = scale * (0, 0, 0.5, -0.5)[k]  # s1 += Z/2·2uv = Z/4·((u+v)² - (u-v)²)
+    return {"format": "handwired/1", "vocab": list("0123456+="), "n_ctx": 4, "n_embd": 6, "wte": wte,
+            "wpe": [[0.0] * 6 for _ in range(4)],
+            "blocks": [{"attn": {"c_attn": {"w": attn_w}, "c_proj": {"w": proj}},
+                        "mlp": {"c_fc": {"w": fc}, "c_proj": {"w": out}}}]}
+
+
+def test_modadds_hints_build_a_fourier_answer_that_solves_it():
+    puzzle = load_puzzle("modadd")
+    assert "cosine and the sine" in puzzle.hints[0] and "zero queries and keys" in puzzle.hints[2]
+    assert "gelu(εx) + gelu(-εx)" in puzzle.hints[3]
+    model, problems = parse(fourier_answer(z=8, eps=0.02), "fourier.json")
+    assert problems == []
+    submission = submit(puzzle, model)
+    assert submission.fits and submission.solved and submission.report.passed == 49
+    # the hint's rival: Z·cos(2π/7) against Z for the right residue
+    assert submission.report.margin.value == pytest.approx(8 * (1 - math.cos(2 * math.pi / 7)), rel=5e-3)
+
+
+def test_modadds_mlp_cap_leaves_no_room_for_a_table():
+    caps = load_puzzle("modadd").caps
+    assert caps.mlp < 49 and re.search(r"16 hidden units: too few for a table of 49", load_puzzle("modadd").story)
 
 
 # ---------------------------------------------------------------- dyck's hints, built

@@ -17,6 +17,7 @@ from handwired.judge.rules import (
     InductionRule,
     MajorityRule,
     MaxRule,
+    ModularSumRule,
     ParityRule,
     PatternRule,
     PreviousRule,
@@ -41,6 +42,7 @@ KINDS: dict[str, tuple[str, ...]] = {  # kind -> its parameters, all required
     "reverse": ("separator",),
     "sort": ("separator",),
     "sum": ("plus", "equals", "digits", "width"),
+    "modular_sum": ("plus", "equals", "residues"),
     "balanced": ("open", "close", "yes", "no"),
 }
 ANSWERS = ("copy", "reverse", "sort", "sum")  # the kinds that answer after a separator
@@ -78,7 +80,9 @@ def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker
     if kind == "max":
         return MaxRule(vocab)
     if kind == "balanced":
-        return _circuit(kind, check, path, tokens, ids, vocab)
+        return _balanced(check, path, ids, vocab)
+    if kind == "modular_sum":
+        return _modular_sum(check, path, tokens, ids, vocab)
     plain = {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule, "induction": InductionRule}
     return plain[kind](n_vocab)
 
@@ -101,11 +105,22 @@ def _sum(check: Checker, spec: dict, path: str, ids: dict[str, list[int]], vocab
     return SumRule(ids["plus"][0], ids["equals"][0], tuple(ids["digits"]), width, vocab)
 
 
-def _circuit(kind: str, check: Checker, path: str, tokens: dict[str, str], ids: dict[str, list[int]],
-             vocab: tuple[str, ...]) -> Rule | None:
-    """The rules of the circuits papers found in trained models: balanced brackets."""
+def _balanced(check: Checker, path: str, ids: dict[str, list[int]], vocab: tuple[str, ...]) -> Rule | None:
+    """Balanced brackets (Dyck-1), the task of Weiss et al.'s RASP construction."""
     named = [ids[key][0] for key in ("open", "close", "yes", "no")]
     if len(set(named)) < 4:
         check.problem(path, "open, close, yes and no must be four different tokens")
         return None
     return BalancedRule(named[0], named[1], named[2], named[3], vocab)
+
+
+def _modular_sum(check: Checker, path: str, tokens: dict[str, str], ids: dict[str, list[int]],
+                 vocab: tuple[str, ...]) -> Rule | None:
+    """Addition modulo p, the task of the grokking experiments."""
+    if not _distinct(check, path, tokens, "residues"):
+        return None
+    if len(ids["residues"]) < 2 or {ids["plus"][0], ids["equals"][0]} & set(ids["residues"]):
+        check.problem(join(path, "residues"), "expected at least two tokens, 0 … p-1 in order, neither plus nor "
+                                             "equals")
+        return None
+    return ModularSumRule(ids["plus"][0], ids["equals"][0], tuple(ids["residues"]), vocab)

@@ -327,6 +327,33 @@ class ParityRule:
 
 
 @dataclass(frozen=True)
+class ModularSumRule:
+    """``A+B=`` -> the residue of A + B modulo p, where ``residues`` are the tokens of 0 … p-1."""
+
+    plus: int  # token ids
+    equals: int
+    residues: tuple[int, ...]
+    vocab: tuple[str, ...]
+
+    @property
+    def description(self) -> str:
+        return (f"after A{self.vocab[self.plus]}B{self.vocab[self.equals]}, (A + B) mod {len(self.residues)}, each "
+                f"residue one of {', '.join(shown(self.vocab[t]) for t in self.residues)}; any other context is out "
+                "of domain")
+
+    def judge(self, contexts: np.ndarray) -> Judgement:
+        n, n_seq = contexts.shape
+        if n_seq != 4:
+            return out_of_domain(n, len(self.vocab))
+        value = np.full(len(self.vocab), -1)  # token id -> its residue; -1: not a residue
+        value[list(self.residues)] = np.arange(len(self.residues))
+        a, b = value[contexts[:, 0]], value[contexts[:, 2]]  # [n] each
+        shaped = (a >= 0) & (b >= 0) & (contexts[:, 1] == self.plus) & (contexts[:, 3] == self.equals)
+        answer = np.array(self.residues)[(a + b) % len(self.residues)]  # [n]
+        return decided(answer, len(self.vocab), shaped)
+
+
+@dataclass(frozen=True)
 class BalancedRule:
     """``yes`` if the context's brackets are balanced (Dyck-1: as many ``open`` as ``close``, and no prefix with
     more ``close`` than ``open``), else ``no``. Other tokens (a start token) are passed over; a context that holds
