@@ -14,6 +14,7 @@ from handwired.judge.rules import (
     BalancedRule,
     CountLastRule,
     FirstRule,
+    IndirectObjectRule,
     InductionRule,
     MajorityRule,
     MaxRule,
@@ -44,6 +45,7 @@ KINDS: dict[str, tuple[str, ...]] = {  # kind -> its parameters, all required
     "sum": ("plus", "equals", "digits", "width"),
     "modular_sum": ("plus", "equals", "residues"),
     "balanced": ("open", "close", "yes", "no"),
+    "indirect_object": (),
 }
 ANSWERS = ("copy", "reverse", "sort", "sum")  # the kinds that answer after a separator
 SINGLE = ("same", "different", "of", "even", "odd", "separator", "plus", "equals",  # parameters that are one token
@@ -83,7 +85,8 @@ def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker
         return _balanced(check, path, ids, vocab)
     if kind == "modular_sum":
         return _modular_sum(check, path, tokens, ids, vocab)
-    plain = {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule, "induction": InductionRule}
+    plain = {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule, "induction": InductionRule,
+             "indirect_object": IndirectObjectRule}
     return plain[kind](n_vocab)
 
 

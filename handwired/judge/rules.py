@@ -378,3 +378,19 @@ class BalancedRule:
         balanced = (depth[:, -1] == 0) & (depth.min(axis=1) >= 0)  # [n]
         asked = ~((contexts == self.yes) | (contexts == self.no)).any(axis=1)
         return decided(np.where(balanced, self.yes, self.no), len(self.vocab), asked)
+
+
+@dataclass(frozen=True)
+class IndirectObjectRule:
+    """The only token that occurs exactly once in the context, when the last token occurs more than once (the
+    indirect object, after the repeated subject); any other context is out of domain."""
+
+    n_vocab: int
+    description: str = ("the only token that occurs exactly once, when the last token occurs more than once "
+                        "(abb → a, bab → a); any other context is out of domain")
+
+    def judge(self, contexts: np.ndarray) -> Judgement:
+        counts = (contexts[:, :, None] == np.arange(self.n_vocab)).sum(axis=1)  # [n, n_vocab]
+        once = counts == 1  # [n, n_vocab]
+        repeated_last = counts[np.arange(len(contexts)), contexts[:, -1]] > 1  # [n]
+        return decided(np.argmax(once, axis=1), self.n_vocab, (once.sum(axis=1) == 1) & repeated_last)
