@@ -70,3 +70,17 @@ def test_successors_second_hint_is_true_the_final_layernorm_alone_turns_each_let
     assert "attention" in load_puzzle("successor").hints[1] and "LayerNorm" in load_puzzle("successor").hints[1]
     submission = submit(load_puzzle("successor"), model)
     assert submission.solved and submission.report.passed == 340 and submission.report.margin.value > 1
+
+
+@pytest.mark.parametrize("name, paper, built", [
+    ("dyck", "Weiss, Goldberg and Yahav (2021)", "You will build those two layers"),
+    ("modadd", "Nanda and colleagues (2023)", "Here you build that circuit by hand"),
+    ("ioi", "Wang and colleagues (2022)", "you will build a name mover"),
+])
+def test_the_third_ladders_stories_say_who_found_the_circuit_and_what_you_build(name, paper, built):
+    """A circuit found in a trained model: its story names the paper, what the model does and what to build; its
+    hints are tested as files in test_ladder.py."""
+    from handwired.judge.catalogue import load_puzzle
+
+    story = load_puzzle(name).story
+    assert paper in story and built in story

@@ -11,11 +11,14 @@ import numpy as np
 
 from handwired.judge.answers import AnswerRule, SumRule
 from handwired.judge.rules import (
+    BalancedRule,
     CountLastRule,
     FirstRule,
+    IndirectObjectRule,
     InductionRule,
     MajorityRule,
     MaxRule,
+    ModularSumRule,
     ParityRule,
     PatternRule,
     PreviousRule,
@@ -40,9 +43,13 @@ KINDS: dict[str, tuple[str, ...]] = {  # kind -> its parameters, all required
     "reverse": ("separator",),
     "sort": ("separator",),
     "sum": ("plus", "equals", "digits", "width"),
+    "modular_sum": ("plus", "equals", "residues"),
+    "balanced": ("open", "close", "yes", "no"),
+    "indirect_object": (),
 }
 ANSWERS = ("copy", "reverse", "sort", "sum")  # the kinds that answer after a separator
-SINGLE = ("same", "different", "of", "even", "odd", "separator", "plus", "equals")  # parameters that are one token
+SINGLE = ("same", "different", "of", "even", "odd", "separator", "plus", "equals",  # parameters that are one token
+          "open", "close", "yes", "no")
 
 
 def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker, path: str = "rule") -> Rule | None:
@@ -74,7 +81,12 @@ def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker
         return CountLastRule(tuple(ids["counts"]), vocab) if _distinct(check, path, tokens, "counts") else None
     if kind == "max":
         return MaxRule(vocab)
-    plain = {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule, "induction": InductionRule}
+    if kind == "balanced":
+        return _balanced(check, path, ids, vocab)
+    if kind == "modular_sum":
+        return _modular_sum(check, path, tokens, ids, vocab)
+    plain = {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule, "induction": InductionRule,
+             "indirect_object": IndirectObjectRule}
     return plain[kind](n_vocab)
 
 
@@ -94,3 +106,24 @@ def _sum(check: Checker, spec: dict, path: str, ids: dict[str, list[int]], vocab
     if not ok or width is None:
         return None
     return SumRule(ids["plus"][0], ids["equals"][0], tuple(ids["digits"]), width, vocab)
+
+
+def _balanced(check: Checker, path: str, ids: dict[str, list[int]], vocab: tuple[str, ...]) -> Rule | None:
+    """Balanced brackets (Dyck-1), the task of Weiss et al.'s RASP construction."""
+    named = [ids[key][0] for key in ("open", "close", "yes", "no")]
+    if len(set(named)) < 4:
+        check.problem(path, "open, close, yes and no must be four different tokens")
+        return None
+    return BalancedRule(named[0], named[1], named[2], named[3], vocab)
+
+
+def _modular_sum(check: Checker, path: str, tokens: dict[str, str], ids: dict[str, list[int]],
+                 vocab: tuple[str, ...]) -> Rule | None:
+    """Addition modulo p, the task of the grokking experiments."""
+    if not _distinct(check, path, tokens, "residues"):
+        return None
+    if len(ids["residues"]) < 2 or {ids["plus"][0], ids["equals"][0]} & set(ids["residues"]):
+        check.problem(join(path, "residues"), "expected at least two tokens, 0 … p-1 in order, neither plus nor "
+                                             "equals")
+        return None
+    return ModularSumRule(ids["plus"][0], ids["equals"][0], tuple(ids["residues"]), vocab)
