@@ -124,6 +124,12 @@ class SumRule:
     def judge(self, contexts: np.ndarray) -> Judgement:
         return judge_after(contexts, self.equals, self.answering, len(self.vocab))
 
+    def over_cases(self, inputs: np.ndarray, so_far: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The right digit over each case of inputs (sets of tokens), or -1 (see handwired.judge.case_rules)."""
+        from handwired.judge.case_rules import sum_over_cases  # (only a proof by cases loads it)
+
+        return sum_over_cases(self, inputs, so_far)
+
 
 def _number(digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[d, n] digit values, most significant first, -1 where a token is none -> the numbers [n] (a -1 read as 0;
