@@ -75,8 +75,9 @@ def evaluate(model: Model, sets: np.ndarray, proving: Proving | None = None) -> 
     every context of case i has each real logit within rad of mid (an infinite or NaN radius bounds nothing)."""
     proving = prepare(model) if proving is None else proving
     out = []
-    for start in range(0, len(sets), CHUNK):
-        out.append(_evaluate(model, sets[start:start + CHUNK], proving))
+    with np.errstate(invalid="ignore", over="ignore"):  # an unbounded radius (inf, NaN) is never proved
+        for start in range(0, len(sets), CHUNK):
+            out.append(_evaluate(model, sets[start:start + CHUNK], proving))
     return np.concatenate(out) if out else np.zeros((0, 2 * model.n_vocab))
 
 

@@ -106,3 +106,29 @@ def _matters(left, right, place, q, k, undetermined) -> np.ndarray:
                 out[row] = best[1]
                 break
     return out
+
+
+def max_over_cases(inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ``max`` rule over cases: every context's latest token is the same, M, when some position can hold
+    nothing below M while no position holds more (max over positions of their smallest = max of their largest).
+    -> ([n] M or -1, [n] the position to split: the largest set among those that may hold the top token)."""
+    n, k, v = inputs.shape
+    tokens = np.arange(v)
+    smallest = np.where(inputs, tokens, v).min(axis=2).max(axis=1)  # [n]
+    largest = np.where(inputs, tokens, -1).max(axis=2)  # [n, k]
+    top = largest.max(axis=1)
+    answer = np.where(smallest == top, top, NONE)
+    sizes = np.where(largest == top[:, None], inputs.sum(axis=2), 0)  # [n, k]
+    split = np.where(sizes.max(axis=1) > 1, k - 1 - np.argmax(sizes[:, ::-1], axis=1), NONE)
+    return answer, split
+
+
+def token_at_over_cases(inputs: np.ndarray, position: int) -> tuple[np.ndarray, np.ndarray]:
+    """A rule whose answer is the token at ``position`` (first: 0; previous: -2) over cases: decided where that
+    position's set is one token, else split there. -> ([n] token or -1, [n] position to split or -1)."""
+    n, k, _ = inputs.shape
+    if not -k <= position < k:  # too short: no answer (a single context is out of domain)
+        return np.full(n, NONE), np.full(n, NONE)
+    at = inputs[:, position]  # [n, V]
+    one = at.sum(axis=1) == 1
+    return np.where(one, np.argmax(at, axis=1), NONE), np.where(one, NONE, position % k)

@@ -146,6 +146,13 @@ class FirstRule:
     def judge(self, contexts: np.ndarray) -> Judgement:
         return decided(contexts[:, 0], self.n_vocab)  # [n]
 
+    def over_cases(self, inputs: np.ndarray, so_far: None) -> tuple[np.ndarray, None, np.ndarray]:
+        """The token at position 0 over each case (sets of tokens), or -1 (see handwired.judge.case_rules)."""
+        from handwired.judge.case_rules import token_at_over_cases  # (only a proof by cases loads it)
+
+        answer, split = token_at_over_cases(inputs, 0)
+        return answer, None, split
+
 
 @dataclass(frozen=True)
 class PreviousRule:
@@ -158,6 +165,13 @@ class PreviousRule:
             return out_of_domain(n, self.n_vocab)
         return decided(contexts[:, -2], self.n_vocab)  # [n]
 
+    def over_cases(self, inputs: np.ndarray, so_far: None) -> tuple[np.ndarray, None, np.ndarray]:
+        """The token at position -2 over each case (sets of tokens), or -1 (see handwired.judge.case_rules)."""
+        from handwired.judge.case_rules import token_at_over_cases  # (only a proof by cases loads it)
+
+        answer, split = token_at_over_cases(inputs, -2)
+        return answer, None, split
+
 
 @dataclass(frozen=True)
 class MaxRule:
@@ -169,6 +183,13 @@ class MaxRule:
 
     def judge(self, contexts: np.ndarray) -> Judgement:
         return decided(contexts.max(axis=1), len(self.vocab))  # [n]
+
+    def over_cases(self, inputs: np.ndarray, so_far: None) -> tuple[np.ndarray, None, np.ndarray]:
+        """The latest token over each case (sets of tokens), or -1 (see handwired.judge.case_rules)."""
+        from handwired.judge.case_rules import max_over_cases  # (only a proof by cases loads it)
+
+        answer, split = max_over_cases(inputs)
+        return answer, None, split
 
 
 @dataclass(frozen=True)
