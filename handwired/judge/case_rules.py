@@ -14,11 +14,16 @@ import numpy as np
 NONE = -1
 
 
-def sum_over_cases(rule, inputs: np.ndarray, so_far: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sum_over_cases(rule, inputs: np.ndarray, so_far: int, constraints: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ``sum`` rule over cases of inputs ``A+B`` (digit sets at each place): the answer's digit at place P
-    (10^P) is (a_P + b_P + c) mod 10, where the carry c into P is 1 for every context once the smallest lower parts
-    of A and B already reach 10^P, and 0 once the largest stay below it; so a digit is often fixed with the lower
-    places still sets. Decided only where every input is a sum the width holds (the rest split down to contexts)."""
+    (10^P) is (a_P + b_P + c_P) mod 10, and the carries a case can reach are followed up from place 0 (a carry
+    into p+1 is possible when some digits of p and a possible carry into p reach 10, or stay below it), so a digit is
+    often fixed with the lower places still sets. Written least significant first, the answer so far holds the lower
+    places' digits: ``constraints`` [n, so_far, V], the tokens a case allows there (split on), narrow the carries
+    too. Decided only where every input is a sum the width holds. The position to split, in the body's positions
+    (input 0…k-1, the separator k, answer token j at k+1+j): the predicted place's digits, the place below's, then
+    (least significant first) the answer so far's digit there, else the highest lower place still a set."""
     n, k, _ = inputs.shape
     answer, split = np.full(n, NONE), np.full(n, NONE)
     derived = np.ones((n, so_far, inputs.shape[2]), dtype=bool)
@@ -26,8 +31,67 @@ def sum_over_cases(rule, inputs: np.ndarray, so_far: int) -> tuple[np.ndarray, n
     for q in np.unique(plus[plus > 0]).tolist():
         rows = np.flatnonzero(plus == q)
         if q < k - 1:
-            _decide(rule, inputs[rows], q, so_far, answer, derived, split, rows)
+            allowed = None if constraints is None else constraints[rows]
+            _decide(rule, inputs[rows], q, so_far, allowed, (answer, derived, split), rows)
     return answer, derived, split
+
+
+def _columns(rule, inputs: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
+    values = inputs[:, :, list(rule.digits)]  # [m, k, 10]: the digit values each position may hold
+    return values[:, :q][:, ::-1], values[:, q + 1:][:, ::-1]  # places 0, 1, …: [m, places, 10]
+
+
+def _decide(rule, inputs, q, so_far, allowed, out, rows) -> None:
+    answer, derived, split = out
+    left, right = _columns(rule, inputs, q)
+    width, least = rule.width, getattr(rule, "least_first", False)
+    hi = [_number(part, 9 - np.argmax(part[:, :, ::-1], axis=2)) for part in (left, right)]
+    valid = hi[0] + hi[1] < 10**width  # every input of the case has an answer
+    place_of = (lambda i: i) if least else (lambda i: width - 1 - i)
+    target = place_of(so_far)
+    ids = np.array(rule.digits)
+    digits, _ = _follow(left, right, target + 1 if least else width, _by_place(allowed, place_of, least, ids))
+    for i in range(so_far):
+        derived[rows, i] = False
+        derived[rows[:, None], i, ids[None]] = digits[place_of(i)]
+    one = valid & (digits[target].sum(axis=1) == 1)
+    if least and target > 0:  # judged once the place below is fixed too: what a model reads for the carry (a
+        one &= (_place(left, target - 1).sum(axis=1) == 1) & (_place(right, target - 1).sum(axis=1) == 1)  # case
+        # judged before then is rarely proved, and split the same way after)
+    answer[rows[one]] = ids[np.argmax(digits[target][one], axis=1)]
+    below = digits.get(target - 1) if least and 0 < target <= so_far else None
+    split[rows] = _matters(left, right, target, (q, inputs.shape[1]), below)
+
+
+def _by_place(allowed, place_of, least, ids):  # the answer so far's constraints by place, [m, 10] over digit values
+    if allowed is None or not least:  # (most significant first, they are the higher places: not followed)
+        return {}
+    return {place_of(i): allowed[:, i][:, ids] for i in range(allowed.shape[1])}
+
+
+def _follow(left, right, places, allowed) -> tuple[dict, dict]:
+    """The digits each place may hold and the carries into it ([m, 10], [m, 2] bool per place), followed up from
+    place 0 (carry 0), a constrained place keeping only the digits its constraint allows."""
+    m = len(left)
+    carry = np.zeros((m, 2), dtype=bool)
+    carry[:, 0] = True
+    digits, carries = {}, {}
+    for p in range(places):
+        carries[p] = carry
+        pairs = (_place(left, p)[:, :, None] & _place(right, p)[:, None, :]).reshape(m, 100)
+        digit, out = np.zeros((m, 10), dtype=bool), np.zeros((m, 2), dtype=bool)
+        for c in (0, 1):
+            total = (np.arange(10)[:, None] + np.arange(10)[None]).ravel() + c  # [100]
+            hit = pairs & carry[:, c:c + 1]
+            if p in allowed:
+                hit &= allowed[p][:, total % 10]
+            for s in range(c, 19 + c):
+                any_ = hit[:, total == s].any(axis=1)
+                digit[:, s % 10] |= any_
+                out[:, int(s >= 10)] |= any_
+        digits[p], carry = digit, out
+    carries[places] = carry
+    return digits, carries
 
 
 def _plus(rule, inputs: np.ndarray) -> np.ndarray:
@@ -39,29 +103,6 @@ def _plus(rule, inputs: np.ndarray) -> np.ndarray:
     all_digits = ~(inputs & ~digits).any(axis=2)  # [n, k]
     ok = (only_plus.sum(axis=1) == 1) & (only_plus | all_digits).all(axis=1)
     return np.where(ok, np.argmax(only_plus, axis=1), NONE)
-
-
-def _decide(rule, inputs, q, so_far, answer, derived, split, rows) -> None:
-    values = inputs[:, :, list(rule.digits)]  # [m, k, 10]: the digit values each position may hold
-    left, right = values[:, :q][:, ::-1], values[:, q + 1:][:, ::-1]  # places 0, 1, …: [m, places, 10]
-    width = rule.width
-    hi = [_number(part, 9 - np.argmax(part[:, :, ::-1], axis=2)) for part in (left, right)]
-    valid = hi[0] + hi[1] < 10**width  # every input of the case has an answer
-    for i in range(so_far + 1):  # the answer's digits so far, then the one to predict
-        place = width - 1 - i
-        low = (_number(left[:, :place], np.argmax(left[:, :place], axis=2)) +
-               _number(right[:, :place], np.argmax(right[:, :place], axis=2)))
-        high = (_number(left[:, :place], 9 - np.argmax(left[:, :place, ::-1], axis=2)) +
-                _number(right[:, :place], 9 - np.argmax(right[:, :place, ::-1], axis=2)))
-        carries = np.stack([low < 10**place, high >= 10**place], axis=1)  # [m, 2]: carry 0 or 1 possible
-        digit = _digit_set(_place(left, place), _place(right, place), carries)  # [m, 10]
-        if i < so_far:
-            derived[rows, i] = False
-            derived[rows[:, None], i, np.array(rule.digits)[None]] = digit
-            continue
-        one = valid & (digit.sum(axis=1) == 1)
-        answer[rows[one]] = np.array(rule.digits)[np.argmax(digit[one], axis=1)]
-        split[rows] = _matters(left, right, place, q, inputs.shape[1], carries.all(axis=1))
 
 
 def _number(places: np.ndarray, digit: np.ndarray) -> np.ndarray:  # [m, p, 10], [m, p] -> [m]: Σ digit·10^place
@@ -77,34 +118,26 @@ def _place(part: np.ndarray, place: int) -> np.ndarray:  # [m, places, 10] -> [m
     return out
 
 
-def _digit_set(a: np.ndarray, b: np.ndarray, carries: np.ndarray) -> np.ndarray:
-    """[m, 10] x2, [m, 2] -> [m, 10]: every (x + y + c) mod 10 with x in a, y in b, c a possible carry."""
-    pairs = (a[:, :, None] & b[:, None, :]).reshape(len(a), 100)  # x*10 + y
-    total = (np.arange(10)[:, None] + np.arange(10)[None]).ravel()  # [100]
-    out = np.zeros((len(a), 10), dtype=bool)
-    for c in (0, 1):
-        hit = pairs & carries[:, c:c + 1]
-        for s in range(19):
-            out[:, (s + c) % 10] |= hit[:, total == s].any(axis=1)
-    return out
-
-
-def _matters(left, right, place, q, k, undetermined) -> np.ndarray:
-    """[m]: the input position to split: with the carry into ``place`` undetermined, the highest lower place holding
-    a set (it decides the carry most often); else the digits at ``place``, then the lower places (-1: all fixed)."""
-    m = len(left)
-    out = np.full(m, NONE)
-    order_top = list(range(min(place, max(left.shape[1], right.shape[1])) - 1, -1, -1))
-    order = ([place] if place < max(left.shape[1], right.shape[1]) else []) + order_top
-    for row in range(m):
-        places = order_top + order[:1] if undetermined[row] else order
-        for p in places:
-            sizes = [(part[row, p].sum() if p < part.shape[1] else 1, pos) for part, pos in
-                     ((left, q - 1 - p), (right, k - 1 - p))]
-            best = max(sizes)
-            if best[0] > 1:
-                out[row] = best[1]
-                break
+def _matters(left, right, target, shape, below) -> np.ndarray:
+    """[m]: the body position to split: the predicted place's digits, then the place below's, then (least
+    significant first) the answer so far's digit at the place below (``below``, the digits it may hold), then the
+    lower places from the highest; at each, the larger set (-1: every one fixed)."""
+    q, k = shape
+    sizes = []  # (sizes [m], body position) in order
+    for p in [target, target - 1, None, *range(target - 2, -1, -1)]:
+        if p is None:
+            if below is not None:
+                sizes.append((below.sum(axis=1), k + target))  # answer token j = target - 1 sits at k + 1 + j
+            continue
+        if p < 0:
+            continue
+        pair = [(part[:, p].sum(axis=1), pos) for part, pos in ((left, q - 1 - p), (right, k - 1 - p))
+                if p < part.shape[1]]
+        pair.sort(key=lambda each: -int(each[0].max()))
+        sizes.extend(pair)
+    out = np.full(len(left), NONE)
+    for size, position in reversed(sizes):  # the first in order that is a set wins
+        out = np.where(size > 1, position, out)
     return out
 
 
@@ -132,3 +165,33 @@ def token_at_over_cases(inputs: np.ndarray, position: int) -> tuple[np.ndarray, 
     at = inputs[:, position]  # [n, V]
     one = at.sum(axis=1) == 1
     return np.where(one, np.argmax(at, axis=1), NONE), np.where(one, NONE, position % k)
+
+
+def sum_count(rule, inputs: np.ndarray, so_far: int, constraints: np.ndarray) -> list[int]:
+    """How many inputs of each case of the ``sum`` rule (least significant first) write an answer so far its
+    ``constraints`` allow: the carries counted up from place 0 (exact integers), times the sets above."""
+    n, k, _ = inputs.shape
+    plus = _plus(rule, inputs)
+    out = [0] * n
+    ids = np.array(rule.digits)
+    for q in np.unique(plus[plus > 0]).tolist():
+        rows = np.flatnonzero(plus == q)
+        left, right = _columns(rule, inputs[rows], q)
+        counts = [np.ones(len(rows), dtype=object), np.zeros(len(rows), dtype=object)]  # ways to carry 0, 1
+        for p in range(so_far):
+            pairs = (_place(left, p)[:, :, None] & _place(right, p)[:, None, :]).reshape(len(rows), 100)
+            allowed = constraints[rows, p][:, ids]  # [m, 10] over digit values
+            moved = [np.zeros(len(rows), dtype=object), np.zeros(len(rows), dtype=object)]
+            for c in (0, 1):
+                total = (np.arange(10)[:, None] + np.arange(10)[None]).ravel() + c
+                hit = pairs & allowed[:, total % 10]
+                for carry in (0, 1):
+                    ways = hit[:, (total >= 10) == bool(carry)].sum(axis=1).astype(object)
+                    moved[carry] = moved[carry] + counts[c] * ways
+            counts = moved
+        above = [int(np.prod([int(_place(part, p)[r].sum()) for part in (left, right)
+                              for p in range(so_far, max(left.shape[1], right.shape[1]))], dtype=object))
+                 for r in range(len(rows))]
+        for r, row in enumerate(rows.tolist()):
+            out[row] = int(counts[0][r] + counts[1][r]) * above[r]
+    return out

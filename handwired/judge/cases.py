@@ -95,7 +95,7 @@ def size(space: Space) -> int:
     """How many contexts a space's cases cover at most (every input with an answer, exact for strings)."""
     total = 0
     for group in space.groups():
-        total += prod(int(n) for n in space.first(group)[0].sum(axis=1))
+        total += prod(int(n) for n in space.first(group)[0, space.slots(group)].sum(axis=1))
     return total
 
 
@@ -167,36 +167,51 @@ def _examine(model, rule, space: Space, group, sets, depth, proving, proof: Proo
     sets, depth, counts = sets[~single], depth[~single], counts[~single]
     if not len(sets):
         return None
-    answer, split = _over(rule, space, group, sets)
-    decided = np.flatnonzero(answer >= 0)
-    proved = np.zeros(len(sets), dtype=bool)
+    answer, split, box = _over(rule, space, group, sets)
+    empty = ~np.all(box.any(axis=2), axis=1)  # a constraint no context of the case meets: nothing to judge
+    decided = np.flatnonzero((answer >= 0) & ~empty)
+    done = empty.copy()
     if len(decided):
-        packed = evaluating.evaluate(model, sets[decided], proving)
-        proved[decided] = _proved(packed, answer[decided], model.n_vocab)
+        packed = evaluating.evaluate(model, box[decided], proving)
+        proved = _proved(packed, answer[decided], model.n_vocab)
+        done[decided[proved]] = True
         proof.cases += len(decided)
         proof.proved_cases += int(proved.sum())
-        covered = sum(prod(int(c) for c in row) for row in counts[proved])
+        covered = sum(_sizes(rule, space, group, sets[decided[proved]], counts[decided[proved]]))
         report = proof.report
         report.checked, report.passed, report.proved = (report.checked + covered, report.passed + covered,
                                                         report.proved + covered)
-    todo = ~proved
+    todo = ~done
     if not todo.any():
         return None
-    return _split(sets[todo], depth[todo], counts[todo], slots, split[todo], proof)
+    return _split(sets[todo], box[todo], depth[todo], counts[todo], slots, split[todo], proof)
 
 
-def _over(rule, space: Space, group, sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rule over each case ([n] right token or -1, [n] position to split or -1), the answer so far's positions
-    of ``sets`` filled in with the tokens they may hold."""
-    n = len(sets)
+def _sizes(rule, space: Space, group, sets: np.ndarray, counts: np.ndarray) -> list[int]:
+    """The contexts each case holds: the product of its slots' sizes, or the rule's count where the answer so far
+    is constrained (split on)."""
+    offset, k, so_far = int(space.start is not None), len(space.templates[group[0]]), group[1]
+    if so_far:
+        constraints = sets[:, offset + k + 1:]
+        if not constraints.all() and hasattr(rule, "count_cases"):
+            return rule.count_cases(sets[:, offset:offset + k], so_far, constraints)
+    return [prod(int(c) for c in row) for row in counts]
+
+
+def _over(rule, space: Space, group, sets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rule over each case: [n] right token or -1, [n] position to split or -1, and the box evaluated: the
+    case's sets with the answer so far's narrowed to the tokens it may hold."""
+    n, box = len(sets), sets.copy()
     over = getattr(rule, "over_cases", None)
     if over is None or space.distinct:  # it cannot say (distinct inputs: a case's size is no product)
-        return np.full(n, -1), np.full(n, -1)
+        return np.full(n, -1), np.full(n, -1), box
     offset, k, so_far = int(space.start is not None), len(space.templates[group[0]]), group[1]
-    answer, derived, split = over(sets[:, offset:offset + k], so_far)
-    if so_far is not None and so_far:
-        sets[:, offset + k + 1:] = derived
-    return answer, np.where(split >= 0, split + offset, -1)
+    if so_far is None:
+        answer, _, split = over(sets[:, offset:offset + k], None)
+    else:
+        answer, derived, split = over(sets[:, offset:offset + k], so_far, sets[:, offset + k + 1:])
+        box[:, offset + k + 1:] &= derived
+    return answer, np.where(split >= 0, split + offset, -1), box
 
 
 def _proved(packed: np.ndarray, answer: np.ndarray, n_vocab: int) -> np.ndarray:
@@ -211,12 +226,12 @@ def _proved(packed: np.ndarray, answer: np.ndarray, n_vocab: int) -> np.ndarray:
     return bounded & (right > hi.max(axis=1))
 
 
-def _split(sets, depth, counts, slots, split, proof: Proof):
-    """Each case -> one child per token of the set at its split position (the rule's, else the largest set, the
-    latest on a tie)."""
+def _split(sets, box, depth, counts, slots, split, proof: Proof):
+    """Each case -> one child per token its box allows at its split position (the rule's, else the largest set,
+    the latest on a tie): an input position's set, or an answer so far's, which then constrains the case."""
     largest = np.array(slots)[counts.shape[1] - 1 - np.argmax(counts[:, ::-1], axis=1)]
     position = np.where(split >= 0, split, largest)
-    rows, tokens = np.nonzero(sets[np.arange(len(sets)), position])
+    rows, tokens = np.nonzero(box[np.arange(len(sets)), position])
     children = sets[rows]
     at = np.arange(len(rows))
     children[at, position[rows]] = False
@@ -238,6 +253,9 @@ def _contexts(space: Space, group, sets: np.ndarray) -> np.ndarray:
         return tokens[keep]
     answers, valid = space.answers.answering(tokens[:, offset:])
     keep &= valid
+    so_far_sets = sets[:, offset + k + 1:]  # the answer so far's constraints: a context they do not allow is
+    rows, places = np.arange(len(tokens))[:, None], np.arange(so_far)[None]  # another case's
+    keep &= so_far_sets[rows, places, answers[:, :so_far]].all(axis=1)
     separator = np.full((len(tokens), 1), space.answers.separator)
     return np.concatenate([tokens, separator, answers[:, :so_far]], axis=1)[keep]
 
