@@ -78,6 +78,7 @@ class SumRule:
     digits: tuple[int, ...]  # the tokens of 0…9
     width: int
     vocab: tuple[str, ...]
+    least_first: bool = False  # the answer written from its least significant digit (order "least_first")
 
     @property
     def separator(self) -> int:
@@ -86,9 +87,11 @@ class SumRule:
     @property
     def description(self) -> str:
         v = self.vocab
-        return (f"the sum of the two numbers before {v[self.equals]!r}, zero-padded to {self.width} digits "
+        padded = _padded(20, self.width)[::-1 if self.least_first else 1]
+        return (f"the sum of the two numbers before {v[self.equals]!r}, zero-padded to {self.width} digits"
+                f"{', least significant first' if self.least_first else ''} "
                 f"({v[self.digits[1]]}{v[self.digits[9]]}{v[self.plus]}{v[self.digits[0]]}{v[self.digits[1]]}"
-                f"{v[self.equals]} → {''.join(v[self.digits[d]] for d in _padded(20, self.width))}): "
+                f"{v[self.equals]} → {''.join(v[self.digits[d]] for d in padded)}): "
                 "the token after the answer so far")
 
     def answer_length(self, input_length: int) -> int:
@@ -119,10 +122,25 @@ class SumRule:
         places = np.empty((self.width, n), dtype=np.int64)  # the answer's digits, last first
         for i in reversed(range(self.width)):
             total, places[i] = np.divmod(total, 10)
+        if self.least_first:
+            places = places[::-1]
         return np.take(self.digits, places).T, valid  # [n, width]
 
     def judge(self, contexts: np.ndarray) -> Judgement:
         return judge_after(contexts, self.equals, self.answering, len(self.vocab))
+
+    def over_cases(self, inputs: np.ndarray, so_far: int,
+                   constraints: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The right digit over each case of inputs (sets of tokens), or -1 (see handwired.judge.case_rules)."""
+        from handwired.judge.case_rules import sum_over_cases  # (only a proof by cases loads it)
+
+        return sum_over_cases(self, inputs, so_far, constraints)
+
+    def count_cases(self, inputs: np.ndarray, so_far: int, constraints: np.ndarray) -> list[int]:
+        """How many inputs of each case write an answer so far ``constraints`` allows (least significant first)."""
+        from handwired.judge.case_rules import sum_count  # (only a proof by cases loads it)
+
+        return sum_count(self, inputs, so_far, constraints)
 
 
 def _number(digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

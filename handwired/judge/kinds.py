@@ -10,15 +10,13 @@ from typing import Any
 import numpy as np
 
 from handwired.judge.answers import AnswerRule, SumRule
+from handwired.judge.circuits import BalancedRule, IndirectObjectRule, ModularSumRule
 from handwired.judge.rules import (
-    BalancedRule,
     CountLastRule,
     FirstRule,
-    IndirectObjectRule,
     InductionRule,
     MajorityRule,
     MaxRule,
-    ModularSumRule,
     ParityRule,
     PatternRule,
     PreviousRule,
@@ -28,7 +26,7 @@ from handwired.judge.rules import (
 )
 from handwired.weightfile.checker import Checker, join
 
-KINDS: dict[str, tuple[str, ...]] = {  # kind -> its parameters, all required
+KINDS: dict[str, tuple[str, ...] | dict[str, bool]] = {  # kind -> its parameters (a tuple: all required)
     "pattern": ("pattern",),
     "first": (),
     "previous": (),
@@ -42,11 +40,12 @@ KINDS: dict[str, tuple[str, ...]] = {  # kind -> its parameters, all required
     "copy": ("separator",),
     "reverse": ("separator",),
     "sort": ("separator",),
-    "sum": ("plus", "equals", "digits", "width"),
+    "sum": {"plus": True, "equals": True, "digits": True, "width": True, "order": False},
     "modular_sum": ("plus", "equals", "residues"),
     "balanced": ("open", "close", "yes", "no"),
     "indirect_object": (),
 }
+ORDERS = ("most_first", "least_first")  # the sum's answer: its most significant digit first (the default), or last
 ANSWERS = ("copy", "reverse", "sort", "sum")  # the kinds that answer after a separator
 SINGLE = ("same", "different", "of", "even", "odd", "separator", "plus", "equals",  # parameters that are one token
           "open", "close", "yes", "no")
@@ -59,7 +58,7 @@ def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker
     if kind is None:
         return None
     read = {key: (check.token if key in SINGLE else check.tokens)(spec[key], join(path, key), vocab)
-            for key in KINDS[kind] if key != "width"}
+            for key in KINDS[kind] if key != "width" and (kind, key) != ("sum", "order")}
     tokens = {key: value for key, value in read.items() if value is not None}
     if len(tokens) < len(read):  # each one missing is a problem already
         return None
@@ -103,9 +102,10 @@ def _sum(check: Checker, spec: dict, path: str, ids: dict[str, list[int]], vocab
         check.problem(join(path, "digits"), f"expected the ten tokens of 0…9, each once; found {len(ids['digits'])}")
         ok = False
     width = check.whole(spec["width"], join(path, "width"), 1, 18)
-    if not ok or width is None:
+    order = check.one_of(spec.get("order", ORDERS[0]), join(path, "order"), list(ORDERS))
+    if not ok or width is None or order is None:
         return None
-    return SumRule(ids["plus"][0], ids["equals"][0], tuple(ids["digits"]), width, vocab)
+    return SumRule(ids["plus"][0], ids["equals"][0], tuple(ids["digits"]), width, vocab, order == ORDERS[1])
 
 
 def _balanced(check: Checker, path: str, ids: dict[str, list[int]], vocab: tuple[str, ...]) -> Rule | None:

@@ -1,0 +1,282 @@
+"""Proof by cases: a domain judged by branch and bound over sets of contexts, never walked one by one.
+
+A *case* is a set of contexts of one length: at each input position a set of tokens (the domain's start token,
+a template's fixed tokens and the separator are sets of one), then the answer so far, whose tokens the domain
+derives from the input (:mod:`handwired.judge.case_rules`). The search starts from one case per input length and
+answer token (every slot the whole alphabet) and, for each case:
+
+* if every input position holds one token, the case is one context: it joins the *leaves*, judged exactly as the
+  exhaustive walk judges them (the certified walk's numbers, :func:`handwired.judge.report` 's tally), so a failing
+  leaf is a real counterexample with the float walk's logits, named as a failure;
+* else the rule says the one right token over the case, or that it cannot; when it can, the case is evaluated in
+  the certified arithmetic over cases (:mod:`handwired.engine.cases`) and is *proved* when the right token's lower
+  bound is above every other token's upper bound: every one of its contexts is then passed and proved;
+* a case not proved is split on the input position that matters most, into one case per token of its set: the
+  position the rule names (the sum: the place whose carry is undecided, else the predicted place's digits), else
+  the largest set, the latest on a tie.
+
+It stops when no case is left, or when ``should_stop`` says so or ``max_cases`` cases were evaluated (the budget):
+then what is left is counted (:attr:`Proof.left`) and the report is interrupted — not proved.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from handwired.engine import cases as evaluating
+from handwired.engine.certify import logit_bounds
+from handwired.engine.proof_step import certified_walk
+from handwired.engine.walk import Listed
+from handwired.judge.contexts import shortest_first
+from handwired.judge.domains import Domain
+from handwired.judge.plans import Batch
+from handwired.judge.report import Report, _tally
+from handwired.judge.rules import Rule
+from handwired.weightfile import Model
+
+LEAVES = 4096  # single contexts judged together
+
+
+@dataclass(frozen=True)
+class Space:
+    """The contexts a proof covers, as cases: an optional start token, inputs of each length given by a template
+    (a token id per position, None for a slot of the alphabet), optionally of distinct tokens, and when ``answers``
+    (a rule answering after its separator) each followed by the separator and every answer so far."""
+
+    n_vocab: int
+    start: int | None
+    templates: tuple[tuple[int | None, ...], ...]
+    alphabet: tuple[int, ...]
+    distinct: bool
+    answers: Any = None
+
+    def groups(self) -> list[tuple[int, int | None]]:
+        """(template index, answer tokens so far or None): one first case each."""
+        if self.answers is None:
+            return [(t, None) for t in range(len(self.templates))]
+        return [(t, j) for t, template in enumerate(self.templates)
+                for j in range(self.answers.answer_length(len(template)))]
+
+    def first(self, group: tuple[int, int | None]) -> np.ndarray:
+        """The group's first case: [1, L, n_vocab] bool, every slot the alphabet, the answer so far every token."""
+        template, so_far = self.templates[group[0]], group[1]
+        offset = int(self.start is not None)
+        length = offset + len(template) + (0 if so_far is None else 1 + so_far)
+        sets = np.ones((1, length, self.n_vocab), dtype=bool)
+        if self.start is not None:
+            sets[0, 0] = np.arange(self.n_vocab) == self.start
+        for i, token in enumerate(template):
+            sets[0, offset + i] = np.isin(np.arange(self.n_vocab), self.alphabet if token is None else [token])
+        if so_far is not None:
+            sets[0, offset + len(template)] = np.arange(self.n_vocab) == self.answers.separator
+        return sets
+
+    def slots(self, group: tuple[int, int | None]) -> list[int]:
+        """The positions of a group's cases that may split: the template's slots."""
+        offset = int(self.start is not None)
+        return [offset + i for i, token in enumerate(self.templates[group[0]]) if token is None]
+
+
+def space_of(domain: Domain | None, n_vocab: int, n_ctx: int, min_length: int = 1) -> Space:
+    """A puzzle's domain as cases; without one, every string of length min_length…n_ctx."""
+    if domain is None:
+        return Space(n_vocab, None, tuple((None,) * k for k in range(min_length, n_ctx + 1)), tuple(range(n_vocab)),
+                     False)
+    inputs = domain.inputs
+    templates = (inputs.template,) if inputs.template is not None else tuple((None,) * k for k in inputs.lengths)
+    return Space(n_vocab, inputs.start, templates, inputs.alphabet, inputs.distinct, domain.rule)
+
+
+def size(space: Space) -> int:
+    """How many contexts a space's cases cover at most (every input with an answer, exact for strings)."""
+    total = 0
+    for group in space.groups():
+        total += prod(int(n) for n in space.first(group)[0, space.slots(group)].sum(axis=1))
+    return total
+
+
+@dataclass
+class Proof:
+    """What a proof by cases found: the report (its counts and failures the walk's), how many cases were evaluated
+    and proved, the deepest split, and what was left when it stopped (cases, and the contexts they hold)."""
+
+    report: Report
+    cases: int = 0  # evaluated in the certified arithmetic over cases
+    proved_cases: int = 0  # of which proved whole
+    leaves: int = 0  # single contexts judged by the walk's numbers
+    deepest: int = 0  # the most splits above any case
+    left: int = 0  # cases left unexamined when stopped
+    left_contexts: int = 0  # the contexts they hold, at most
+    seconds: float = 0.0
+    failures: dict = field(default_factory=dict)  # context -> Failure, as the report keeps them
+
+    @property
+    def proved(self) -> bool:
+        return self.report.ok and self.left == 0
+
+
+def prove(model: Model, rule: Rule, space: Space, description: str, total: int, show: int = 10,
+          max_cases: int | None = None, should_stop: Callable[[], bool] = lambda: False) -> Proof:
+    """Branch and bound over ``space``'s cases (see the module): the proof, its report counting every context
+    covered. ``max_cases``: the most cases evaluated before it stops, not proved; ``should_stop`` is asked between
+    batches (Ctrl-C)."""
+    started = time.process_time()
+    proof = Proof(Report(description, rule.description, total, proof=True))
+    proving, leaves = evaluating.prepare(model), []
+    stack = [(group, space.first(group), np.zeros(1, dtype=np.intp)) for group in reversed(space.groups())]
+    while stack:
+        if should_stop() or (max_cases is not None and proof.cases >= max_cases):
+            _stopped(proof, space, stack)
+            break
+        group, sets, depth = stack.pop()
+        if len(sets) > evaluating.CHUNK:  # the rest waits, depth first
+            stack.append((group, sets[evaluating.CHUNK:], depth[evaluating.CHUNK:]))
+            sets, depth = sets[:evaluating.CHUNK], depth[:evaluating.CHUNK]
+        children = _examine(model, rule, space, group, sets, depth, proving, proof, leaves)
+        if sum(len(batch) for batch in leaves) >= LEAVES:
+            _judge_leaves(model, rule, leaves, proof, show)
+        if children is not None:
+            stack.append((group, *children))
+    _judge_leaves(model, rule, leaves, proof, show)
+    proof.report.failures = sorted(proof.failures.values(),
+                                   key=lambda f: shortest_first(model.vocab, f.context))[:show]
+    proof.seconds = time.process_time() - started
+    return proof
+
+
+def _stopped(proof: Proof, space: Space, stack: list) -> None:
+    proof.report.interrupted = True
+    for group, sets, _ in stack:
+        counts = sets[:, space.slots(group)].sum(axis=2)
+        proof.left += len(sets)
+        proof.left_contexts += sum(prod(int(c) for c in row) for row in counts)
+
+
+def _examine(model, rule, space: Space, group, sets, depth, proving, proof: Proof, leaves: list):
+    """One batch of cases of a group: its single contexts to the leaves, the others the rule decides evaluated and
+    counted when proved -> the children of the rest (sets, depth), or None."""
+    slots = space.slots(group)
+    counts = sets[:, slots].sum(axis=2)  # [n, slots]
+    single = (counts == 1).all(axis=1)
+    if single.any():
+        leaves.append(_contexts(space, group, sets[single]))
+    sets, depth, counts = sets[~single], depth[~single], counts[~single]
+    if not len(sets):
+        return None
+    answer, split, box = _over(rule, space, group, sets)
+    empty = ~np.all(box.any(axis=2), axis=1)  # a constraint no context of the case meets: nothing to judge
+    decided = np.flatnonzero((answer >= 0) & ~empty)
+    done = empty.copy()
+    if len(decided):
+        packed = evaluating.evaluate(model, box[decided], proving)
+        proved = _proved(packed, answer[decided], model.n_vocab)
+        done[decided[proved]] = True
+        proof.cases += len(decided)
+        proof.proved_cases += int(proved.sum())
+        covered = sum(_sizes(rule, space, group, sets[decided[proved]], counts[decided[proved]]))
+        report = proof.report
+        report.checked, report.passed, report.proved = (report.checked + covered, report.passed + covered,
+                                                        report.proved + covered)
+    todo = ~done
+    if not todo.any():
+        return None
+    return _split(sets[todo], box[todo], depth[todo], counts[todo], slots, split[todo], proof)
+
+
+def _sizes(rule, space: Space, group, sets: np.ndarray, counts: np.ndarray) -> list[int]:
+    """The contexts each case holds: the product of its slots' sizes, or the rule's count where the answer so far
+    is constrained (split on)."""
+    offset, k, so_far = int(space.start is not None), len(space.templates[group[0]]), group[1]
+    if so_far:
+        constraints = sets[:, offset + k + 1:]
+        if not constraints.all() and hasattr(rule, "count_cases"):
+            return rule.count_cases(sets[:, offset:offset + k], so_far, constraints)
+    return [prod(int(c) for c in row) for row in counts]
+
+
+def _over(rule, space: Space, group, sets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rule over each case: [n] right token or -1, [n] position to split or -1, and the box evaluated: the
+    case's sets with the answer so far's narrowed to the tokens it may hold."""
+    n, box = len(sets), sets.copy()
+    over = getattr(rule, "over_cases", None)
+    if over is None or space.distinct:  # it cannot say (distinct inputs: a case's size is no product)
+        return np.full(n, -1), np.full(n, -1), box
+    offset, k, so_far = int(space.start is not None), len(space.templates[group[0]]), group[1]
+    if so_far is None:
+        answer, _, split = over(sets[:, offset:offset + k], None)
+    else:
+        answer, derived, split = over(sets[:, offset:offset + k], so_far, sets[:, offset + k + 1:])
+        box[:, offset + k + 1:] &= derived
+    return answer, np.where(split >= 0, split + offset, -1), box
+
+
+def _proved(packed: np.ndarray, answer: np.ndarray, n_vocab: int) -> np.ndarray:
+    """[n, 2*n_vocab] packed bounds, [n] right tokens -> [n] bool: the right token's lower bound above every other
+    token's upper bound, every radius finite."""
+    mid, rad = packed[:, :n_vocab], packed[:, n_vocab:]
+    bounded = np.isfinite(rad).all(axis=1) & np.isfinite(mid).all(axis=1)
+    lo, hi = logit_bounds(mid, np.where(np.isfinite(rad), rad, np.inf))
+    rows = np.arange(len(answer))
+    right = lo[rows, answer]
+    hi[rows, answer] = -np.inf
+    return bounded & (right > hi.max(axis=1))
+
+
+def _split(sets, box, depth, counts, slots, split, proof: Proof):
+    """Each case -> one child per token its box allows at its split position (the rule's, else the largest set,
+    the latest on a tie): an input position's set, or an answer so far's, which then constrains the case."""
+    largest = np.array(slots)[counts.shape[1] - 1 - np.argmax(counts[:, ::-1], axis=1)]
+    position = np.where(split >= 0, split, largest)
+    rows, tokens = np.nonzero(box[np.arange(len(sets)), position])
+    children = sets[rows]
+    at = np.arange(len(rows))
+    children[at, position[rows]] = False
+    children[at, position[rows], tokens] = True
+    proof.deepest = max(proof.deepest, int(depth.max()) + 1)
+    return children, depth[rows] + 1
+
+
+def _contexts(space: Space, group, sets: np.ndarray) -> np.ndarray:
+    """Cases of one context each -> the contexts [m, L] in the domain (an input without an answer, or with a token
+    twice in a distinct domain, is none)."""
+    offset, k, so_far = int(space.start is not None), len(space.templates[group[0]]), group[1]
+    tokens = np.argmax(sets[:, :offset + k], axis=2)  # [m, offset + k]
+    keep = np.ones(len(tokens), dtype=bool)
+    if space.distinct:
+        drawn = np.sort(tokens[:, space.slots(group)], axis=1)
+        keep &= ~(drawn[:, 1:] == drawn[:, :-1]).any(axis=1)
+    if so_far is None:
+        return tokens[keep]
+    answers, valid = space.answers.answering(tokens[:, offset:])
+    keep &= valid
+    so_far_sets = sets[:, offset + k + 1:]  # the answer so far's constraints: a context they do not allow is
+    rows, places = np.arange(len(tokens))[:, None], np.arange(so_far)[None]  # another case's
+    keep &= so_far_sets[rows, places, answers[:, :so_far]].all(axis=1)
+    separator = np.full((len(tokens), 1), space.answers.separator)
+    return np.concatenate([tokens, separator, answers[:, :so_far]], axis=1)[keep]
+
+
+def _judge_leaves(model: Model, rule: Rule, leaves: list, proof: Proof, show: int) -> None:
+    """The single contexts, judged as the exhaustive walk judges them: the certified walk's numbers, the report's
+    tally (a failure is the float walk's, forward's numbers)."""
+    by_length: dict[int, list[np.ndarray]] = {}
+    for batch in leaves:
+        if len(batch):
+            by_length.setdefault(batch.shape[1], []).append(batch)
+    leaves.clear()
+    for length in sorted(by_length):
+        contexts = np.concatenate(by_length[length])
+        proof.leaves += len(contexts)
+        n = model.n_vocab
+        for visit in certified_walk(model, Listed([contexts], n)):
+            if visit.logits is not None and visit.judged.any():
+                judged = visit.prefixes[visit.judged]
+                packed = visit.logits[visit.judged]
+                _tally(model, Batch(judged, rule.judge(judged), packed[:, :n], packed[:, n:]), proof.report,
+                       proof.failures, show)
+
+
