@@ -6,27 +6,19 @@ HANDWIRED_REQUIRE_CHROMIUM=1, and then a missing browser fails the test instead.
 """
 
 import json
-import os
-import shutil
 import struct
 import subprocess
 import zlib
 
 import numpy as np
 import pytest
+from chromium import executable
 from test_cli import invoke
 from test_workbench import two_constant_document
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome")
-
 
 def browser() -> str:
-    found = next(filter(None, map(shutil.which, BROWSERS)), None)
-    if found is None:
-        if os.environ.get("HANDWIRED_REQUIRE_CHROMIUM"):
-            pytest.fail("HANDWIRED_REQUIRE_CHROMIUM is set and no Chromium is installed")
-        pytest.skip("no Chromium installed (apt-get install chromium): the heatmap is not rendered in a browser")
-    return found
+    return executable("the heatmap is not rendered in a browser")
 
 
 def read_png(data: bytes) -> np.ndarray:
