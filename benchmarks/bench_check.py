@@ -31,9 +31,9 @@ import numpy as np  # noqa: E402
 
 from handwired.engine.batch import next_logits  # noqa: E402
 from handwired.engine.forward import forward  # noqa: E402
-from handwired.judge.contexts import count_contexts  # noqa: E402
-from handwired.judge.plans import exhaustive_plan, pattern_rule, stream_plan  # noqa: E402
-from handwired.judge.report import run as run_plan  # noqa: E402
+from handwired.judge.checking.contexts import count_contexts  # noqa: E402
+from handwired.judge.checking.plans import exhaustive_plan, pattern_rule, stream_plan  # noqa: E402
+from handwired.judge.checking.report import run as run_plan  # noqa: E402
 from handwired.weightfile import dumps, load, parse  # noqa: E402
 
 

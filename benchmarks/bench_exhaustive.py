@@ -38,8 +38,8 @@ from handwired.engine.batch import next_logits  # noqa: E402
 from handwired.engine.forward import LN_EPS, matmul, softmax  # noqa: E402
 from handwired.engine.parts import every_string  # noqa: E402
 from handwired.engine.step import float_walk  # noqa: E402
-from handwired.judge.contexts import MAX_EXHAUSTIVE, count_contexts, exhaustive_contexts  # noqa: E402
-from handwired.judge.plans import Batch, Plan, exhaustive_plan  # noqa: E402
+from handwired.judge.checking.contexts import MAX_EXHAUSTIVE, count_contexts, exhaustive_contexts  # noqa: E402
+from handwired.judge.checking.plans import Batch, Plan, exhaustive_plan  # noqa: E402
 from handwired.weightfile import dumps, load  # noqa: E402
 
 HERE = Path(__file__).resolve()
@@ -154,7 +154,7 @@ def run_before(argv: list[str]) -> None:
     forward.gelu, forward.softmax, forward.layer_norm = gelu_before, softmax_before, layer_norm_before
     forward.linear, forward.attention = linear_before, attention_before
     from handwired.cli import app
-    from handwired.judge import plans
+    from handwired.judge.checking import plans
 
     plans.exhaustive_plan = per_context_plan  # the plan the check command builds (through plans.chosen_plan)
 

@@ -38,9 +38,9 @@ import numpy as np  # noqa: E402
 
 from handwired.engine.parts import every_string  # noqa: E402
 from handwired.engine.step import float_walk  # noqa: E402
-from handwired.judge.catalogue import load_puzzle, reference_solution  # noqa: E402
-from handwired.judge.contexts import contexts_of  # noqa: E402
-from handwired.judge.verdict import submit  # noqa: E402
+from handwired.judge.checking.contexts import contexts_of  # noqa: E402
+from handwired.judge.game.catalogue import load_puzzle, reference_solution  # noqa: E402
+from handwired.judge.game.verdict import submit  # noqa: E402
 
 TARGET = 2.0
 RUNS = 7

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from handwired.judge.catalogue import catalogue, solution_path
+from handwired.judge.game.catalogue import catalogue, solution_path
 
 TARGET = 2.0
 LIST_TARGET = 1.5

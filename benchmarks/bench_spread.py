@@ -9,8 +9,8 @@ machine's other work falls on both alike, each the median of seven runs (one wit
 
 * the whole commands, `handwired puzzles check NAME REF` and
   `handwired spread VALUE --puzzle NAME -w REF` (start-up, reading, evaluating, drawing);
-* the work in process: the verdict (handwired.judge.verdict.submit) against the spread
-  (handwired.judge.spread.spread), each after one warm-up.
+* the work in process: the verdict (handwired.judge.game.verdict.submit) against the spread
+  (handwired.judge.workbench.spread.spread), each after one warm-up.
 
 Target: the spread within 1.5x the check, as a whole command and in process. It checks its own answers: the
 spread groups exactly the contexts the check judges, and each group's count is the number of contexts whose
@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from handwired.engine.probe import parse_probe
-from handwired.judge import spread as spreading
-from handwired.judge.catalogue import load_puzzle, solution_path
-from handwired.judge.rules import DECIDED
-from handwired.judge.verdict import submit
+from handwired.judge.game.catalogue import load_puzzle, solution_path
+from handwired.judge.game.verdict import submit
+from handwired.judge.kinds.rules import DECIDED
+from handwired.judge.workbench import spread as spreading
 from handwired.weightfile import load
 
 TARGET = 1.5

@@ -9,7 +9,7 @@ contexts in bounded batches and shares the stages of the forward pass its varian
 runs (one with --quick) in CPU time (the process's, every thread's) and in wall time, after a warm-up, with numpy's
 BLAS on one thread (OPENBLAS_NUM_THREADS=1 unless set: on small products its threads spend CPU time waiting):
 
-* one check: handwired.judge.verdict.submit of the reference solution (the baseline);
+* one check: handwired.judge.game.verdict.submit of the reference solution (the baseline);
 * a 50-value sweep of the add reference's Lg (block 0's attention: nothing but the embeddings is shared) —
   target <= 50x the check;
 * a 50-value sweep of add's K (only the MLP of its one, last, block) and of induction's Out (only block 1, the
@@ -41,11 +41,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported (
 
 from bench_domains import check, model, statement  # noqa: E402
 
-from handwired.judge import spread as spreading
-from handwired.judge.ablate import ablate
-from handwired.judge.catalogue import load_puzzle, solution_path
-from handwired.judge.sweep import parse_range, sweep, with_constants
-from handwired.judge.verdict import submit
+from handwired.judge.game.catalogue import load_puzzle, solution_path
+from handwired.judge.game.verdict import submit
+from handwired.judge.workbench import spread as spreading
+from handwired.judge.workbench.ablate import ablate
+from handwired.judge.workbench.sweep import parse_range, sweep, with_constants
 from handwired.weightfile import load, parse
 
 RUNS = 5

@@ -38,7 +38,7 @@ def handwired_home(tmp_path, monkeypatch):
 @pytest.fixture
 def fixture_puzzles(monkeypatch):
     """Point handwired at the test puzzles in tests/data/puzzles instead of the bundled ones."""
-    from handwired.judge import catalogue
+    from handwired.judge.game import catalogue
 
     monkeypatch.setattr(catalogue, "puzzles_dir", lambda: PUZZLE_FIXTURES)
     return PUZZLE_FIXTURES

@@ -9,8 +9,8 @@ import numpy as np
 from handwired.engine.batch import next_logits
 from handwired.engine.generate import complete
 from handwired.engine.trace import trace as run_trace
-from handwired.judge.plans import stream_plan
-from handwired.judge.report import run as run_plan
+from handwired.judge.checking.plans import stream_plan
+from handwired.judge.checking.report import run as run_plan
 from handwired.weightfile import load
 
 LG = 1024.0

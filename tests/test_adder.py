@@ -11,11 +11,11 @@ from stress import FULL
 from test_domains import domain
 
 from handwired.engine.batch import next_logits_distinct
-from handwired.judge import cases
-from handwired.judge.case_rules import sum_count
-from handwired.judge.puzzle import read_statement
-from handwired.judge.report import leads
-from handwired.judge.sampling import sample_contexts
+from handwired.judge.checking import cases
+from handwired.judge.checking.report import leads
+from handwired.judge.game.puzzle import read_statement
+from handwired.judge.kinds.case_rules import sum_count
+from handwired.judge.kinds.sampling import sample_contexts
 from handwired.weightfile import load
 
 HERE = Path(__file__).resolve().parent / "data" / "adder"

@@ -241,7 +241,7 @@ def test_check_and_puzzle_give_the_cores_verdicts():
 
 
 def test_check_by_a_python_rule_judges_every_context_as_brute_force_does():
-    from handwired.judge.rules import AMBIGUOUS
+    from handwired.judge.kinds.rules import AMBIGUOUS
 
     model = handwired.load("aab")
 

@@ -21,8 +21,8 @@ import pytest
 from stress import size
 from test_cli import invoke
 
-from handwired.judge.catalogue import bundled_puzzles, puzzles_dir
-from handwired.judge.puzzle import TEMPLATE
+from handwired.judge.game.catalogue import bundled_puzzles, puzzles_dir
+from handwired.judge.game.puzzle import TEMPLATE
 from handwired.weightfile import bundled_models
 
 SEED = int(os.environ.get("HANDWIRED_ATTACK_SEED", "26"))

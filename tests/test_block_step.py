@@ -15,7 +15,7 @@ from handwired.engine.proof_step import certified_walk
 from handwired.engine.resume import resumed, variant_walk
 from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString
-from handwired.judge.catalogue import load_puzzle, solution_path
+from handwired.judge.game.catalogue import load_puzzle, solution_path
 from handwired.weightfile import load
 
 PUZZLES = ["add", "histogram", "parity", "induction", "sort"]  # three with MLPs, two of attention alone

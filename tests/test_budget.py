@@ -26,7 +26,7 @@ def test_sizes_read_as_people_write_them(text, size):
 
 
 def test_a_check_refused_by_its_estimate_runs_with_the_allowance_it_names(monkeypatch):
-    from handwired.judge import report
+    from handwired.judge.checking import report
 
     calls = forbid(monkeypatch, report.run)  # what runs a check's plan
     line = user_error("check", "--exhaustive", "--max-seconds", "1e-6")  # aab's 62 contexts take longer than that
@@ -75,7 +75,7 @@ def test_a_sweeps_copies_of_a_wide_model_are_counted_before_any_is_made(tmp_path
     # float64 and as written, about 90 MB at 24 bytes each; a thousand values were accepted and grew past 1.3 GB
     import json
 
-    from handwired.judge import sweep
+    from handwired.judge.workbench import sweep
     from handwired.weightfile.files import resolve
 
     aab_doc = json.loads(resolve("aab").read_text(encoding="utf-8"))  # the sparse form: no matrix to widen
@@ -96,7 +96,7 @@ def test_ablating_every_entry_counts_the_arrays_each_entry_copies(tmp_path, monk
 
     import numpy as np
 
-    from handwired.judge import ablate
+    from handwired.judge.workbench import ablate
 
     rng = np.random.default_rng(0)
     doc = {"format": "handwired/1", "vocab": ["a", "b"], "n_ctx": 3, "n_embd": 150, "target": "ab",

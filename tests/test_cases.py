@@ -15,12 +15,12 @@ from test_domains import domain
 
 from handwired.engine.cases import evaluate
 from handwired.engine.certify import logit_bounds
-from handwired.judge import cases
-from handwired.judge.catalogue import load_puzzle
-from handwired.judge.domains import MAX_INPUTS
-from handwired.judge.kinds import rule_from_spec
-from handwired.judge.plans import domain_plan, every_string_plan
-from handwired.judge.report import run
+from handwired.judge.checking import cases
+from handwired.judge.checking.plans import domain_plan, every_string_plan
+from handwired.judge.checking.report import run
+from handwired.judge.game.catalogue import load_puzzle
+from handwired.judge.kinds.domains import MAX_INPUTS
+from handwired.judge.kinds.spec import rule_from_spec
 from handwired.weightfile import load, parse
 from handwired.weightfile.checker import Checker
 

@@ -17,8 +17,8 @@ from handwired.engine.forward import forward, gelu, softmax
 from handwired.engine.parts import side_by_side
 from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString, Listed
-from handwired.judge.catalogue import load_puzzle
-from handwired.judge.verdict import submit
+from handwired.judge.game.catalogue import load_puzzle
+from handwired.judge.game.verdict import submit
 from handwired.weightfile import Model, load
 from handwired.weightfile.parse import parse
 
@@ -346,7 +346,7 @@ def test_a_puzzle_is_solved_and_recorded_only_when_proved(monkeypatch, handwired
     the logits, it passes in float64 yet is not solved, and nothing reaches the progress file."""
     from test_cli import invoke
 
-    from handwired.judge import report as reporting
+    from handwired.judge.checking import report as reporting
 
     reference = str(ROOT / "puzzles" / "solutions" / "aab.json")
     skipped = invoke("puzzles", "check", "aab", reference, "--no-proof")
@@ -388,8 +388,8 @@ def test_watch_says_proved_only_when_proved():
 def test_the_estimate_before_a_certified_check_counts_the_proofs_cost():
     """A check the float estimate would allow is refused when the proof's cost takes it over the limit."""
     from handwired.errors import HandwiredError
-    from handwired.judge.contexts import count_contexts, estimated_seconds
-    from handwired.judge.plans import PROOF_COST, exhaustive_plan, pattern_rule
+    from handwired.judge.checking.contexts import count_contexts, estimated_seconds
+    from handwired.judge.checking.plans import PROOF_COST, exhaustive_plan, pattern_rule
 
     model = load(str(ROOT / "weights" / "aab.json"))
     seconds = estimated_seconds(model, count_contexts(model))
@@ -404,9 +404,9 @@ def test_the_walks_estimates_count_the_proofs_cost(monkeypatch):
     one over it are told apart before anything is walked (the walk patched to fail if called for the latter)."""
     from handwired.engine import walk as walking
     from handwired.errors import HandwiredError
-    from handwired.judge import contexts
-    from handwired.judge.plans import PROOF_COST, domain_plan, every_string_plan
-    from handwired.judge.rules import PatternRule
+    from handwired.judge.checking import contexts
+    from handwired.judge.checking.plans import PROOF_COST, domain_plan, every_string_plan
+    from handwired.judge.kinds.rules import PatternRule
 
     add = load(str(ROOT / "puzzles" / "solutions" / "add.json"))
     domain = load_puzzle("add").domain

@@ -9,10 +9,16 @@ from reference import params_to_document, random_params, reference_forward
 from handwired.engine.batch import next_logits, next_logits_distinct
 from handwired.engine.trace import trace as run_trace
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import MAX_EXHAUSTIVE, MAX_EXHAUSTIVE_SECONDS, count_contexts, duration, estimated_seconds
-from handwired.judge.plans import exhaustive_plan, pattern_rule, sample_plan, stream_plan
-from handwired.judge.report import run as run_plan
-from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, FunctionRule, PatternRule
+from handwired.judge.checking.contexts import (
+    MAX_EXHAUSTIVE,
+    MAX_EXHAUSTIVE_SECONDS,
+    count_contexts,
+    duration,
+    estimated_seconds,
+)
+from handwired.judge.checking.plans import exhaustive_plan, pattern_rule, sample_plan, stream_plan
+from handwired.judge.checking.report import run as run_plan
+from handwired.judge.kinds.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, FunctionRule, PatternRule
 from handwired.weightfile import load, parse
 
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from handwired.judge.catalogue import solution_path
+from handwired.judge.game.catalogue import solution_path
 
 NOT_FOR_A_QUICK_CHECK = ("rich.syntax", "pygments", "rich.progress", "concurrent.futures")
 NOT_FOR_A_PASSING_CHECK = ("handwired.views.failure", "handwired.engine.attribution", "handwired.views.steps")
@@ -39,7 +39,7 @@ def test_a_quick_check_loads_only_what_it_runs_and_draws(solved, tmp_path):
     assert code == (0 if solved else 1)
     assert ("Solved puzzle 'max'" in done.stdout) is solved
     assert ("Why the shortest failing context" in done.stdout) is not solved
-    assert {"handwired.cli.checking", "handwired.judge.verdict", "handwired.views.report", "rich.table",
+    assert {"handwired.cli.checking", "handwired.judge.game.verdict", "handwired.views.report", "rich.table",
             "numpy"} <= loaded  # the probe is real
     assert absent("handwired.views.failure", loaded) is solved  # and it sees a failure followed when there is one
     for module in (*NOT_FOR_A_QUICK_CHECK, *(NOT_FOR_A_PASSING_CHECK if solved else ())):

@@ -93,7 +93,7 @@ def test_weights_new_takes_the_files_own_names():
 
 def test_the_three_puzzle_paths_call_one_core_verdict(monkeypatch, tmp_path, fixture_puzzles):
     """puzzles check, check --puzzle, watch --puzzle and Python's submit all judge through
-    handwired.judge.verdict.submit, called by the one judging (handwired.judge.judging.verdict)."""
+    handwired.judge.game.verdict.submit, called by the one judging (handwired.judge.judging.verdict)."""
     import handwired
     from handwired.judge import judging, verdict
     from handwired.views import watch as watching
@@ -109,7 +109,7 @@ def test_the_three_puzzle_paths_call_one_core_verdict(monkeypatch, tmp_path, fix
     solution = str(PUZZLE_FIXTURES / "solutions" / "aab.json")
     assert invoke("puzzles", "check", "aab", solution).exit_code == 0
     assert invoke("check", "--puzzle", "aab", "-w", solution).exit_code == 0
-    from handwired.judge.catalogue import load_puzzle
+    from handwired.judge.game.catalogue import load_puzzle
 
     snapshot = watching.load_snapshot(Path(solution), judge=watching.judge(load_puzzle("aab")))
     assert snapshot.verdict.report.ok

@@ -10,7 +10,7 @@ from reference import params_to_document, random_params, reference_forward
 from test_cli import invoke, user_error
 
 from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE
-from handwired.judge import compare as diffing
+from handwired.judge.workbench import compare as diffing
 from handwired.weightfile import load, parse
 
 

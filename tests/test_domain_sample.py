@@ -15,10 +15,10 @@ from test_domains import ADD, ADD_RULE, domain
 from handwired.engine import walk
 from handwired.engine.certify import certified_walk
 from handwired.engine.step import float_walk
-from handwired.judge import progress as progressing
-from handwired.judge.catalogue import load_puzzle, puzzles_dir
-from handwired.judge.domains import Domain, TooLargeToWalk
-from handwired.judge.sampling import sample_contexts
+from handwired.judge.game import progress as progressing
+from handwired.judge.game.catalogue import load_puzzle, puzzles_dir
+from handwired.judge.kinds.domains import Domain, TooLargeToWalk
+from handwired.judge.kinds.sampling import sample_contexts
 
 
 def texts(batches, vocab):

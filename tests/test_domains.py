@@ -9,9 +9,9 @@ from handwired.engine.batch import next_logits
 from handwired.engine.step import float_walk
 from handwired.engine.walk import shape_walk
 from handwired.errors import HandwiredError
-from handwired.judge.domains import domain_from_spec
-from handwired.judge.kinds import rule_from_spec
-from handwired.judge.rules import DECIDED
+from handwired.judge.kinds.domains import domain_from_spec
+from handwired.judge.kinds.rules import DECIDED
+from handwired.judge.kinds.spec import rule_from_spec
 from handwired.weightfile import Checker, parse
 
 ADD = "0123456789+="

@@ -10,8 +10,8 @@ from test_cli import invoke, user_error
 
 from handwired.engine.forward import forward
 from handwired.engine.trace import trace
-from handwired.judge.contexts import duration, forward_seconds, how_many, stream_seconds
-from handwired.judge.report import run
+from handwired.judge.checking.contexts import duration, forward_seconds, how_many, stream_seconds
+from handwired.judge.checking.report import run
 from handwired.views import watch as watching
 from handwired.weightfile import load
 
@@ -146,7 +146,7 @@ def test_a_5000_digit_integer_in_a_weight_file_is_one_line_with_its_path(tmp_pat
 
 def test_a_5000_digit_integer_in_a_statement_an_import_or_attend_is_one_line(tmp_path):
     statement = tmp_path / "puzzle.json"
-    from handwired.judge.catalogue import bundled_puzzles
+    from handwired.judge.game.catalogue import bundled_puzzles
 
     text = next(iter(bundled_puzzles().values())).read_text(encoding="utf-8")
     statement.write_text(text.replace('"n_ctx": ', f'"n_ctx": {BIG_INTEGER}0', 1), encoding="utf-8")
@@ -314,7 +314,7 @@ def test_diff_of_two_huge_valid_models_compares_their_8_million_weights_as_array
     doc["blocks"][0]["attn"]["c_proj"]["w"]["z0"]["0"] = 2
     edited = tmp_path / "edited.json"
     edited.write_text(json.dumps(doc), encoding="utf-8")
-    from handwired.judge import compare
+    from handwired.judge.workbench import compare
 
     forbid(monkeypatch, compare._entries)  # the entry-by-entry walk, which labelled every one of them
     result = invoke("diff", str(sparse_giant), str(edited), "--sample", "1", "--json")

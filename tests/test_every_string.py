@@ -20,9 +20,9 @@ from handwired.engine.batch import next_logits
 from handwired.engine.parts import Part, side_by_side
 from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString
-from handwired.judge.contexts import exhaustive_contexts
-from handwired.judge.plans import Batch, Plan, exhaustive_plan, pattern_rule
-from handwired.judge.report import run as run_plan
+from handwired.judge.checking.contexts import exhaustive_contexts
+from handwired.judge.checking.plans import Batch, Plan, exhaustive_plan, pattern_rule
+from handwired.judge.checking.report import run as run_plan
 from handwired.weightfile import load, parse
 
 # (n_vocab, n_ctx, n_layer, n_head, layer_norm, mlp, n_embd, chunk)

@@ -59,7 +59,7 @@ def test_a_wrong_mlp_threshold_shows_in_the_failure_output(wrong_threshold):
 def test_watch_names_the_gap_and_the_part_that_pushed(wrong_threshold):
     from rich.console import Console
 
-    from handwired.judge.catalogue import load_puzzle
+    from handwired.judge.game.catalogue import load_puzzle
     from handwired.views.watch import State, judge, load_snapshot, screen
 
     snapshot = load_snapshot(wrong_threshold, judge=judge(load_puzzle("xor")))

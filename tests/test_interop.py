@@ -423,7 +423,7 @@ def test_import_refuses_to_write_inside_the_folder_it_reads(tmp_path):
 
 
 def test_mlp_hidden_labels_and_width_come_back(tmp_path):
-    from handwired.judge.catalogue import puzzles_dir
+    from handwired.judge.game.catalogue import puzzles_dir
 
     doc = json.loads((puzzles_dir() / "solutions" / "xor.json").read_text())
     doc["blocks"][0]["mlp"]["hidden"] = doc["blocks"][0]["mlp"]["hidden"] + ["spare"]  # an all-zero unit at the end

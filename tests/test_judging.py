@@ -7,7 +7,7 @@ import json
 import pytest
 
 from handwired.errors import HandwiredError
-from handwired.judge.catalogue import load_puzzle
+from handwired.judge.game.catalogue import load_puzzle
 from handwired.judge.judging import (
     ANSWER,
     NOTHING,
@@ -19,7 +19,7 @@ from handwired.judge.judging import (
     judged_contexts,
     verdict,
 )
-from handwired.judge.rules import PatternRule
+from handwired.judge.kinds.rules import PatternRule
 from handwired.weightfile import bundled_folder, load
 
 AAB = bundled_folder("puzzles") / "solutions" / "aab.json"  # vocab a, b; n_ctx 5; target aab; solves puzzle aab

@@ -15,10 +15,10 @@ from mpmath import mp, mpf
 from test_cli import invoke
 from test_records import RECORDS
 
-from handwired.judge.catalogue import load_puzzle, solution_path
-from handwired.judge.kinds import rule_from_spec
-from handwired.judge.rules import DECIDED, OUT_OF_DOMAIN
-from handwired.judge.verdict import submit
+from handwired.judge.game.catalogue import load_puzzle, solution_path
+from handwired.judge.game.verdict import submit
+from handwired.judge.kinds.rules import DECIDED, OUT_OF_DOMAIN
+from handwired.judge.kinds.spec import rule_from_spec
 from handwired.weightfile import Checker, parse
 
 LADDER = ["dyck", "ioi", "modadd"]

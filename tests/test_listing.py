@@ -1,6 +1,6 @@
-"""The list's light reader (judge/listing.py): only what `puzzles list` shows, with the whole reader's checks.
+"""The list's light reader (judge/game/listing.py): only what `puzzles list` shows, with the whole reader's checks.
 
-It must agree with the whole reader (judge/puzzle.py) on every figure the list shows, refuse a broken statement
+It must agree with the whole reader (judge/game/puzzle.py) on every figure the list shows, refuse a broken statement
 in the very line the list gave when it read every statement whole, and load nothing of the rule kinds, the
 domains, the engine or numpy.
 """
@@ -17,17 +17,18 @@ from test_cli import invoke, user_error
 from test_statement_corruption import corrupt
 
 from handwired.errors import HandwiredError
-from handwired.judge import catalogue
-from handwired.judge.catalogue import bundled_puzzles, load_puzzle, puzzles_dir
-from handwired.judge.listing import read_listed
-from handwired.judge.puzzle import TEMPLATE, read_statement
+from handwired.judge.game import catalogue
+from handwired.judge.game.catalogue import bundled_puzzles, load_puzzle, puzzles_dir
+from handwired.judge.game.listing import read_listed
+from handwired.judge.game.puzzle import TEMPLATE, read_statement
 from handwired.weightfile.axes import printable
 
 REAL_LOOKUP = puzzles_dir  # kept before any test points the catalogue elsewhere
 BUNDLED = bundled_puzzles()  # name -> statement
 FIXTURES = Path(__file__).resolve().parent / "data" / "puzzles"
-NOT_FOR_THE_LIST = ("handwired.judge.puzzle", "handwired.judge.rules", "handwired.judge.kinds",
-                    "handwired.judge.answers", "handwired.judge.domains", "handwired.judge.contexts",
+NOT_FOR_THE_LIST = ("handwired.judge.game.puzzle", "handwired.judge.kinds.rules", "handwired.judge.kinds.spec",
+                    "handwired.judge.kinds.answers", "handwired.judge.kinds.domains",
+                    "handwired.judge.checking.contexts",
                     "handwired.engine", "handwired.weightfile.parse", "handwired.weightfile.model",
                     "handwired.weightfile.files", "handwired.weightfile.entries", "handwired.weightfile.expr",
                     "numpy")
@@ -44,7 +45,7 @@ def test_the_list_loads_no_rule_domain_engine_or_numpy(command, handwired_home):
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     assert "induction" in done.stdout and "add" in done.stdout
     loaded = set(done.stderr.split())
-    assert {"handwired.judge.listing", "handwired.judge.statement", "handwired.judge.catalogue",
+    assert {"handwired.judge.game.listing", "handwired.judge.game.statement", "handwired.judge.game.catalogue",
             "handwired.views.catalogue", "handwired.weightfile.checker"} <= loaded  # the probe is real
     for prefix in NOT_FOR_THE_LIST:
         assert not [module for module in loaded if module == prefix or module.startswith(prefix + ".")], prefix
@@ -56,7 +57,8 @@ def test_the_probe_sees_what_a_whole_statement_loads(handwired_home):
                "try:\n    main()\nexcept SystemExit:\n    pass\nprint(' '.join(sorted(sys.modules)), file=sys.stderr)")
     loaded = set(subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                                 check=True).stderr.split())
-    assert {"handwired.judge.puzzle", "handwired.judge.domains", "handwired.judge.kinds", "numpy"} <= loaded
+    assert {"handwired.judge.game.puzzle", "handwired.judge.kinds.domains", "handwired.judge.kinds.spec",
+            "numpy"} <= loaded
 
 
 def _agree(path: Path) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from handwired.judge import progress as progressing
-from handwired.judge.scores import Score
+from handwired.judge.game import progress as progressing
+from handwired.judge.game.scores import Score
 
 GOOD = Score(26, 8, 1, 1, 1023.0)
 
@@ -199,7 +199,7 @@ def test_a_number_that_is_not_a_finite_float_leaves_its_entry_out(handwired_home
 def test_a_lock_held_too_long_is_one_warning_and_the_command_goes_on(handwired_home, monkeypatch):
     import fcntl
 
-    from handwired.judge import progress_lock
+    from handwired.judge.game import progress_lock
 
     handwired_home.mkdir()
     monkeypatch.setattr(progress_lock, "WAIT_SECONDS", 0.05)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from stress import size
 
-from handwired.judge import progress as progressing
-from handwired.judge.scores import Score
+from handwired.judge.game import progress as progressing
+from handwired.judge.game.scores import Score
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "puzzles"
 ROUNDS = size(20, 4)

@@ -17,7 +17,7 @@ from handwired.engine import step as stepping
 from handwired.engine.certify import certified_walk, logit_bounds
 from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString, Listed
-from handwired.judge.catalogue import load_puzzle
+from handwired.judge.game.catalogue import load_puzzle
 from handwired.weightfile import load, parse
 
 ROOT = Path(__file__).resolve().parent.parent

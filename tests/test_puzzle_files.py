@@ -9,7 +9,7 @@ import pytest
 from reference import reference_forward
 from test_cli import invoke, user_error
 
-from handwired.judge.catalogue import load_puzzle, solution_path
+from handwired.judge.game.catalogue import load_puzzle, solution_path
 from handwired.views import watch as watching
 from handwired.weightfile import load
 

@@ -9,13 +9,13 @@ from conftest import PUZZLE_FIXTURES
 from reference import params_to_document, random_params
 
 from handwired.errors import HandwiredError
-from handwired.judge import catalogue
-from handwired.judge.catalogue import bundled_puzzles, load_puzzle, puzzles_dir, reference_solution, solution_path
-from handwired.judge.puzzle import Caps, parse_statement, read_statement, starter
-from handwired.judge.puzzle import answer as rule_answer
-from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
-from handwired.judge.scores import Score, nonzero_parameters, read_score, score
-from handwired.judge.verdict import fit_problems, submit
+from handwired.judge.game import catalogue
+from handwired.judge.game.catalogue import bundled_puzzles, load_puzzle, puzzles_dir, reference_solution, solution_path
+from handwired.judge.game.puzzle import Caps, parse_statement, read_statement, starter
+from handwired.judge.game.puzzle import answer as rule_answer
+from handwired.judge.game.scores import Score, nonzero_parameters, read_score, score
+from handwired.judge.game.verdict import fit_problems, submit
+from handwired.judge.kinds.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
 from handwired.weightfile import Checker, load, parse
 
 # The catalogue as it must ship: name -> (level, vocab, n_ctx, n_embd cap, n_head cap, blocks cap, mlp, rule).

@@ -8,13 +8,13 @@ import pytest
 from reference import params_to_document, random_params
 from test_cli import invoke, user_error
 
-from handwired.judge import catalogue
-from handwired.judge import progress as progressing
-from handwired.judge.catalogue import bundled_puzzles, load_puzzle, puzzles_dir, reference_solution
-from handwired.judge.puzzle import answer
-from handwired.judge.report import Report
-from handwired.judge.scores import nonzero_parameters
-from handwired.judge.verdict import Submission
+from handwired.judge.checking.report import Report
+from handwired.judge.game import catalogue
+from handwired.judge.game import progress as progressing
+from handwired.judge.game.catalogue import bundled_puzzles, load_puzzle, puzzles_dir, reference_solution
+from handwired.judge.game.puzzle import answer
+from handwired.judge.game.scores import nonzero_parameters
+from handwired.judge.game.verdict import Submission
 
 pytestmark = pytest.mark.usefixtures("fixture_puzzles")
 BUNDLED_DIR = puzzles_dir  # the real lookup, kept before any test replaces it
@@ -74,10 +74,11 @@ def test_the_list_loads_nothing_of_a_check(command, handwired_home):
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     assert "induction" in done.stdout and "add" in done.stdout  # the bundled puzzles, listed
     loaded = set(done.stderr.split())
-    assert {"handwired.cli.puzzles", "handwired.judge.catalogue", "handwired.judge.progress",
+    assert {"handwired.cli.puzzles", "handwired.judge.game.catalogue", "handwired.judge.game.progress",
             "handwired.views.catalogue"} <= loaded  # the probe is real
-    for module in ("handwired.cli.puzzle", "handwired.cli.checking", "handwired.judge.report",
-                   "handwired.judge.plans", "handwired.judge.verdict", "handwired.judge.workbench",
+    for module in ("handwired.cli.puzzle", "handwired.cli.checking", "handwired.judge.checking.report",
+                   "handwired.judge.checking.plans", "handwired.judge.game.verdict",
+                   "handwired.judge.workbench.variants",
                    "handwired.engine.step", "handwired.engine.parts", "handwired.engine.trace",
                    "handwired.views.puzzles", "handwired.views.report", "handwired.views.failure",
                    "handwired.views.cost", "rich.progress", "rich.syntax", "pygments",
@@ -370,7 +371,7 @@ def test_puzzles_json_gives_every_puzzle_with_solved_best_and_hints(solution, ha
 def test_show_of_a_solved_puzzle_no_longer_says_start(solution):
     import dataclasses
 
-    from handwired.judge.scores import Score
+    from handwired.judge.game.scores import Score
     from handwired.views.puzzles import next_step
 
     assert "Next: handwired puzzles start aab -o aab.json" in flat(invoke("puzzles", "show", "aab").stdout)

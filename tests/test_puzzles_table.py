@@ -9,7 +9,7 @@ import stat
 import pytest
 from test_cli import invoke, user_error
 
-from handwired.judge import catalogue
+from handwired.judge.game import catalogue
 from handwired.weightfile import bundled_models
 
 pytestmark = pytest.mark.usefixtures("fixture_puzzles")

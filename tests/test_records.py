@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from handwired.judge.catalogue import bundled_puzzles, load_puzzle
-from handwired.judge.verdict import submit
+from handwired.judge.game.catalogue import bundled_puzzles, load_puzzle
+from handwired.judge.game.verdict import submit
 from handwired.weightfile import load
 
 RECORDS = Path(__file__).resolve().parent / "data" / "records"
@@ -51,7 +51,7 @@ def test_a_model_with_no_blocks_has_no_heads(handwired_home):
     # ab's record has no block and declares n_head 1 (the default): it runs no head, so it shows and scores none
     from test_cli import invoke
 
-    from handwired.judge.scores import read_score
+    from handwired.judge.game.scores import read_score
     from handwired.weightfile.checker import Checker
 
     path = str(RECORDS / "ab.json")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from handwired.errors import HandwiredError
-from handwired.judge.kinds import rule_from_spec as rule_from_spec_checked
-from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, FunctionRule
+from handwired.judge.kinds.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, FunctionRule
+from handwired.judge.kinds.spec import rule_from_spec as rule_from_spec_checked
 from handwired.weightfile import Checker
 
 # Plain, one-context-at-a-time versions of each kind, written from the rule's words:
@@ -246,7 +246,7 @@ def test_a_sum_of_operands_beyond_int64_is_never_judged_wrapped(left, right, wid
 @pytest.mark.parametrize("period, n_vocab", [(65, 2), (200, 3), (5000, 3), (300, 300)])
 def test_a_long_patterns_windows_judge_as_every_phase_compared_one_by_one(period, n_vocab):
     # past SHORT_PATTERN phases the rule looks each context up among the pattern's windows; brute force here
-    from handwired.judge.rules import SHORT_PATTERN, PatternRule
+    from handwired.judge.kinds.rules import SHORT_PATTERN, PatternRule
 
     assert period > SHORT_PATTERN
     rng = np.random.default_rng(period)

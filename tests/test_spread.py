@@ -177,7 +177,7 @@ def test_values_are_the_same_as_explain_records():
 
 
 def test_many_groups_in_order_are_separated_by_one_threshold_between_each_pair():
-    from handwired.judge.separation import separate
+    from handwired.judge.workbench.separation import separate
 
     values = np.array([3.0, 1.0, 2.0, 4.0, 5.0, 0.0])
     groups = np.array([3, 1, 2, 4, 5, 0])

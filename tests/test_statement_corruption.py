@@ -11,7 +11,7 @@ import random
 
 from test_cli import invoke
 
-from handwired.judge.catalogue import bundled_puzzles
+from handwired.judge.game.catalogue import bundled_puzzles
 
 WRONG_VALUES = [None, True, False, 0, -1, 1, 2.5, -7.25, 10**40, 10**400, "", "z", "\n", "a\tb", "^", "##", "|",
                 [], [1], ["a", "a"], ["a", "zz"], {}, {"kind": "strings"}, {"kind": "nope"},

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from handwired.judge.catalogue import bundled_puzzles
+from handwired.judge.game.catalogue import bundled_puzzles
 
 MIN_STORY_WORDS = 40
 MIN_HINT_WORDS = 8
@@ -58,8 +58,8 @@ def test_every_bundled_statement_has_a_story_and_graded_hints(name):
 def test_successors_second_hint_is_true_the_final_layernorm_alone_turns_each_letter_into_the_next():
     """No attention at all (no block): the last position holds the last letter's embedding, and ln_f's gain and bias
     make its scores against the letters point one step on (numbers found by a small random search)."""
-    from handwired.judge.catalogue import load_puzzle
-    from handwired.judge.verdict import submit
+    from handwired.judge.game.catalogue import load_puzzle
+    from handwired.judge.game.verdict import submit
     from handwired.weightfile import parse
 
     doc = {"format": "handwired/1", "vocab": ["a", "b", "c", "d"], "n_ctx": 4, "n_embd": 3, "wpe": {}, "blocks": [],
@@ -80,7 +80,7 @@ def test_successors_second_hint_is_true_the_final_layernorm_alone_turns_each_let
 def test_the_third_ladders_stories_say_who_found_the_circuit_and_what_you_build(name, paper, built):
     """A circuit found in a trained model: its story names the paper, what the model does and what to build; its
     hints are tested as files in test_ladder.py."""
-    from handwired.judge.catalogue import load_puzzle
+    from handwired.judge.game.catalogue import load_puzzle
 
     story = load_puzzle(name).story
     assert paper in story and built in story

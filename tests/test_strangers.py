@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from test_cli import invoke, user_error
 
-from handwired.judge import progress as progressing
-from handwired.judge.catalogue import bundled_puzzles
-from handwired.judge.puzzle import TEMPLATE
-from handwired.judge.statement import MAX_HINTS
+from handwired.judge.game import progress as progressing
+from handwired.judge.game.catalogue import bundled_puzzles
+from handwired.judge.game.puzzle import TEMPLATE
+from handwired.judge.game.statement import MAX_HINTS
 
 # What a terminal obeys (C0 but the newline, DEL, C1), and what hides or reorders text: the bidi embeddings,
 # overrides and isolates, zero-width spaces and joiners, the byte-order mark, the soft hyphen, a tag character
@@ -241,7 +241,7 @@ def test_a_path_part_over_255_bytes_is_one_line_never_an_os_error(tmp_path, monk
      "sample of its contexts instead"),
 ])
 def test_a_statement_past_its_sizes_is_one_line_before_anything_is_built(tmp_path, monkeypatch, changes, message):
-    from handwired.judge import domains
+    from handwired.judge.kinds import domains
 
     monkeypatch.chdir(tmp_path)
     built = []
@@ -255,7 +255,7 @@ def test_a_statement_past_its_sizes_is_one_line_before_anything_is_built(tmp_pat
 
 
 def test_diff_refuses_to_draw_more_changed_weights_than_a_view_takes(tmp_path, monkeypatch):
-    from handwired.judge import compare
+    from handwired.judge.workbench import compare
     from handwired.views import diff as diffing
 
     monkeypatch.chdir(tmp_path)

@@ -89,6 +89,42 @@ def test_there_is_no_import_circle():
             visit(module, [module])
 
 
+# Inside a layer, its sub-systems are folders in the same order: each imports only itself and those before it.
+SUBSYSTEMS = {
+    "handwired.judge": ("kinds", "checking", "game", "judging", "workbench"),
+}
+
+
+def subsystem(module: str) -> tuple[str, int] | None:
+    for folder, order in SUBSYSTEMS.items():
+        if module.startswith(folder + "."):
+            part = module[len(folder) + 1:].split(".")[0]
+            assert part in order, f"{module} is in none of {folder}'s sub-systems {order}"
+            return folder, order.index(part)
+    return None
+
+
+def test_a_layers_sub_systems_import_only_themselves_and_those_before_them():
+    assert subsystem("handwired.judge.workbench.sweep") == ("handwired.judge", 4)  # the probe is real
+    assert GRAPH["handwired.judge.game.puzzle"] & {"handwired.judge.kinds.spec", "handwired.judge.kinds.rules"}
+    wrong = []
+    for module, targets in GRAPH.items():
+        mine = subsystem(module)
+        for target in targets:
+            theirs = subsystem(target)
+            if mine and theirs and mine[0] == theirs[0] and theirs[1] > mine[1]:
+                wrong.append(f"{module} imports {target}")
+    assert wrong == []
+
+
+def test_every_sub_system_says_what_it_is():
+    for folder, order in SUBSYSTEMS.items():
+        for part in order:
+            path = PACKAGE.parent.joinpath(*folder.split("."), part)
+            init = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+            assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), f"{init} says what it is"
+
+
 def test_the_layers_are_folders_each_saying_what_it_is():
     for folder in ("weightfile", "engine", "judge", "views", "interop", "cli", "api"):
         init = PACKAGE / folder / "__init__.py"
@@ -199,7 +235,7 @@ def test_how_a_file_is_judged_is_decided_in_one_place():
 
 def test_the_probes_find_a_second_verdict_and_a_choice_made_in_a_face(tmp_path):
     face = tmp_path / "face.py"
-    face.write_text("from handwired.judge.verdict import submit\nclass Verdict:\n    pass\n"
+    face.write_text("from handwired.judge.game.verdict import submit\nclass Verdict:\n    pass\n"
                     "def judge(hooked):\n    return hooked.model.puzzle or before.target\n", encoding="utf-8")
     assert verdict_classes({"handwired.views.face": face}) == ["handwired.views.face"]
     assert judge_choices({"handwired.views.face": face}) == [

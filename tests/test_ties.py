@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from test_cli import invoke
 
-from handwired.judge import catalogue
-from handwired.judge import progress as progressing
-from handwired.judge.catalogue import load_puzzle
+from handwired.judge.game import catalogue
+from handwired.judge.game import progress as progressing
+from handwired.judge.game.catalogue import load_puzzle
 
 RECORD = Path(__file__).resolve().parent / "data" / "records" / "max.json"
 

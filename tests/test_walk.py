@@ -16,11 +16,11 @@ from handwired.engine.batch import next_logits
 from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString
 from handwired.errors import HandwiredError
-from handwired.judge import domains
-from handwired.judge.catalogue import catalogue, load_puzzle, reference_solution
-from handwired.judge.puzzle import starter
-from handwired.judge.rules import DECIDED
-from handwired.judge.verdict import submit
+from handwired.judge.game.catalogue import catalogue, load_puzzle, reference_solution
+from handwired.judge.game.puzzle import starter
+from handwired.judge.game.verdict import submit
+from handwired.judge.kinds import domains
+from handwired.judge.kinds.rules import DECIDED
 from handwired.weightfile import parse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,8 +104,8 @@ def test_the_verdict_is_the_brute_force_one_on_every_bundled_puzzle(name):
 
 
 def _walked(model, puzzle, shape):
-    from handwired.judge.plans import Batch, Plan
-    from handwired.judge.report import run
+    from handwired.judge.checking.plans import Batch, Plan
+    from handwired.judge.checking.report import run
 
     def batches():
         for visit in float_walk(model, shape):

@@ -206,8 +206,8 @@ def test_a_value_that_changed_to_zero_is_marked_not_folded_away():
 
 
 def test_a_puzzle_judges_instead_of_the_target(tmp_path, aab_doc):
-    from handwired.judge.catalogue import load_puzzle, solution_path
-    from handwired.judge.puzzle import starter as puzzle_starter
+    from handwired.judge.game.catalogue import load_puzzle, solution_path
+    from handwired.judge.game.puzzle import starter as puzzle_starter
 
     previous = load_puzzle("previous")
     judge = watching.judge(previous)

@@ -15,10 +15,10 @@ from test_every_string import random_model
 from handwired.engine.resume import resumed, shared_stages, variant_walk
 from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString
-from handwired.judge.catalogue import load_puzzle
-from handwired.judge.plans import exhaustive_plan, pattern_rule
-from handwired.judge.report import run
-from handwired.judge.verdict import submit
+from handwired.judge.checking.plans import exhaustive_plan, pattern_rule
+from handwired.judge.checking.report import run
+from handwired.judge.game.catalogue import load_puzzle
+from handwired.judge.game.verdict import submit
 from handwired.weightfile import load, parse
 from handwired.weightfile.checker import locate
 
@@ -446,7 +446,7 @@ def test_mean_ablation_adds_the_mean_output_over_every_prefix_of_the_judged_cont
     from itertools import product
 
     from handwired.engine.trace import trace
-    from handwired.judge.rules import DECIDED
+    from handwired.judge.kinds.rules import DECIDED
 
     model = load("aab")
     rule = pattern_rule(model, "aab")
@@ -475,7 +475,7 @@ def test_mean_ablation_adds_the_mean_output_over_every_prefix_of_the_judged_cont
 
 def counted_walks(monkeypatch) -> list[int]:
     """The batches each walk of variants yields, one entry per walk, as the workbench walks them."""
-    from handwired.judge import workbench
+    from handwired.judge.workbench import variants as workbench
 
     walks: list[int] = []
     original = workbench.variant_walk
@@ -518,7 +518,7 @@ def test_ctrl_c_while_a_sweep_sets_up_its_values_stops_it_there(monkeypatch):
     import os
     import signal
 
-    from handwired.judge import sweep as sweeping
+    from handwired.judge.workbench import sweep as sweeping
 
     made = []
     original = sweeping.with_constants
@@ -541,7 +541,7 @@ def test_ctrl_c_during_a_mean_ablations_first_walk_stops_it_there(monkeypatch):
     import os
     import signal
 
-    from handwired.judge import ablate as ablating
+    from handwired.judge.workbench import ablate as ablating
 
     batches = []
     original = ablating.recorded_walk
@@ -561,7 +561,7 @@ def test_ctrl_c_during_a_mean_ablations_first_walk_stops_it_there(monkeypatch):
 
 
 def test_too_many_contexts_are_refused_before_any_work(tmp_path, monkeypatch):
-    from handwired.judge import workbench
+    from handwired.judge.workbench import variants as workbench
 
     document = bundled_document()
     document.update(n_ctx=40, wpe={})
@@ -574,7 +574,7 @@ def test_too_many_contexts_are_refused_before_any_work(tmp_path, monkeypatch):
 
 
 def test_a_sweep_estimated_too_long_is_refused_with_the_estimate(monkeypatch):
-    from handwired.judge import workbench
+    from handwired.judge.workbench import variants as workbench
 
     monkeypatch.setattr(workbench, "variant_walk", lambda *args: pytest.fail("evaluated"))
     line = user_error("sweep", ADD, "K=1..2", "G=1..2", "--steps", "100", "--puzzle", "add")

@@ -15,14 +15,14 @@ from test_cli import user_error
 from handwired.engine.resume import VARIANT_MEMORY
 from handwired.engine.walk import walk_bytes
 from handwired.errors import HandwiredError
-from handwired.judge import workbench
-from handwired.judge.ablate import ablate
-from handwired.judge.catalogue import bundled_puzzles, load_puzzle, solution_path
-from handwired.judge.puzzle import read_statement
-from handwired.judge.spread import puzzle_source, target_source
-from handwired.judge.sweep import halvings, parse_range, refuse_long, sweep, with_constants
-from handwired.judge.verdict import submit
-from handwired.judge.workbench import Bench
+from handwired.judge.game.catalogue import bundled_puzzles, load_puzzle, solution_path
+from handwired.judge.game.puzzle import read_statement
+from handwired.judge.game.verdict import submit
+from handwired.judge.workbench import variants as workbench
+from handwired.judge.workbench.ablate import ablate
+from handwired.judge.workbench.spread import puzzle_source, target_source
+from handwired.judge.workbench.sweep import halvings, parse_range, refuse_long, sweep, with_constants
+from handwired.judge.workbench.variants import Bench
 from handwired.weightfile import load, parse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,7 +174,7 @@ def test_bisecting_three_steps_per_walk_tries_the_values_one_step_at_a_time_trie
 @pytest.mark.parametrize("args", [("Lg=0..4", False, None), ("Lg=0.01..10000", True, None), ("Lg=0..4", False, 1e-6),
                                   ("Lg=0.5..40", True, 1e-3)])
 def test_bisection_takes_no_more_steps_than_the_estimate_counts(args, monkeypatch):
-    from handwired.judge import sweep as sweeping
+    from handwired.judge.workbench import sweep as sweeping
 
     text, log, precision = args
     model = load("aab")
@@ -194,7 +194,7 @@ def test_the_values_a_sweep_says_bisection_may_try_bound_those_three_steps_per_w
     "up to N values bisecting" bounds the values it tries, and its seconds count them all."""
     import re
 
-    from handwired.judge import sweep as sweeping
+    from handwired.judge.workbench import sweep as sweeping
 
     puzzle, model = load_puzzle("add"), load(str(solution_path("add")))
     source = puzzle_source(puzzle, model)

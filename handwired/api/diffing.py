@@ -1,10 +1,10 @@
 """Two models compared from Python, as ``handwired diff`` compares two files: the weights that differ, by label, and
-the contexts whose answer moved (:func:`handwired.judge.compare.compare`, shown with the command's view)."""
+the contexts whose answer moved (:func:`handwired.judge.workbench.compare.compare`, shown with the command's view)."""
 
 from handwired.api.keywords import speaks_python
 from handwired.api.loading import Loadable, load
 from handwired.defaults import CHANGES_SHOWN, SEED
-from handwired.judge.compare import Diff, WeightChange, compare, most_changes
+from handwired.judge.workbench.compare import Diff, WeightChange, compare, most_changes
 from handwired.views.cost import refuse_slow_diff
 from handwired.views.diff import diff_view, summary
 from handwired.views.display import View, html_fragment
@@ -13,7 +13,7 @@ from handwired.weightfile import Model
 
 class ModelDiff:
     """What changed from ``old`` to ``new``: ``.weights`` (each entry's label, old and new value), ``.result`` (the
-    core's :class:`~handwired.judge.compare.Diff`: the contexts compared and those that changed)."""
+    core's :class:`~handwired.judge.workbench.compare.Diff`: the contexts compared and those that changed)."""
 
     def __init__(self, old: Model, new: Model, result: Diff) -> None:
         self.old, self.new, self.result = old, new, result

@@ -13,13 +13,13 @@ from handwired.api.loading import Loadable, load
 from handwired.api.model import HookedModel
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS, SEED
 from handwired.errors import HandwiredError
-from handwired.judge import progress
-from handwired.judge.catalogue import load_puzzle, reference_solution
+from handwired.judge.checking.report import Report, check_near_miss
+from handwired.judge.game import progress
+from handwired.judge.game.catalogue import load_puzzle, reference_solution
+from handwired.judge.game.puzzle import Answer, Puzzle, answer
+from handwired.judge.game.verdict import Submission
 from handwired.judge.judging import NOTHING, Choice, Verdict, decide, verdict
-from handwired.judge.puzzle import Answer, Puzzle, answer
-from handwired.judge.report import Report, check_near_miss
-from handwired.judge.rules import FunctionRule
-from handwired.judge.verdict import Submission
+from handwired.judge.kinds.rules import FunctionRule
 from handwired.views.display import View, html_fragment
 from handwired.views.puzzles import puzzle_line, score_text, score_view, statement_view, unsolved_line
 from handwired.views.report import failure_view

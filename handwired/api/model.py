@@ -22,7 +22,7 @@ from handwired.engine.forward import forward
 from handwired.engine.logits import raise_not_finite
 from handwired.engine.trace import trace
 from handwired.errors import HandwiredError
-from handwired.judge import spread as spreading
+from handwired.judge.workbench import spread as spreading
 from handwired.views import steps as explaining
 from handwired.views.cost import refuse_slow_drawing, refuse_slow_explain, refuse_slow_predict
 from handwired.views.display import View, escape, html_fragment

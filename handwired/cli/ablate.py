@@ -7,8 +7,8 @@ import typer
 
 from handwired.cli.common import EXIT_CHECK_FAILED, ForceOption, HtmlOption, JsonOption, Output, SvgOption
 from handwired.cli.sweep import JudgeOption, judged_source, show, working
-from handwired.judge.ablate import ablate as ablating
-from handwired.judge.ablate import refuse_long
+from handwired.judge.workbench.ablate import ablate as ablating
+from handwired.judge.workbench.ablate import refuse_long
 from handwired.views.ablate import ablate_json, ablate_view
 from handwired.weightfile import load
 

@@ -25,10 +25,10 @@ from handwired.cli.common import (
     weight_spec,
 )
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, NEAR_MISS, SEED, STREAM_MIN_LENGTH
-from handwired.judge.catalogue import load_puzzle
+from handwired.judge.checking.plans import Plan
+from handwired.judge.checking.report import check_near_miss, run
+from handwired.judge.game.catalogue import load_puzzle
 from handwired.judge.judging import ANSWER, Choice, decide
-from handwired.judge.plans import Plan
-from handwired.judge.report import check_near_miss, run
 from handwired.views.report import failure_view, report_json
 from handwired.weightfile import Model, load
 from handwired.weightfile.writing import json_text

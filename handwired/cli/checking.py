@@ -17,10 +17,10 @@ import typer
 from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, warn, warn_notes
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
-from handwired.judge import progress as progressing
-from handwired.judge.domains import SAMPLE_INSTEAD, TooLargeToWalk
+from handwired.judge.game import progress as progressing
+from handwired.judge.game.puzzle import Puzzle
 from handwired.judge.judging import Choice, Judging, decide, verdict
-from handwired.judge.puzzle import Puzzle
+from handwired.judge.kinds.domains import SAMPLE_INSTEAD, TooLargeToWalk
 from handwired.views.puzzles import puzzle_line, score_view, submission_json, unsolved_line
 from handwired.views.report import failure_view
 from handwired.views.terminal import SafeConsole

@@ -17,10 +17,10 @@ from handwired.cli.common import (
 )
 from handwired.defaults import CHANGES_SHOWN, SEED
 from handwired.errors import HandwiredError
-from handwired.judge.compare import compare, most_changes
+from handwired.judge.checking.plans import Plan
+from handwired.judge.game.verdict import puzzle_plan
 from handwired.judge.judging import chosen_puzzle
-from handwired.judge.plans import Plan
-from handwired.judge.verdict import puzzle_plan
+from handwired.judge.workbench.compare import compare, most_changes
 from handwired.views.cost import refuse_slow_diff
 from handwired.views.diff import diff_json, diff_view
 from handwired.weightfile import Model, load

@@ -26,8 +26,8 @@ from handwired.cli.common import (
 )
 from handwired.cli.puzzles import progress
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
-from handwired.judge.catalogue import load_puzzle, puzzle_reference
-from handwired.judge.puzzle import starter, template
+from handwired.judge.game.catalogue import load_puzzle, puzzle_reference
+from handwired.judge.game.puzzle import starter, template
 from handwired.views.puzzles import statement_view
 from handwired.weightfile.axes import escaped, shown
 from handwired.weightfile.writing import dumps

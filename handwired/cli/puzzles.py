@@ -6,8 +6,8 @@ import typer
 from handwired.cli import LazyGroup
 from handwired.cli.common import JsonOption, stdout, warn
 from handwired.errors import HandwiredError
-from handwired.judge import progress as progressing
-from handwired.judge.catalogue import listing
+from handwired.judge.game import progress as progressing
+from handwired.judge.game.catalogue import listing
 from handwired.views.catalogue import catalogue_json, catalogue_view
 from handwired.weightfile.writing import json_text
 

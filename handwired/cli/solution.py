@@ -13,7 +13,7 @@ from handwired.cli.common import ForceOption, stdout, write_output
 from handwired.cli.puzzle import NameArgument
 from handwired.cli.puzzles import progress
 from handwired.errors import HandwiredError
-from handwired.judge.catalogue import load_puzzle, solution_path
+from handwired.judge.game.catalogue import load_puzzle, solution_path
 from handwired.views.puzzles import score_text
 from handwired.weightfile import load
 

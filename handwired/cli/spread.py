@@ -15,7 +15,7 @@ from handwired.cli.common import (
     warn_notes,
     weight_spec,
 )
-from handwired.judge import spread as spreading
+from handwired.judge.workbench import spread as spreading
 from handwired.views.spread import spread_json, spread_view
 from handwired.weightfile import load
 from handwired.weightfile.writing import json_text

@@ -20,9 +20,9 @@ from handwired.cli.common import (
     warn_notes,
 )
 from handwired.errors import HandwiredError
-from handwired.judge import spread as spreading
-from handwired.judge.sweep import check_steps, parse_range, refuse_long
-from handwired.judge.sweep import sweep as sweeping
+from handwired.judge.workbench import spread as spreading
+from handwired.judge.workbench.sweep import check_steps, parse_range, refuse_long
+from handwired.judge.workbench.sweep import sweep as sweeping
 from handwired.views.sweep import sweep_json, sweep_view
 from handwired.weightfile import Model, load
 from handwired.weightfile.writing import json_text

@@ -22,7 +22,7 @@ from handwired.cli.common import (
 )
 from handwired.cli.explain import StepOption
 from handwired.errors import HandwiredError
-from handwired.judge.catalogue import load_puzzle
+from handwired.judge.game.catalogue import load_puzzle
 from handwired.views import steps as explaining
 from handwired.views import watch as watching
 from handwired.views.terminal import SafeConsole

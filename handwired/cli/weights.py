@@ -101,7 +101,7 @@ def weights_validate(
 def _puzzle_problems(model) -> list[str]:
     """The file's own problems are none; is the puzzle it names one that exists (as check will look for it)? The
     problem's advice names check's option: validate has none to give a puzzle with."""
-    from handwired.judge.catalogue import named_puzzle  # the game loads only for a file that names a puzzle
+    from handwired.judge.game.catalogue import named_puzzle  # the game loads only for a file that names a puzzle
 
     try:
         named_puzzle(model)

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, SEED, stream_length
 from handwired.errors import HandwiredError, Note
-from handwired.judge.catalogue import bundled_puzzles, load_puzzle, named_puzzle, other_puzzle
-from handwired.judge.contexts import count_contexts, how_many
-from handwired.judge.plans import Plan, chosen_plan, exhaustive_plan, pattern_rule, sample_plan, stream_plan
-from handwired.judge.puzzle import Puzzle
-from handwired.judge.report import Report, run
-from handwired.judge.rules import Rule
-from handwired.judge.scores import Score
-from handwired.judge.verdict import Submission, puzzle_sample_plan, require_fit, submit
+from handwired.judge.checking.contexts import count_contexts, how_many
+from handwired.judge.checking.plans import Plan, chosen_plan, exhaustive_plan, pattern_rule, sample_plan, stream_plan
+from handwired.judge.checking.report import Report, run
+from handwired.judge.game.catalogue import bundled_puzzles, load_puzzle, named_puzzle, other_puzzle
+from handwired.judge.game.puzzle import Puzzle
+from handwired.judge.game.scores import Score
+from handwired.judge.game.verdict import Submission, puzzle_sample_plan, require_fit, submit
+from handwired.judge.kinds.rules import Rule
 from handwired.weightfile import Model
 
 ANSWER, SAMPLE, TARGET, NOTHING = "answer", "sample", "target", "nothing"  # what a judging is
@@ -220,7 +220,7 @@ def judged_contexts(model: Model, puzzle: str | Puzzle | None = None, every: boo
 
 def _looks(puzzle: Puzzle, model: Model) -> None:
     """What only looks at a puzzle's contexts (a spread) asks no fit here: it needs the puzzle's vocab and n_ctx, not
-    its caps, and says so where it reads the contexts (handwired.judge.spread.puzzle_source)."""
+    its caps, and says so where it reads the contexts (handwired.judge.workbench.spread.puzzle_source)."""
 
 
 @dataclass(frozen=True)

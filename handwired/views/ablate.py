@@ -3,7 +3,7 @@
 from rich.console import Group
 from rich.text import Text
 
-from handwired.judge.ablate import Ablations, spare_parameters
+from handwired.judge.workbench.ablate import Ablations, spare_parameters
 from handwired.views.model import model_line
 from handwired.views.numbers import count, number
 from handwired.views.report import _PagedColumns

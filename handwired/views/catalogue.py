@@ -5,10 +5,10 @@ from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from handwired.judge.listing import Listed
-from handwired.judge.progress import Progress
-from handwired.judge.scores import Score
-from handwired.judge.statement import Caps
+from handwired.judge.game.listing import Listed
+from handwired.judge.game.progress import Progress
+from handwired.judge.game.scores import Score
+from handwired.judge.game.statement import Caps
 from handwired.weightfile.axes import printable
 
 WIDE = 100  # columns: from here on the list also says what each puzzle asks (puzzles show always does)

@@ -13,8 +13,8 @@ import numpy as np
 from handwired import budget
 from handwired.engine.memory import gigabytes
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_PASS, duration, forward_seconds
-from handwired.judge.puzzle import Puzzle
+from handwired.judge.checking.contexts import SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_PASS, duration, forward_seconds
+from handwired.judge.game.puzzle import Puzzle
 from handwired.views.figures import Step
 from handwired.weightfile import Model, locate
 

@@ -6,7 +6,7 @@ from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from handwired.judge.compare import Answer, Diff
+from handwired.judge.workbench.compare import Answer, Diff
 from handwired.views.model import model_line
 from handwired.views.numbers import count, numbers
 from handwired.weightfile import Model

@@ -7,8 +7,8 @@ from rich.text import Text
 
 from handwired.engine import attribution
 from handwired.engine.trace import trace
-from handwired.judge.contexts import duration
-from handwired.judge.report import Failure
+from handwired.judge.checking.contexts import duration
+from handwired.judge.checking.report import Failure
 from handwired.views import steps as explaining
 from handwired.views.cost import over_view, steps_drawing
 from handwired.views.figures import Step

@@ -8,11 +8,11 @@ from rich.text import Text
 from handwired.defaults import NEAR_MISS
 from handwired.engine.logits import top_token
 from handwired.engine.trace import Trace
-from handwired.judge.progress import Progress
-from handwired.judge.puzzle import Answer, Puzzle, answer
-from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
-from handwired.judge.scores import Score, nonzero_parameters
-from handwired.judge.verdict import Submission
+from handwired.judge.game.progress import Progress
+from handwired.judge.game.puzzle import Answer, Puzzle, answer
+from handwired.judge.game.scores import Score, nonzero_parameters
+from handwired.judge.game.verdict import Submission
+from handwired.judge.kinds.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
 from handwired.views.catalogue import against, score_json
 from handwired.views.cost import refuse_slow_examples
 from handwired.views.numbers import column as number_column

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from handwired.defaults import NEAR_MISS
-from handwired.judge.report import Margin, Report
+from handwired.judge.checking.report import Margin, Report
 from handwired.views.model import model_line
 from handwired.views.numbers import column, count, logits, number, probability
 from handwired.views.paging import COLUMN_CHROME, TABLE_EDGE, column_pages, table_width

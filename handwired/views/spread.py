@@ -4,8 +4,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from handwired.judge.separation import Separation
-from handwired.judge.spread import LEAD, Spread
+from handwired.judge.workbench.separation import Separation
+from handwired.judge.workbench.spread import LEAD, Spread
 from handwired.views.model import model_line
 from handwired.views.numbers import count, number, numbers
 from handwired.weightfile import Model

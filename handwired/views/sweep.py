@@ -8,7 +8,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from handwired.judge.sweep import MAX_HALVINGS, REFINE, Edge, Interval, Sweep
+from handwired.judge.workbench.sweep import MAX_HALVINGS, REFINE, Edge, Interval, Sweep
 from handwired.views.model import model_line
 from handwired.views.numbers import column, count, exact
 

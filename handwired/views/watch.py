@@ -29,9 +29,9 @@ from handwired.engine import attribution
 from handwired.engine.trace import Trace, trace
 from handwired.errors import HandwiredError
 from handwired.judge import judging
-from handwired.judge.compare import WeightChange, weight_changes
+from handwired.judge.game.puzzle import Puzzle
 from handwired.judge.judging import QUICK_EXHAUSTIVE, Choice, Verdict
-from handwired.judge.puzzle import Puzzle
+from handwired.judge.workbench.compare import WeightChange, weight_changes
 from handwired.views import steps as explaining
 from handwired.views.cost import refuse_slow_explain
 from handwired.views.failure import headline

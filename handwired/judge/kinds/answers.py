@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.judge.rules import Judgement, status_from_counts
+from handwired.judge.kinds.rules import Judgement, status_from_counts
 from handwired.weightfile.axes import shown
 
 # inputs [n, p] token ids -> (answers [n, A] token ids, valid [n] bool): one answer length per input length
@@ -131,14 +131,14 @@ class SumRule:
 
     def over_cases(self, inputs: np.ndarray, so_far: int,
                    constraints: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The right digit over each case of inputs (sets of tokens), or -1 (see handwired.judge.case_rules)."""
-        from handwired.judge.case_rules import sum_over_cases  # (only a proof by cases loads it)
+        """The right digit over each case of inputs (sets of tokens), or -1 (see handwired.judge.kinds.case_rules)."""
+        from handwired.judge.kinds.case_rules import sum_over_cases  # (only a proof by cases loads it)
 
         return sum_over_cases(self, inputs, so_far, constraints)
 
     def count_cases(self, inputs: np.ndarray, so_far: int, constraints: np.ndarray) -> list[int]:
         """How many inputs of each case write an answer so far ``constraints`` allows (least significant first)."""
-        from handwired.judge.case_rules import sum_count  # (only a proof by cases loads it)
+        from handwired.judge.kinds.case_rules import sum_count  # (only a proof by cases loads it)
 
         return sum_count(self, inputs, so_far, constraints)
 

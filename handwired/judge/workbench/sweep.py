@@ -1,7 +1,7 @@
 """A sweep: the verdict of a model at each value of one or two of its constants, and where it passes.
 
 Each value is the file with that constant set (its dependants recomputed, as the file's own expressions say),
-judged on every context a check of the file judges (:class:`handwired.judge.workbench.Bench`). With one
+judged on every context a check of the file judges (:class:`handwired.judge.workbench.variants.Bench`). With one
 constant, each edge between a value that passes and one that fails is refined by bisection: the result says
 exactly which values were tried, never that a value between two of them passes.
 """
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge import workbench
-from handwired.judge.spread import Source
-from handwired.judge.workbench import Bench, Tally
+from handwired.judge.workbench import variants as workbench
+from handwired.judge.workbench.spread import Source
+from handwired.judge.workbench.variants import Bench, Tally
 from handwired.weightfile import Model, parse
 
 RANGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+?)\.\.(.+?)(:log)?$")  # :log: this one on a log scale

@@ -11,8 +11,8 @@ acceptable and whether the context decides the answer at all:
 
 Neither of the last two is ever counted as a failure. The rule *kinds* a puzzle
 names in its statement (``{"kind": "previous"}``) are implemented here and in
-:mod:`handwired.judge.answers`, once, each vectorised over a batch of contexts
-of one length; :mod:`handwired.judge.kinds` builds one from a statement.
+:mod:`handwired.judge.kinds.answers`, once, each vectorised over a batch of contexts
+of one length; :mod:`handwired.judge.kinds.spec` builds one from a statement.
 Anything with a ``description`` and a ``judge`` method fits as a rule, and
 :class:`FunctionRule` wraps a plain Python function.
 """
@@ -147,8 +147,8 @@ class FirstRule:
         return decided(contexts[:, 0], self.n_vocab)  # [n]
 
     def over_cases(self, inputs: np.ndarray, so_far: None) -> tuple[np.ndarray, None, np.ndarray]:
-        """The token at position 0 over each case (sets of tokens), or -1 (see handwired.judge.case_rules)."""
-        from handwired.judge.case_rules import token_at_over_cases  # (only a proof by cases loads it)
+        """The token at position 0 over each case (sets of tokens), or -1 (see handwired.judge.kinds.case_rules)."""
+        from handwired.judge.kinds.case_rules import token_at_over_cases  # (only a proof by cases loads it)
 
         answer, split = token_at_over_cases(inputs, 0)
         return answer, None, split
@@ -166,8 +166,8 @@ class PreviousRule:
         return decided(contexts[:, -2], self.n_vocab)  # [n]
 
     def over_cases(self, inputs: np.ndarray, so_far: None) -> tuple[np.ndarray, None, np.ndarray]:
-        """The token at position -2 over each case (sets of tokens), or -1 (see handwired.judge.case_rules)."""
-        from handwired.judge.case_rules import token_at_over_cases  # (only a proof by cases loads it)
+        """The token at position -2 over each case (sets of tokens), or -1 (see handwired.judge.kinds.case_rules)."""
+        from handwired.judge.kinds.case_rules import token_at_over_cases  # (only a proof by cases loads it)
 
         answer, split = token_at_over_cases(inputs, -2)
         return answer, None, split
@@ -185,8 +185,8 @@ class MaxRule:
         return decided(contexts.max(axis=1), len(self.vocab))  # [n]
 
     def over_cases(self, inputs: np.ndarray, so_far: None) -> tuple[np.ndarray, None, np.ndarray]:
-        """The latest token over each case (sets of tokens), or -1 (see handwired.judge.case_rules)."""
-        from handwired.judge.case_rules import max_over_cases  # (only a proof by cases loads it)
+        """The latest token over each case (sets of tokens), or -1 (see handwired.judge.kinds.case_rules)."""
+        from handwired.judge.kinds.case_rules import max_over_cases  # (only a proof by cases loads it)
 
         answer, split = max_over_cases(inputs)
         return answer, None, split

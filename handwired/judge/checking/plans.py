@@ -4,12 +4,12 @@
   each seen through the model's window of ``n_ctx`` tokens and judged against
   the token that really follows it (the published test, at any length);
 * :func:`exhaustive_plan`: every context of every length the model can see,
-  judged by a :class:`~handwired.judge.rules.Rule`, walked as the trie of its
+  judged by a :class:`~handwired.judge.kinds.rules.Rule`, walked as the trie of its
   prefixes (:mod:`handwired.engine.walk`);
 * :func:`sample_plan`: random contexts from that same set, for models too big
   to enumerate.
 
-:func:`handwired.judge.report.run` evaluates a plan and reports on it.
+:func:`handwired.judge.checking.report.run` evaluates a plan and reports on it.
 """
 
 from collections.abc import Callable, Iterator
@@ -24,7 +24,7 @@ from handwired.engine.parts import every_string
 from handwired.engine.step import float_walk
 from handwired.engine.walk import Visit
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.contexts import (
+from handwired.judge.checking.contexts import (
     BATCH,
     MAX_EXHAUSTIVE,
     MAX_EXHAUSTIVE_SECONDS,
@@ -41,9 +41,9 @@ from handwired.judge.contexts import (
     refuse_sample,
     stream_seconds,
 )
-from handwired.judge.domains import Domain
-from handwired.judge.rules import DECIDED, Judgement, PatternRule, Rule
-from handwired.judge.sampling import sample_contexts
+from handwired.judge.kinds.domains import Domain
+from handwired.judge.kinds.rules import DECIDED, Judgement, PatternRule, Rule
+from handwired.judge.kinds.sampling import sample_contexts
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
@@ -209,7 +209,7 @@ def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_len
 def domain_sample_plan(model: Model, domain: Domain, rule: Rule, sample: int, seed: int = SEED,
                        proof: bool = True) -> Plan:
     """``sample`` contexts drawn uniformly (with replacement) from a puzzle's domain without enumerating it
-    (handwired.judge.sampling), each judged by the rule; ``proof``: certified. Refused before anything is drawn
+    (handwired.judge.kinds.sampling), each judged by the rule; ``proof``: certified. Refused before anything is drawn
     when it would take too long or too much memory."""
     refuse_sample(model, sample, seed, PROOF_COST if proof else 1, domain.longest, walked=proof)
 

@@ -23,10 +23,10 @@ import numpy as np
 
 from handwired.engine.resume import recorded_walk
 from handwired.errors import HandwiredError
-from handwired.judge import workbench
-from handwired.judge.rules import DECIDED
-from handwired.judge.spread import Source
-from handwired.judge.workbench import Bench, Tally
+from handwired.judge.kinds.rules import DECIDED
+from handwired.judge.workbench import variants as workbench
+from handwired.judge.workbench.spread import Source
+from handwired.judge.workbench.variants import Bench, Tally
 from handwired.weightfile import Model
 from handwired.weightfile.checker import locate, path_steps
 

@@ -17,7 +17,7 @@ from handwired.engine.batch import peak_bytes
 from handwired.engine.memory import gigabytes, refuse_large
 from handwired.engine.walk import walk_bytes
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.domains import Domain
+from handwired.judge.kinds.domains import Domain
 from handwired.weightfile import Model
 
 BATCH = 65536  # contexts judged at a time: bounds memory however many there are

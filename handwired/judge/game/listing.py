@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from handwired.judge.scores import Score
-from handwired.judge.statement import (
+from handwired.judge.game.scores import Score
+from handwired.judge.game.statement import (
     Caps,
     read_caps,
     read_hints,
@@ -28,12 +28,12 @@ from handwired.weightfile.checker import Checker, known
 from handwired.weightfile.jsonfile import parse_json, read_text
 
 if TYPE_CHECKING:  # a whole puzzle is listed too (see listed); reading one is the other reader's work
-    from handwired.judge.puzzle import Puzzle
+    from handwired.judge.game.puzzle import Puzzle
 
 
 @dataclass(frozen=True)
 class Listed:
-    """A puzzle as the list shows it: the figures :class:`~handwired.judge.puzzle.Puzzle` has of the same names."""
+    """A puzzle as the list shows it: the figures :class:`~handwired.judge.game.puzzle.Puzzle` has of the same names."""
 
     name: str
     level: int

@@ -6,7 +6,7 @@ answer tokens the contexts hold after the separator (None: a ``strings`` domain,
 the one right token (-1: it cannot say, the case is split), the tokens each answer-so-far position may hold
 ([n, so_far, n_vocab] bool, a superset of those it does: what the case's embedding is the hull of; None without an
 answer), and the input position whose set matters most to it (-1: no preference). A kind without the method cannot
-say: its cases split down to single contexts (:mod:`handwired.judge.cases`).
+say: its cases split down to single contexts (:mod:`handwired.judge.checking.cases`).
 """
 
 import numpy as np

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from handwired.errors import HandwiredError
-from handwired.judge.domains import Domain
+from handwired.judge.kinds.domains import Domain
 
 BATCH = 65536  # contexts drawn at a time
 REDRAWS = 64  # rounds per batch of drawing again the inputs the rule does not answer, before giving up

@@ -21,7 +21,7 @@ from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, SEED
 from handwired.engine.batch import next_logits_distinct
 from handwired.engine.memory import gigabytes
 from handwired.errors import HandwiredError, bad_value
-from handwired.judge.contexts import (
+from handwired.judge.checking.contexts import (
     MAX_EXHAUSTIVE_SECONDS,
     MAX_RUN_SECONDS,
     count_contexts,
@@ -32,9 +32,9 @@ from handwired.judge.contexts import (
     random_contexts,
     shortest_first,
 )
-from handwired.judge.plans import Plan, pattern_rule
-from handwired.judge.report import leads
-from handwired.judge.rules import DECIDED
+from handwired.judge.checking.plans import Plan, pattern_rule
+from handwired.judge.checking.report import leads
+from handwired.judge.kinds.rules import DECIDED
 from handwired.weightfile import Model
 from handwired.weightfile.axes import Axis, shown
 from handwired.weightfile.checker import locate

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from handwired.judge.scores import Score, read_score
+from handwired.judge.game.scores import Score, read_score
 from handwired.weightfile.checker import Checker, describe, join
 from handwired.weightfile.sizing import MAX_PARAMETERS, parameter_count
 

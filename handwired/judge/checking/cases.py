@@ -2,12 +2,12 @@
 
 A *case* is a set of contexts of one length: at each input position a set of tokens (the domain's start token,
 a template's fixed tokens and the separator are sets of one), then the answer so far, whose tokens the domain
-derives from the input (:mod:`handwired.judge.case_rules`). The search starts from one case per input length and
+derives from the input (:mod:`handwired.judge.kinds.case_rules`). The search starts from one case per input length and
 answer token (every slot the whole alphabet) and, for each case:
 
 * if every input position holds one token, the case is one context: it joins the *leaves*, judged exactly as the
-  exhaustive walk judges them (the certified walk's numbers, :func:`handwired.judge.report` 's tally), so a failing
-  leaf is a real counterexample with the float walk's logits, named as a failure;
+  exhaustive walk judges them (the certified walk's numbers, :mod:`handwired.judge.checking.report`'s tally), so a
+  failing leaf is a real counterexample with the float walk's logits, named as a failure;
 * else the rule says the one right token over the case, or that it cannot; when it can, the case is evaluated in
   the certified arithmetic over cases (:mod:`handwired.engine.cases`) and is *proved* when the right token's lower
   bound is above every other token's upper bound: every one of its contexts is then passed and proved;
@@ -31,11 +31,11 @@ from handwired.engine import cases as evaluating
 from handwired.engine.certify import logit_bounds
 from handwired.engine.proof_step import certified_walk
 from handwired.engine.walk import Listed
-from handwired.judge.contexts import shortest_first
-from handwired.judge.domains import Domain
-from handwired.judge.plans import Batch
-from handwired.judge.report import Report, _tally
-from handwired.judge.rules import Rule
+from handwired.judge.checking.contexts import shortest_first
+from handwired.judge.checking.plans import Batch
+from handwired.judge.checking.report import Report, _tally
+from handwired.judge.kinds.domains import Domain
+from handwired.judge.kinds.rules import Rule
 from handwired.weightfile import Model
 
 LEAVES = 4096  # single contexts judged together

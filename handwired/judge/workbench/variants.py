@@ -1,7 +1,7 @@
 """The workbench: one set of judged contexts, and the verdict of many variants of one model on it.
 
 ``sweep`` (a constant changed) and ``ablate`` (a part removed) judge many variants of a model on the same
-contexts — a puzzle's, or every context by the file's target, as :func:`handwired.judge.spread.judged_source`
+contexts — a puzzle's, or every context by the file's target, as :func:`handwired.judge.workbench.spread.judged_source`
 finds them. The
 contexts are walked as a trie of their prefixes, depth first in bounded batches, once for a group of variants
 (:mod:`handwired.engine.resume`): each batch is judged by the rule once, the base model runs on it once, and every
@@ -19,11 +19,11 @@ from handwired.engine.memory import refuse_large
 from handwired.engine.resume import VARIANT_MEMORY, groups, resumed, variant_walk
 from handwired.engine.walk import EveryString, batch_nodes, walk_bytes
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import MAX_RUN_SECONDS, duration, every_length, how_many, walk_seconds
-from handwired.judge.domains import Domain
-from handwired.judge.report import leads
-from handwired.judge.rules import DECIDED
-from handwired.judge.spread import Source
+from handwired.judge.checking.contexts import MAX_RUN_SECONDS, duration, every_length, how_many, walk_seconds
+from handwired.judge.checking.report import leads
+from handwired.judge.kinds.domains import Domain
+from handwired.judge.kinds.rules import DECIDED
+from handwired.judge.workbench.spread import Source
 from handwired.weightfile import Model
 
 SHARED_MEMORY = 64 * 2**20  # bytes of the base model's values and judgements kept across walks, at most

@@ -28,7 +28,7 @@ import numpy as np
 
 from handwired.engine.walk import shape_walk
 from handwired.errors import HandwiredError
-from handwired.judge.rules import Rule
+from handwired.judge.kinds.rules import Rule
 from handwired.weightfile.axes import shown
 from handwired.weightfile.checker import MAX_SIZE, Checker, describe, join
 
@@ -43,8 +43,8 @@ MAX_INPUTS = 1_000_000  # inputs a domain may have to be walked (checked whole, 
 # the counting and the estimates: the answers so far of 2^18 inputs of 18 letters (175 million) are never walked.
 MAX_TOKENS = 100_000_000
 # Inputs a domain may have at all: over MAX_INPUTS (or MAX_TOKENS) it is read, and checked only on a random sample
-# (sample_contexts), never walked (proved by cases instead: handwired.judge.cases); a count is a Python int and a draw
-# one token at a time, so this bound only keeps a sample's weights (float64) meaningful.
+# (sample_contexts), never walked (proved by cases instead: handwired.judge.checking.cases); a count is a Python int
+# and a draw one token at a time, so this bound only keeps a sample's weights (float64) meaningful.
 MAX_SAMPLED = 10**24
 SAMPLE_INSTEAD = 100_000  # contexts: the sample a refusal to walk a domain suggests
 

@@ -1,7 +1,7 @@
 """The rule kinds a puzzle statement may name, with their parameters: ``{"kind": "parity", "of": "b", …}`` -> a rule.
 
-Each kind is implemented once, in :mod:`handwired.judge.rules` (a rule of the
-context) or :mod:`handwired.judge.answers` (an answer after a separator). A
+Each kind is implemented once, in :mod:`handwired.judge.kinds.rules` (a rule of the
+context) or :mod:`handwired.judge.kinds.answers` (an answer after a separator). A
 statement is data: it can only name these kinds, never run code.
 """
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from handwired.judge.answers import AnswerRule, SumRule
-from handwired.judge.circuits import BalancedRule, IndirectObjectRule, ModularSumRule
-from handwired.judge.rules import (
+from handwired.judge.kinds.answers import AnswerRule, SumRule
+from handwired.judge.kinds.circuits import BalancedRule, IndirectObjectRule, ModularSumRule
+from handwired.judge.kinds.rules import (
     CountLastRule,
     FirstRule,
     InductionRule,

@@ -29,8 +29,8 @@ from typing import Any
 import typer
 
 from handwired.errors import HandwiredError
-from handwired.judge.progress_lock import locked
-from handwired.judge.scores import Score, read_score
+from handwired.judge.game.progress_lock import locked
+from handwired.judge.game.scores import Score, read_score
 from handwired.weightfile.checker import Checker
 from handwired.weightfile.jsonfile import read_json, read_text
 from handwired.weightfile.writing import write_new

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from handwired.errors import HandwiredError
-from handwired.judge.listing import Listed, listed, read_listed
+from handwired.judge.game.listing import Listed, listed, read_listed
 from handwired.weightfile.checker import describe
 from handwired.weightfile.jsonfile import check_path, kind_of, read_text
 from handwired.weightfile.locations import bundled_folder, json_files
 from handwired.weightfile.puzzlekey import HASH_MARK, beside, reference
 
 if TYPE_CHECKING:
-    from handwired.judge.puzzle import Puzzle
+    from handwired.judge.game.puzzle import Puzzle
     from handwired.weightfile.model import Model
 
 FOLDER_VARIABLE = "HANDWIRED_PUZZLES"
@@ -68,7 +68,7 @@ def load_puzzle(name: str) -> "Puzzle":
     if name.endswith(".json") or path.exists():
         if not path.is_file():
             raise HandwiredError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file")
-        from handwired.judge.puzzle import statement_from_text  # the whole reader: never for the list
+        from handwired.judge.game.puzzle import statement_from_text  # the whole reader: never for the list
 
         text = read_text(path)  # read once: the hash is of the very text the puzzle is made from
         puzzle = statement_from_text(text, path)
@@ -102,7 +102,7 @@ def _listed(path: Path) -> Listed:
 
 
 def _bundled(path: Path) -> "Puzzle":
-    from handwired.judge.puzzle import read_statement  # the whole reader: never for the list
+    from handwired.judge.game.puzzle import read_statement  # the whole reader: never for the list
 
     puzzle = read_statement(path, named_by_file=True)
     return replace(puzzle, ref=puzzle.name, key=puzzle.name)

@@ -1,7 +1,7 @@
 """Where a value's groups lie on one axis: each group's range and histogram, and the thresholds that separate them.
 
-Pure numpy on the values of a spread (:mod:`handwired.judge.spread`). Along the axis, every value belongs to one
-group; sorted, the values fall into *runs* of one group. When no value is shared by two groups, a threshold
+Pure numpy on the values of a spread (:mod:`handwired.judge.workbench.spread`). Along the axis, every value belongs
+to one group; sorted, the values fall into *runs* of one group. When no value is shared by two groups, a threshold
 between each pair of neighbouring runs tells them apart: one threshold for two groups side by side, two when one
 group lies on both sides of another (a bump an MLP unit makes). A value shared by two groups, or groups that
 come back along the axis more often than a few thresholds can say, is an overlap.

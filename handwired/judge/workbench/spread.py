@@ -4,7 +4,7 @@ The contexts are a puzzle's (its domain, else every string of length 1…n_ctx, 
 file's target's (every context, by the repeating pattern), or every context with no answer at all. Each context's
 value comes from the same prefix trie that judges a domain (:mod:`handwired.engine.probe`), so a spread costs
 about what a check of the same contexts costs. The groups are the right answer, the predicted token, the last
-token or the length; :mod:`handwired.judge.separation` says where they lie along the value's axis.
+token or the length; :mod:`handwired.judge.workbench.separation` says where they lie along the value's axis.
 """
 
 from dataclasses import dataclass
@@ -15,15 +15,15 @@ from handwired.engine.probe import Probe, parse_probe, probe_values
 from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, Note, bad_value
-from handwired.judge.contexts import every_length, refuse_every_context, refuse_large_domain, refuse_large_walk
-from handwired.judge.domains import Domain
+from handwired.judge.checking.contexts import every_length, refuse_every_context, refuse_large_domain, refuse_large_walk
+from handwired.judge.checking.plans import pattern_rule
+from handwired.judge.checking.report import leads
+from handwired.judge.game.puzzle import Puzzle
+from handwired.judge.game.verdict import fit_problems
 from handwired.judge.judging import judged_contexts
-from handwired.judge.plans import pattern_rule
-from handwired.judge.puzzle import Puzzle
-from handwired.judge.report import leads
-from handwired.judge.rules import DECIDED, Rule
-from handwired.judge.separation import GroupStats, Separation, axis, group_stats, separate
-from handwired.judge.verdict import fit_problems
+from handwired.judge.kinds.domains import Domain
+from handwired.judge.kinds.rules import DECIDED, Rule
+from handwired.judge.workbench.separation import GroupStats, Separation, axis, group_stats, separate
 from handwired.weightfile import Model
 
 GROUPINGS = ("answer", "predicted", "last-token", "length")

@@ -18,9 +18,9 @@ from handwired.engine.certify import logit_bounds
 from handwired.engine.forward import softmax
 from handwired.engine.logits import require_finite, top_token
 from handwired.errors import bad_value
-from handwired.judge.contexts import shortest_first
-from handwired.judge.plans import Batch, Plan
-from handwired.judge.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
+from handwired.judge.checking.contexts import shortest_first
+from handwired.judge.checking.plans import Batch, Plan
+from handwired.judge.kinds.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
 from handwired.weightfile import Model
 
 

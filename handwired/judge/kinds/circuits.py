@@ -1,12 +1,12 @@
 """The rule kinds of the third ladder, the circuits the papers found in trained transformers: addition modulo p
 (the grokking circuit), balanced brackets (a RASP construction), the indirect object (a name mover). Each is a rule
-kind as in :mod:`handwired.judge.rules`, written once; a statement names it."""
+kind as in :mod:`handwired.judge.kinds.rules`, written once; a statement names it."""
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.judge.rules import Judgement, decided, out_of_domain
+from handwired.judge.kinds.rules import Judgement, decided, out_of_domain
 from handwired.weightfile.axes import shown
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from handwired.defaults import FAILURES_SHOWN
 from handwired.errors import HandwiredError
-from handwired.judge.plans import (
+from handwired.judge.checking.plans import (
     Plan,
     domain_plan,
     domain_sample_plan,
@@ -19,9 +19,9 @@ from handwired.judge.plans import (
     exhaustive_plan,
     sample_plan,
 )
-from handwired.judge.puzzle import Puzzle
-from handwired.judge.report import Report, run
-from handwired.judge.scores import Score, score
+from handwired.judge.checking.report import Report, run
+from handwired.judge.game.puzzle import Puzzle
+from handwired.judge.game.scores import Score, score
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 

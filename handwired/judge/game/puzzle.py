@@ -14,12 +14,9 @@ from typing import Any
 import numpy as np
 
 from handwired.errors import HandwiredError
-from handwired.judge.contexts import every_length, how_many
-from handwired.judge.domains import Domain, TooLargeToWalk, domain_from_spec
-from handwired.judge.kinds import rule_from_spec
-from handwired.judge.rules import DECIDED, OUT_OF_DOMAIN, Rule
-from handwired.judge.scores import Score
-from handwired.judge.statement import (
+from handwired.judge.checking.contexts import every_length, how_many
+from handwired.judge.game.scores import Score
+from handwired.judge.game.statement import (
     MAX_CONTEXTS,
     MAX_EXAMPLES,
     MAX_N_CTX,
@@ -34,6 +31,9 @@ from handwired.judge.statement import (
     read_text_field,
     statement_top,
 )
+from handwired.judge.kinds.domains import Domain, TooLargeToWalk, domain_from_spec
+from handwired.judge.kinds.rules import DECIDED, OUT_OF_DOMAIN, Rule
+from handwired.judge.kinds.spec import rule_from_spec
 from handwired.weightfile.checker import Checker, known
 from handwired.weightfile.jsonfile import parse_json, read_text
 from handwired.weightfile.starter import starter_document

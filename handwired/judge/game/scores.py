@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from handwired.weightfile.checker import MAX_SIZE, Checker, join
 
 if TYPE_CHECKING:  # a score reads a report and a model; reading a score (the list, the progress file) needs neither
-    from handwired.judge.report import Report
+    from handwired.judge.checking.report import Report
     from handwired.weightfile.model import Model
 
 SCORE_KEYS = {"parameters": True, "n_embd": True, "n_head": True, "n_layer": True, "margin": True}
