@@ -34,10 +34,10 @@ import numpy as np  # noqa: E402
 from bench_check import run_child_usage, verdict  # noqa: E402
 
 from handwired.engine import forward  # noqa: E402
+from handwired.engine.arithmetic.floats import float_walk  # noqa: E402
 from handwired.engine.batch import next_logits  # noqa: E402
 from handwired.engine.forward import LN_EPS, matmul, softmax  # noqa: E402
 from handwired.engine.parts import every_string  # noqa: E402
-from handwired.engine.step import float_walk  # noqa: E402
 from handwired.judge.checking.contexts import MAX_EXHAUSTIVE, count_contexts, exhaustive_contexts  # noqa: E402
 from handwired.judge.checking.plans import Batch, Plan, exhaustive_plan  # noqa: E402
 from handwired.weightfile import dumps, load  # noqa: E402

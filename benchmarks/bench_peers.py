@@ -36,8 +36,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from handwired.engine.arithmetic.floats import float_walk  # noqa: E402
 from handwired.engine.parts import every_string  # noqa: E402
-from handwired.engine.step import float_walk  # noqa: E402
 from handwired.judge.checking.contexts import contexts_of  # noqa: E402
 from handwired.judge.game.catalogue import load_puzzle, reference_solution  # noqa: E402
 from handwired.judge.game.verdict import submit  # noqa: E402

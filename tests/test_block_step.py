@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from exact import ExactModel
 
+from handwired.engine.arithmetic.certified import certified_walk
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.forward import forward
-from handwired.engine.proof_step import certified_walk
 from handwired.engine.resume import resumed, variant_walk
-from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString
 from handwired.judge.game.catalogue import load_puzzle, solution_path
 from handwired.weightfile import load

@@ -13,7 +13,7 @@ from exact import ExactModel
 from reference import params_to_document, random_params
 from test_domains import domain
 
-from handwired.engine.cases import evaluate
+from handwired.engine.arithmetic.cases import evaluate
 from handwired.engine.certify import logit_bounds
 from handwired.judge.checking import cases
 from handwired.judge.checking.plans import domain_plan, every_string_plan

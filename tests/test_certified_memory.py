@@ -7,7 +7,7 @@ import numpy as np
 from reference import params_to_document, random_params
 
 from handwired.engine import certify
-from handwired.engine.step import float_walk
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.walk import EveryString, walk_bytes
 from handwired.weightfile import parse
 

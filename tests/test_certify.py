@@ -12,10 +12,11 @@ import pytest
 from exact import ExactModel
 from reference import params_to_document, random_params
 
-from handwired.engine import certify, interval
+from handwired.engine import certify
+from handwired.engine.arithmetic import interval
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.forward import forward, gelu, softmax
 from handwired.engine.parts import side_by_side
-from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString, Listed
 from handwired.judge.game.catalogue import load_puzzle
 from handwired.judge.game.verdict import submit

@@ -95,7 +95,8 @@ def test_the_three_puzzle_paths_call_one_core_verdict(monkeypatch, tmp_path, fix
     """puzzles check, check --puzzle, watch --puzzle and Python's submit all judge through
     handwired.judge.game.verdict.submit, called by the one judging (handwired.judge.judging.verdict)."""
     import handwired
-    from handwired.judge import judging, verdict
+    from handwired.judge import judging
+    from handwired.judge.game import verdict
     from handwired.views import watch as watching
 
     calls = []

@@ -13,8 +13,8 @@ from test_cli import invoke, user_error
 from test_domains import ADD, ADD_RULE, domain
 
 from handwired.engine import walk
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.certify import certified_walk
-from handwired.engine.step import float_walk
 from handwired.judge.game import progress as progressing
 from handwired.judge.game.catalogue import load_puzzle, puzzles_dir
 from handwired.judge.kinds.domains import Domain, TooLargeToWalk

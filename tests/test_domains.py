@@ -5,8 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.batch import next_logits
-from handwired.engine.step import float_walk
 from handwired.engine.walk import shape_walk
 from handwired.errors import HandwiredError
 from handwired.judge.kinds.domains import domain_from_spec

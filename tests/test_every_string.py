@@ -13,12 +13,13 @@ from reference import params_to_document, random_params, reference_forward
 from waiting import DEADLINE
 
 from handwired import budget
-from handwired.engine import certify, parts, proof_step
-from handwired.engine import step as stepping
+from handwired.engine import certify, parts
 from handwired.engine import walk as walking
+from handwired.engine.arithmetic import certified as proof_step
+from handwired.engine.arithmetic import floats as stepping
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.batch import next_logits
 from handwired.engine.parts import Part, side_by_side
-from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString
 from handwired.judge.checking.contexts import exhaustive_contexts
 from handwired.judge.checking.plans import Batch, Plan, exhaustive_plan, pattern_rule

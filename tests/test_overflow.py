@@ -19,7 +19,8 @@ import pytest
 from exact import ExactModel
 from reference import params_to_document
 
-from handwired.engine import certify, interval
+from handwired.engine import certify
+from handwired.engine.arithmetic import interval
 from handwired.engine.parts import every_string
 from handwired.engine.walk import EveryString
 from handwired.weightfile import Model, load

@@ -12,10 +12,10 @@ from exact import ExactModel
 from reference import params_to_document, random_params
 from test_step import N_VOCAB, contexts, model_of, sparse
 
-from handwired.engine import proof_step
-from handwired.engine import step as stepping
+from handwired.engine.arithmetic import certified as proof_step
+from handwired.engine.arithmetic import floats as stepping
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.certify import certified_walk, logit_bounds
-from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString, Listed
 from handwired.judge.game.catalogue import load_puzzle
 from handwired.weightfile import load, parse

@@ -79,7 +79,7 @@ def test_the_list_loads_nothing_of_a_check(command, handwired_home):
     for module in ("handwired.cli.puzzle", "handwired.cli.checking", "handwired.judge.checking.report",
                    "handwired.judge.checking.plans", "handwired.judge.game.verdict",
                    "handwired.judge.workbench.variants",
-                   "handwired.engine.step", "handwired.engine.parts", "handwired.engine.trace",
+                   "handwired.engine.arithmetic.floats", "handwired.engine.parts", "handwired.engine.trace",
                    "handwired.views.puzzles", "handwired.views.report", "handwired.views.failure",
                    "handwired.views.cost", "rich.progress", "rich.syntax", "pygments",
                    "numpy.ma"):  # np.unique imports it: reading a statement calls none

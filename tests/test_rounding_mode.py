@@ -11,7 +11,7 @@ import platform
 import numpy as np
 import pytest
 
-from handwired.engine import interval as iv
+from handwired.engine.arithmetic import interval as iv
 from handwired.engine.certify import certified_logits
 from handwired.errors import HandwiredError
 from handwired.weightfile import load as load_model

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from reference import params_to_document, random_params, reference_forward
 
-from handwired.engine import step as stepping
+from handwired.engine.arithmetic import floats as stepping
+from handwired.engine.arithmetic.floats import float_walk, prepare
 from handwired.engine.forward import forward
-from handwired.engine.step import float_walk, prepare
 from handwired.engine.walk import EveryString, Listed
 from handwired.weightfile import parse
 

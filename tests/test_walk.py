@@ -10,10 +10,10 @@ import pytest
 from reference import params_to_document, random_params
 from test_cli import invoke, user_error
 
-from handwired.engine import step as stepping
 from handwired.engine import walk as walking
+from handwired.engine.arithmetic import floats as stepping
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.batch import next_logits
-from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString
 from handwired.errors import HandwiredError
 from handwired.judge.game.catalogue import catalogue, load_puzzle, reference_solution

@@ -12,8 +12,8 @@ from reference import reference_forward
 from test_cli import invoke, user_error
 from test_every_string import random_model
 
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.resume import resumed, shared_stages, variant_walk
-from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString
 from handwired.judge.checking.plans import exhaustive_plan, pattern_rule
 from handwired.judge.checking.report import run

@@ -1,19 +1,20 @@
 """The certified bounds: float64's logits, and beside each a bound on its distance from the logits the same weights
-give in exact real arithmetic (:mod:`handwired.engine.interval`).
+give in exact real arithmetic (:mod:`handwired.engine.arithmetic.interval`).
 
 A context is *proved* when the lower bound of the right token's logit is above the upper bound of every other
 token's: then the real-arithmetic model predicts it too, whatever float64 rounded.
 
 Every certified pass is the walk's (:mod:`handwired.engine.walk`) with the certified step
-(:func:`~handwired.engine.proof_step.certified_walk`): a puzzle's domain, every string, and contexts given as a list
+(:func:`~handwired.engine.arithmetic.certified.certified_walk`): a puzzle's domain, every string, and contexts given as
+a list
 (:func:`certified_contexts`: a stream's windows, a sample), walked as the trie of their prefixes. Logits come packed,
-``[..., mid | rad]``; the mids are the float walk's numbers (see :mod:`handwired.engine.proof_step`).
+``[..., mid | rad]``; the mids are the float walk's numbers (see :mod:`handwired.engine.arithmetic.certified`).
 """
 
 import numpy as np
 
-from handwired.engine import interval as iv
-from handwired.engine.proof_step import certified_walk
+from handwired.engine.arithmetic import interval as iv
+from handwired.engine.arithmetic.certified import certified_walk
 from handwired.engine.walk import Listed
 from handwired.weightfile import Model
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.engine.step import float_walk
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.trace import trace
 from handwired.engine.walk import Shape
 from handwired.errors import HandwiredError, bad_head, bad_value

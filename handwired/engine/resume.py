@@ -5,7 +5,8 @@ The forward pass is a row of *stages* — the embeddings (``wte``, ``wpe``; ``wt
 for each block its attention's pattern and values (``ln_1``, ``c_attn``), its attention's output (``c_proj``) and
 its MLP (``ln_2``, ``mlp``), then the final LayerNorm — and what enters a stage depends only on the stages before
 it. The contexts are walked once as a trie of their prefixes (:mod:`handwired.engine.walk`, depth first, in bounded
-batches): at each batch the base model's own walk (:func:`handwired.engine.step.float_walk`, in step with this one)
+batches): at each batch the base model's own walk (:func:`handwired.engine.arithmetic.floats.float_walk`, in step with
+this one)
 records what enters the first stage each variant changes (the residual stream; for an attention's output, also the
 heads' ``z``), and each variant resumes there on the same batch: the walk's one block step
 (:func:`handwired.engine.block_step.block_step`) in the float step's arithmetic, entering at that stage, keeping its
@@ -22,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from handwired.engine import walk as walking
+from handwired.engine.arithmetic.floats import Floats, float_walk, prepare, silent
 from handwired.engine.block_step import ATTENTION, MLP, PROJECTION, Entry, block_step
 from handwired.engine.memory import table_bytes
-from handwired.engine.step import Floats, float_walk, prepare, silent
 from handwired.engine.walk import Shape, Visit, batch_nodes
 from handwired.weightfile import Model
 
@@ -206,7 +207,8 @@ class _Echo:
 def resume_step(variant: Resumed, arithmetic: Floats, past: list, entry: list[np.ndarray], family, length: int,
                 logits: bool, keep: bool) -> tuple[np.ndarray | None, list]:
     """A variant's step of the walk from the stage it resumes at: the block step in ``arithmetic`` (the variant's
-    :class:`~handwired.engine.step.Floats`), entering with ``entry``, what enters that stage at the batch's new
+    :class:`~handwired.engine.arithmetic.floats.Floats`), entering with ``entry``, what enters that stage at the
+    batch's new
     positions ([n, n_embd]; with z [n, head, d_head] for an attention's output); ``past`` its parents' keys and
     values in the blocks it attends in. -> the next-token logits [n, n_vocab] (when ``logits``), and the children's
     past (when ``keep``)."""

@@ -16,7 +16,8 @@ walk keeps only the batches on the path from the root (each of at most
 ``batch_nodes`` nodes), with the keys and values of each node's positions.
 
 The numeric work is the ``step`` function's (:func:`handwired.engine.block_step.block_step` in an arithmetic:
-float64 in :mod:`handwired.engine.step`, intervals in :mod:`handwired.engine.proof_step`); the walk only grows the
+float64 in :mod:`handwired.engine.arithmetic.floats`, intervals in :mod:`handwired.engine.arithmetic.certified`); the
+walk only grows the
 trie and keeps the path. An evaluator plugs in by giving its own ``step`` and the ``past`` of the empty
 prefix: the walk hands each step the past it returned for the parents' batch,
 which rows of it are this batch's parents, their children (:class:`Family`),

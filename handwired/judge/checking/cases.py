@@ -9,7 +9,8 @@ answer token (every slot the whole alphabet) and, for each case:
   exhaustive walk judges them (the certified walk's numbers, :mod:`handwired.judge.checking.report`'s tally), so a
   failing leaf is a real counterexample with the float walk's logits, named as a failure;
 * else the rule says the one right token over the case, or that it cannot; when it can, the case is evaluated in
-  the certified arithmetic over cases (:mod:`handwired.engine.cases`) and is *proved* when the right token's lower
+  the certified arithmetic over cases (:mod:`handwired.engine.arithmetic.cases`) and is *proved* when the right token's
+  lower
   bound is above every other token's upper bound: every one of its contexts is then passed and proved;
 * a case not proved is split on the input position that matters most, into one case per token of its set: the
   position the rule names (the sum: the place whose carry is undecided, else the predicted place's digits), else
@@ -27,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from handwired.engine import cases as evaluating
+from handwired.engine.arithmetic import cases as evaluating
+from handwired.engine.arithmetic.certified import certified_walk
 from handwired.engine.certify import logit_bounds
-from handwired.engine.proof_step import certified_walk
 from handwired.engine.walk import Listed
 from handwired.judge.checking.contexts import shortest_first
 from handwired.judge.checking.plans import Batch

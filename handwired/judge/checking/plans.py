@@ -19,9 +19,9 @@ import numpy as np
 
 from handwired import budget
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.certify import certified_contexts, certified_logits, certified_walk
 from handwired.engine.parts import every_string
-from handwired.engine.step import float_walk
 from handwired.engine.walk import Visit
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.checking.contexts import (

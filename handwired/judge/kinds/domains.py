@@ -141,7 +141,7 @@ class Domain:
 
     description: str  # in words, for the statement and the report
     inputs: _Inputs
-    rule: Any  # answer_so_far: the rule whose answer follows its separator (see judge.answers); None: strings
+    rule: Any  # answer_so_far: the rule whose answer follows its separator (see judge.kinds.answers); None: strings
     n_vocab: int
 
     @property

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.probe import Probe, parse_probe, probe_values
-from handwired.engine.step import float_walk
 from handwired.engine.walk import EveryString, Shape
 from handwired.errors import HandwiredError, Note, bad_value
 from handwired.judge.checking.contexts import every_length, refuse_every_context, refuse_large_domain, refuse_large_walk

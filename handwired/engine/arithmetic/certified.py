@@ -1,5 +1,6 @@
 """The certified step of the walk (:mod:`handwired.engine.walk`): the walk's one block step
-(:func:`handwired.engine.block_step.block_step`) in intervals (:mod:`handwired.engine.interval`), on the float step's
+(:func:`handwired.engine.block_step.block_step`) in intervals (:mod:`handwired.engine.arithmetic.interval`), on the
+float step's
 columns and with its functions (:class:`Certified`, the arithmetic).
 
 Every mid is computed by the float step's own functions, on the same columns (each node's numbers its own, in
@@ -11,7 +12,7 @@ block 0 also those float64 computes as zero for every token and position (a roun
 where they differ the certified mids are within their radii of the float walk's. Beside each node's keys and values
 in every block it keeps each value's bounds (the norms of v and of its radii per head, [room, 2*n_head, n]) and the
 largest bounds of the keys it sees ([4*n_head, n]: k, k's radii, v, v's radii): the few numbers per key
-:func:`handwired.engine.interval.attention_radius` reads.
+:func:`handwired.engine.arithmetic.interval.attention_radius` reads.
 """
 
 from collections.abc import Iterator
@@ -19,12 +20,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handwired.engine import interval as iv
-from handwired.engine import step as floating
 from handwired.engine import walk as walking
+from handwired.engine.arithmetic import floats as floating
+from handwired.engine.arithmetic import interval as iv
+from handwired.engine.arithmetic.floats import (
+    Heads,
+    Prepared,
+    attention_pattern,
+    attention_values,
+    extend,
+    linear_columns,
+    pick,
+)
 from handwired.engine.block_step import block_step
 from handwired.engine.forward import matmul
-from handwired.engine.step import Heads, Prepared, attention_pattern, attention_values, extend, linear_columns, pick
 from handwired.engine.walk import Shape, Visit, _node_bytes, batch_nodes, walk_bytes
 from handwired.weightfile import Model
 
@@ -129,7 +138,8 @@ def batch_size(model: Model, heads: list) -> int:
 class Certified:
     """The certified arithmetic of :func:`~handwired.engine.block_step.block_step`: every value an interval (mid,
     rad) on the float step's columns, its mid computed by the float step's functions (the float walk's bits where
-    both keep the same attention dimensions), its radius by :mod:`handwired.engine.interval`. A node's past is, per
+    both keep the same attention dimensions), its radius by :mod:`handwired.engine.arithmetic.interval`. A node's past
+    is, per
     block, the float step's keys and values, each key's value bounds [room, 2*head, n] and the largest bounds of the
     keys each node sees [4*head, n]. Values the step uses and drops are worked in buffers kept from batch to batch."""
 

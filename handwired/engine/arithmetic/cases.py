@@ -3,7 +3,8 @@
 A *case* of length L is a set of tokens at each position ([L, n_vocab] bool): it stands for every context whose
 token at each position is one of its set's. Its embedding at a position is an interval, the hull of the rows of wte
 for the set plus the position's wpe (:meth:`Cases.embed`); from there on the step is the certified arithmetic's
-(:class:`handwired.engine.proof_step.Certified`), whose every bound holds for every real value the interval holds, so
+(:class:`handwired.engine.arithmetic.certified.Certified`), whose every bound holds for every real value the interval
+holds, so
 each logit's bound holds for every context of the case. Block 0's q, k and v come from c_attn on that interval, not
 from the walk's table of single tokens (a case's token is not one). A case with one token at every position is one
 context, its bounds a little wider than the certified walk's (block 0 computed, not looked up).
@@ -16,9 +17,9 @@ mid | rad [n, 2*n_vocab] as the certified walk's do.
 
 import numpy as np
 
-from handwired.engine import interval as iv
-from handwired.engine import step as floating
-from handwired.engine.proof_step import Certified, Proving, _layer
+from handwired.engine.arithmetic import floats as floating
+from handwired.engine.arithmetic import interval as iv
+from handwired.engine.arithmetic.certified import Certified, Proving, _layer
 from handwired.engine.walk import Family
 from handwired.weightfile import Model
 

@@ -155,7 +155,8 @@ def linear(x, weight, b, grouped=None):  # interval [..., n_in] @ exact [n_in, n
 
 
 def columns_radius(x, weight, size=None, out=None, mid=None):  # interval [n_in, n] on columns -> the radius
-    # [n_out, n] of forward's linear on columns (weight.w.T @ x + b, :func:`handwired.engine.step.linear_columns`):
+    # [n_out, n] of forward's linear on columns (weight.w.T @ x + b,
+    # :func:`handwired.engine.arithmetic.floats.linear_columns`):
     # :func:`linear`'s, transposed; ``size`` [n_in, n] and ``out`` [n_out, n]: buffers to work in (by default new
     # arrays); ``mid``: the product's value, when the caller has it (infinite radius where it overflowed)
     xm, xr = x
