@@ -5,11 +5,9 @@ c_attn or block 0's table, the keys and values extended, the pattern and values,
 c_proj), each added to the residual stream, then ln_f and the tied unembedding — and it does no arithmetic itself:
 every operation is its ``arithmetic``'s (:class:`Arithmetic`). There are two: float64 on columns
 (:class:`handwired.engine.arithmetic.floats.Floats`, the float walk's, with the hook that records intermediates, and
-what sweep
-and ablate resume with) and certified intervals in midpoint-radius form on the same columns
-(:class:`handwired.engine.arithmetic.certified.Certified`, whose mids are the float functions' bits). A new operation
-is one
-method in each.
+what sweep and ablate resume with) and certified intervals in midpoint-radius form on the same columns
+(:class:`handwired.engine.arithmetic.certified.Certified`, whose mids are the float functions' bits). A new operation is
+one method in each.
 
 The step may start inside the model (:class:`Entry`): sweep and ablate resume a variant at the first stage it
 changes, with what the base model's walk handed over there.

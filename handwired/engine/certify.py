@@ -6,9 +6,8 @@ token's: then the real-arithmetic model predicts it too, whatever float64 rounde
 
 Every certified pass is the walk's (:mod:`handwired.engine.walk`) with the certified step
 (:func:`~handwired.engine.arithmetic.certified.certified_walk`): a puzzle's domain, every string, and contexts given as
-a list
-(:func:`certified_contexts`: a stream's windows, a sample), walked as the trie of their prefixes. Logits come packed,
-``[..., mid | rad]``; the mids are the float walk's numbers (see :mod:`handwired.engine.arithmetic.certified`).
+a list (:func:`certified_contexts`: a stream's windows, a sample), walked as the trie of their prefixes. Logits come
+packed, ``[..., mid | rad]``; the mids are the float walk's numbers (see :mod:`handwired.engine.arithmetic.certified`).
 """
 
 import numpy as np

@@ -57,8 +57,7 @@ class Part:
 def every_string(model: Model, walker: Callable[[Shape], Iterator[Visit]], min_length: int = 1) -> Iterator[Visit]:
     """Every string of length 1…n_ctx walked as a check walks it (those from ``min_length`` judged) by ``walker``
     (:func:`handwired.engine.arithmetic.floats.float_walk` or the certified walk, given a shape): its wide batches cut
-    by slot,
-    in parts on threads when it judges many contexts (:func:`workers`)."""
+    by slot, in parts on threads when it judges many contexts (:func:`workers`)."""
     n_vocab, n_ctx = model.n_vocab, model.n_ctx
     contexts = sum(n_vocab**length for length in range(min_length, n_ctx + 1))
     return side_by_side(walker, EveryString(n_vocab, n_ctx, min_length, by_slot=True), n_vocab, n_ctx,

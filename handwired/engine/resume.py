@@ -6,14 +6,12 @@ for each block its attention's pattern and values (``ln_1``, ``c_attn``), its at
 its MLP (``ln_2``, ``mlp``), then the final LayerNorm — and what enters a stage depends only on the stages before
 it. The contexts are walked once as a trie of their prefixes (:mod:`handwired.engine.walk`, depth first, in bounded
 batches): at each batch the base model's own walk (:func:`handwired.engine.arithmetic.floats.float_walk`, in step with
-this one)
-records what enters the first stage each variant changes (the residual stream; for an attention's output, also the
-heads' ``z``), and each variant resumes there on the same batch: the walk's one block step
-(:func:`handwired.engine.block_step.block_step`) in the float step's arithmetic, entering at that stage, keeping its
-own keys and values for the blocks whose attention it runs again. What a variant does not change is computed once per
-batch, for all of them; nothing is kept beyond the walk's path. A variant that changes its embeddings is its own
-float walk; the others' logits are their own walk's to rounding (the same operations, sums perhaps in another
-order).
+this one) records what enters the first stage each variant changes (the residual stream; for an attention's output, also
+the heads' ``z``), and each variant resumes there on the same batch: the walk's one block step
+(:func:`handwired.engine.block_step.block_step`) in the float step's arithmetic, entering at that stage, keeping its own
+keys and values for the blocks whose attention it runs again. What a variant does not change is computed once per batch,
+for all of them; nothing is kept beyond the walk's path. A variant that changes its embeddings is its own float walk;
+the others' logits are their own walk's to rounding (the same operations, sums perhaps in another order).
 """
 
 from collections.abc import Iterator, Sequence
@@ -208,9 +206,8 @@ def resume_step(variant: Resumed, arithmetic: Floats, past: list, entry: list[np
                 logits: bool, keep: bool) -> tuple[np.ndarray | None, list]:
     """A variant's step of the walk from the stage it resumes at: the block step in ``arithmetic`` (the variant's
     :class:`~handwired.engine.arithmetic.floats.Floats`), entering with ``entry``, what enters that stage at the
-    batch's new
-    positions ([n, n_embd]; with z [n, head, d_head] for an attention's output); ``past`` its parents' keys and
-    values in the blocks it attends in. -> the next-token logits [n, n_vocab] (when ``logits``), and the children's
+    batch's new positions ([n, n_embd]; with z [n, head, d_head] for an attention's output); ``past`` its parents' keys
+    and values in the blocks it attends in. -> the next-token logits [n, n_vocab] (when ``logits``), and the children's
     past (when ``keep``)."""
     x = entry[0].T.copy()  # [n_embd, n], the step's own: it is added to in place
     z = np.moveaxis(entry[1], 0, -1).reshape(-1, len(x[0])) if len(entry) > 1 else None  # [n_embd, n]

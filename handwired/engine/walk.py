@@ -17,11 +17,9 @@ walk keeps only the batches on the path from the root (each of at most
 
 The numeric work is the ``step`` function's (:func:`handwired.engine.block_step.block_step` in an arithmetic:
 float64 in :mod:`handwired.engine.arithmetic.floats`, intervals in :mod:`handwired.engine.arithmetic.certified`); the
-walk only grows the
-trie and keeps the path. An evaluator plugs in by giving its own ``step`` and the ``past`` of the empty
-prefix: the walk hands each step the past it returned for the parents' batch,
-which rows of it are this batch's parents, their children (:class:`Family`),
-and whether logits or a past for grandchildren are wanted.
+walk only grows the trie and keeps the path. An evaluator plugs in by giving its own ``step`` and the ``past`` of the
+empty prefix: the walk hands each step the past it returned for the parents' batch, which rows of it are this batch's
+parents, their children (:class:`Family`), and whether logits or a past for grandchildren are wanted.
 
 Every string of every length (:class:`EveryString`: ``check --exhaustive``, a puzzle without a domain) is the
 widest trie, n_vocab children to a node. Its wide batches are cut by slot (``by_slot``): one batch holds the k-th

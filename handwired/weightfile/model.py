@@ -62,7 +62,7 @@ class Model:
     example: str | None = None  # a context to show
     target: str | None = None  # a repeating pattern the model should follow
     written: Written = field(default_factory=Written, repr=False)
-    puzzle: str | None = None  # the puzzle it answers: a bundled name, or "statement.json#hash" (see judge.game.catalogue)
+    puzzle: str | None = None  # the puzzle it answers: a bundled name, or "statement.json#hash" (judge.game.catalogue)
 
     def __repr__(self) -> str:  # one line: the parameters and what the file wrote are too many to print
         c = self.config

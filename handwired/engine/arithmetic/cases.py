@@ -4,10 +4,9 @@ A *case* of length L is a set of tokens at each position ([L, n_vocab] bool): it
 token at each position is one of its set's. Its embedding at a position is an interval, the hull of the rows of wte
 for the set plus the position's wpe (:meth:`Cases.embed`); from there on the step is the certified arithmetic's
 (:class:`handwired.engine.arithmetic.certified.Certified`), whose every bound holds for every real value the interval
-holds, so
-each logit's bound holds for every context of the case. Block 0's q, k and v come from c_attn on that interval, not
-from the walk's table of single tokens (a case's token is not one). A case with one token at every position is one
-context, its bounds a little wider than the certified walk's (block 0 computed, not looked up).
+holds, so each logit's bound holds for every context of the case. Block 0's q, k and v come from c_attn on that
+interval, not from the walk's table of single tokens (a case's token is not one). A case with one token at every
+position is one context, its bounds a little wider than the certified walk's (block 0 computed, not looked up).
 
 :func:`evaluate` runs a batch of cases of one length through :func:`~handwired.engine.block_step.block_step` one
 position at a time, each case its own node (the first position's nodes siblings of the empty prefix, every later

@@ -1,7 +1,6 @@
 """The certified step of the walk (:mod:`handwired.engine.walk`): the walk's one block step
 (:func:`handwired.engine.block_step.block_step`) in intervals (:mod:`handwired.engine.arithmetic.interval`), on the
-float step's
-columns and with its functions (:class:`Certified`, the arithmetic).
+float step's columns and with its functions (:class:`Certified`, the arithmetic).
 
 Every mid is computed by the float step's own functions, on the same columns (each node's numbers its own, in
 batches as large as the float walk's, or smaller where the certified walk's memory needs it): the logits are the
@@ -139,9 +138,9 @@ class Certified:
     """The certified arithmetic of :func:`~handwired.engine.block_step.block_step`: every value an interval (mid,
     rad) on the float step's columns, its mid computed by the float step's functions (the float walk's bits where
     both keep the same attention dimensions), its radius by :mod:`handwired.engine.arithmetic.interval`. A node's past
-    is, per
-    block, the float step's keys and values, each key's value bounds [room, 2*head, n] and the largest bounds of the
-    keys each node sees [4*head, n]. Values the step uses and drops are worked in buffers kept from batch to batch."""
+    is, per block, the float step's keys and values, each key's value bounds [room, 2*head, n] and the largest bounds of
+    the keys each node sees [4*head, n]. Values the step uses and drops are worked in buffers kept from batch to
+    batch."""
 
     def __init__(self, model: Model, proving: Proving):
         self.model, self.proving, self.floats, self.n_head = model, proving, proving.floats, model.n_head

@@ -10,8 +10,7 @@ answer token (every slot the whole alphabet) and, for each case:
   failing leaf is a real counterexample with the float walk's logits, named as a failure;
 * else the rule says the one right token over the case, or that it cannot; when it can, the case is evaluated in
   the certified arithmetic over cases (:mod:`handwired.engine.arithmetic.cases`) and is *proved* when the right token's
-  lower
-  bound is above every other token's upper bound: every one of its contexts is then passed and proved;
+  lower bound is above every other token's upper bound: every one of its contexts is then passed and proved;
 * a case not proved is split on the input position that matters most, into one case per token of its set: the
   position the rule names (the sum: the place whose carry is undecided, else the predicted place's digits), else
   the largest set, the latest on a tie.
