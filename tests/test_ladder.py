@@ -312,7 +312,7 @@ def test_greaters_third_hint_one_gelu_is_a_comparison_to_within_1e_13():
         if d <= 0:
             assert unit <= 0 and abs(unit) < mpf(10) ** -13
         else:
-            assert abs(unit - s * d) < mpf(10) ** -13 and unit >= s * (1 - mpf(10) ** -13)
+            assert abs(unit - s * d) < mpf(10) ** -13 and unit >= s * d - mpf(10) ** -13
 
 
 def mover_answer(u, lg, s, g, mlp=True):
