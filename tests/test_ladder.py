@@ -1,4 +1,4 @@
-"""The third ladder: circuits found in trained models, wired by hand (modadd, dyck, ioi).
+"""The third ladder: circuits found in trained models, wired by hand (modadd, dyck, ioi, greater).
 
 Their rules against brute force, their references and records proved through the command line, and files built
 from their hints' ideas (not copied from the references) that solve them.
@@ -21,8 +21,9 @@ from handwired.judge.kinds.rules import DECIDED, OUT_OF_DOMAIN
 from handwired.judge.kinds.spec import rule_from_spec
 from handwired.weightfile import Checker, parse
 
-LADDER = ["dyck", "ioi", "modadd"]
-JUDGED = {"dyck": 8190, "ioi": 150, "modadd": 49}  # every context each rule decides in its domain (counted below)
+LADDER = ["dyck", "ioi", "modadd", "greater"]
+# every context each rule decides in its domain (counted below)
+JUDGED = {"dyck": 8190, "ioi": 150, "modadd": 49, "greater": 100}
 
 
 def words(text):
@@ -83,6 +84,10 @@ def test_balanced_agrees_with_a_stack_on_every_string_of_up_to_eight_brackets():
     ({"kind": "balanced", "open": "(", "close": "(", "yes": "y", "no": "n"}, "four different tokens"),
     ({"kind": "modular_sum", "plus": "+", "equals": "=", "residues": "0+"}, "neither plus nor equals"),
     ({"kind": "modular_sum", "plus": "+", "equals": "=", "residues": "00"}, "names a token twice"),
+    ({"kind": "greater_than", "order": "0(", "yes": "y", "no": "y"}, "yes and no two other tokens"),
+    ({"kind": "greater_than", "order": "0y", "yes": "y", "no": "n"}, "yes and no two other tokens"),
+    ({"kind": "greater_than", "order": "0", "yes": "y", "no": "n"}, "an order of at least two tokens"),
+    ({"kind": "greater_than", "order": "00", "yes": "y", "no": "n"}, "names a token twice"),
 ])
 def test_a_bad_circuit_rule_is_one_line(spec, message):
     check = Checker()
@@ -112,6 +117,7 @@ def test_the_domains_are_the_whole_task():
     assert load_puzzle("modadd").domain.size == 49
     assert load_puzzle("dyck").domain.size == sum(2**n for n in range(1, 13))
     assert load_puzzle("ioi").domain.size == 6**3 + 6**4  # the rule judges 150 of them (below)
+    assert load_puzzle("greater").domain.size == 100
 
 
 def test_the_bundled_list_fits_80_columns_with_the_third_ladder(monkeypatch, handwired_home):
@@ -122,6 +128,7 @@ def test_the_bundled_list_fits_80_columns_with_the_third_ladder(monkeypatch, han
     assert ["9", "dyck", "8", "1", "2", "≤16", "12", "10", "·"] in rows
     assert ["9", "ioi", "8", "2", "2", "no", "30", "16", "·"] in rows
     assert ["10", "modadd", "8", "1", "1", "≤16", "54", "21", "·"] in rows
+    assert ["9", "greater", "8", "1", "1", "≤16", "20", "14", "·"] in rows
 
 
 # ---------------------------------------------------------------- modadd's hints, built
@@ -273,3 +280,79 @@ def test_iois_hints_build_a_name_mover_on_a_hexagon_that_solves_it():
             dim].items() if not k.startswith("q")}
     broken = submit(puzzle, parse(doc, "no-inhibition.json")[0])
     assert not broken.solved and broken.report.failed > 0
+
+
+# ---------------------------------------------------------------- greater: the rule, and its hints built
+
+
+def test_greater_than_agrees_with_comparing_the_years_on_every_short_string():
+    vocab = tuple("0123456789-yn")
+    rule = rule_from_spec({"kind": "greater_than", "order": "0123456789", "yes": "y", "no": "n"}, vocab, Checker())
+    assert "'y' if the last token comes after the first" in rule.description
+    for length in (1, 2, 3):
+        texts = ["".join(s) for s in itertools.product(vocab, repeat=length)]
+        judgement = judge(rule, vocab, texts)
+        for text, status, row in zip(texts, judgement.status, judgement.acceptable):
+            years = length > 1 and text[0].isdigit() and text[-1].isdigit()
+            assert (status == DECIDED) == years, text
+            if years:
+                assert [vocab[i] for i in row.nonzero()[0]] == ["y" if int(text[-1]) > int(text[0]) else "n"]
+    # the order is the statement's, not the digits': reversed, 3-7 is no longer later
+    backwards = rule_from_spec({"kind": "greater_than", "order": "9876543210", "yes": "y", "no": "n"}, vocab,
+                               Checker())
+    assert judge(backwards, vocab, ["3-7", "7-3", "5-5"]).acceptable[:, vocab.index("y")].tolist() == [
+        False, True, False]
+
+
+def test_greaters_third_hint_one_gelu_is_a_comparison_to_within_1e_13():
+    mp.dps = 50
+    s = mpf(8)
+    for d in range(-9, 10):
+        unit = exact_gelu(s * d)
+        if d <= 0:
+            assert unit <= 0 and abs(unit) < mpf(10) ** -13
+        else:
+            assert abs(unit - s * d) < mpf(10) ** -13 and unit >= s * d - mpf(10) ** -13
+
+
+def mover_answer(u, lg, s, g, mlp=True):
+    """greater wired from its hints alone: years as k·U in one dim, a mover head whose constant query finds the key
+    only position 0 has, and either one GELU that compares (third hint) or, without an MLP, y and n embedded along
+    end minus start minus a half, the half a c_proj bias (fourth hint)."""
+    vocab = [str(k) for k in range(10)] + ["-", "y", "n"]
+    wte = {str(k): {"yr": k * u} for k in range(1, 10)}
+    wte.update({"y": {"yes": 1}, "n": {"no": 1}} if mlp else {"y": {"yr": g, "from": -g}, "n": {"yr": -g, "from": g}})
+    attn = {"c_attn": {"w": {"p0": {"k0": 1}, "yr": {"v0": 1}}, "b": {"q0": lg}},
+            "c_proj": {"w": {"z0": {"from": 1}}}}
+    block = {"attn": attn}
+    if mlp:
+        block["mlp"] = {"hidden": 1, "c_fc": {"w": {"yr": {"h0": s / u}, "from": {"h0": -s / u}}},
+                        "c_proj": {"w": {"h0": {"yes": g / s}}, "b": {"no": g / 2}}}
+    else:
+        attn["c_proj"]["b"] = {"yr": -u / 2}
+    return {"format": "handwired/1", "vocab": vocab, "n_ctx": 3, "n_embd": 5,
+            "dims": ["yr", "p0", "from", "yes", "no"], "wte": wte, "wpe": {"0": {"p0": 1}}, "blocks": [block]}
+
+
+@pytest.mark.parametrize("mlp, g", [(True, 6), (False, 60)])  # without the MLP, y and n lead by g·U/2 = 3
+def test_greaters_hints_build_a_mover_head_and_a_comparison_that_solve_it(mlp, g):
+    puzzle = load_puzzle("greater")
+    assert "only position 0 has" in puzzle.hints[1] and "one hidden unit is enough" in puzzle.hints[2]
+    assert "without any MLP" in puzzle.hints[3]
+    model, problems = parse(mover_answer(u=0.1, lg=50, s=10, g=g, mlp=mlp), "greater-hints.json")
+    assert problems == []
+    submission = submit(puzzle, model)
+    assert submission.fits and submission.solved and submission.report.passed == 100
+    assert submission.report.margin.value > 1
+    # without the mover (the head's value removed), the last position never sees the start year
+    doc = mover_answer(u=0.1, lg=50, s=10, g=g, mlp=mlp)
+    del doc["blocks"][0]["attn"]["c_attn"]["w"]["yr"]
+    broken = submit(puzzle, parse(doc, "no-mover.json")[0])
+    assert not broken.solved and broken.report.failed > 0
+
+
+def test_greaters_caps_hold_the_papers_circuit_and_no_table():
+    puzzle = load_puzzle("greater")
+    assert puzzle.caps.n_embd < 10 and puzzle.caps.mlp < 100  # fewer dims than years, fewer units than spans
+    assert puzzle.caps.n_layer >= 1 and puzzle.caps.mlp >= 1  # one block holds the mover head and the MLP
+    assert "room for the paper's circuit, not for a table" in puzzle.story

@@ -162,8 +162,8 @@ def test_descriptions_say_the_rule_in_words():
     [
         ({"kind": "nexttoken"},
          "rule.kind: expected one of pattern, first, previous, max, majority, same_last_two, induction, successor, "
-         "count_last, parity, copy, reverse, sort, sum, modular_sum, balanced, indirect_object; found the string "
-         "'nexttoken'"),
+         "count_last, parity, copy, reverse, sort, sum, modular_sum, balanced, indirect_object, greater_than; found "
+         "the string 'nexttoken'"),
         ({"kind": 3}, "rule.kind: expected one of pattern,"),
         ({"kind": []}, "rule.kind: expected one of pattern,"),  # unhashable: once a TypeError
         ("previous", "rule: expected an object such as {\"kind\": \"first\"}; found the string 'previous'"),

@@ -76,6 +76,7 @@ def test_successors_second_hint_is_true_the_final_layernorm_alone_turns_each_let
     ("dyck", "Weiss, Goldberg and Yahav (2021)", "You will build those two layers"),
     ("modadd", "Nanda and colleagues (2023)", "Here you build that circuit by hand"),
     ("ioi", "Wang and colleagues (2022)", "you will build a name mover"),
+    ("greater", "Hanna, Liu and Variengien (2023)", "You will build the mover head and the comparing MLP"),
 ])
 def test_the_third_ladders_stories_say_who_found_the_circuit_and_what_you_build(name, paper, built):
     """A circuit found in a trained model: its story names the paper, what the model does and what to build; its

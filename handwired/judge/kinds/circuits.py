@@ -1,6 +1,7 @@
 """The rule kinds of the third ladder, the circuits the papers found in trained transformers: addition modulo p
-(the grokking circuit), balanced brackets (a RASP construction), the indirect object (a name mover). Each is a rule
-kind as in :mod:`handwired.judge.kinds.rules`, written once; a statement names it."""
+(the grokking circuit), balanced brackets (a RASP construction), the indirect object (a name mover), greater-than
+(a mover head and a comparing MLP). Each is a rule kind as in :mod:`handwired.judge.kinds.rules`, written once; a
+statement names it."""
 
 from dataclasses import dataclass
 
@@ -78,3 +79,30 @@ class IndirectObjectRule:
         once = counts == 1  # [n, n_vocab]
         repeated_last = counts[np.arange(len(contexts)), contexts[:, -1]] > 1  # [n]
         return decided(np.argmax(once, axis=1), self.n_vocab, (once.sum(axis=1) == 1) & repeated_last)
+
+
+@dataclass(frozen=True)
+class GreaterThanRule:
+    """``yes`` if the last token comes strictly later in ``order`` than the first token (an end year after a start
+    year), else ``no``; a context whose first or last token is not in ``order``, or of one token, is out of domain."""
+
+    order: tuple[int, ...]  # token ids, earliest first
+    yes: int
+    no: int
+    vocab: tuple[str, ...]
+
+    @property
+    def description(self) -> str:
+        v = self.vocab
+        order = ", ".join(shown(v[t]) for t in self.order)
+        return (f"{v[self.yes]!r} if the last token comes after the first in the order {order}, else {v[self.no]!r} "
+                "(the same token too); a context that does not start and end with one of them is out of domain")
+
+    def judge(self, contexts: np.ndarray) -> Judgement:
+        n, n_seq = contexts.shape
+        if n_seq < 2:
+            return out_of_domain(n, len(self.vocab))
+        rank = np.full(len(self.vocab), -1)  # token id -> its place in the order; -1: not in it
+        rank[list(self.order)] = np.arange(len(self.order))
+        start, end = rank[contexts[:, 0]], rank[contexts[:, -1]]  # [n] each
+        return decided(np.where(end > start, self.yes, self.no), len(self.vocab), (start >= 0) & (end >= 0))

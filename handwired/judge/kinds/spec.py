@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from handwired.judge.kinds.answers import AnswerRule, SumRule
-from handwired.judge.kinds.circuits import BalancedRule, IndirectObjectRule, ModularSumRule
+from handwired.judge.kinds.circuits import BalancedRule, GreaterThanRule, IndirectObjectRule, ModularSumRule
 from handwired.judge.kinds.rules import (
     CountLastRule,
     FirstRule,
@@ -44,6 +44,7 @@ KINDS: dict[str, tuple[str, ...] | dict[str, bool]] = {  # kind -> its parameter
     "modular_sum": ("plus", "equals", "residues"),
     "balanced": ("open", "close", "yes", "no"),
     "indirect_object": (),
+    "greater_than": ("order", "yes", "no"),
 }
 ORDERS = ("most_first", "least_first")  # the sum's answer: its most significant digit first (the default), or last
 ANSWERS = ("copy", "reverse", "sort", "sum")  # the kinds that answer after a separator
@@ -84,6 +85,8 @@ def rule_from_spec(spec: Any, vocab: tuple[str, ...] | list[str], check: Checker
         return _balanced(check, path, ids, vocab)
     if kind == "modular_sum":
         return _modular_sum(check, path, tokens, ids, vocab)
+    if kind == "greater_than":
+        return _greater_than(check, path, tokens, ids, vocab)
     plain = {"first": FirstRule, "previous": PreviousRule, "majority": MajorityRule, "induction": InductionRule,
              "indirect_object": IndirectObjectRule}
     return plain[kind](n_vocab)
@@ -127,3 +130,14 @@ def _modular_sum(check: Checker, path: str, tokens: dict[str, str], ids: dict[st
                                              "equals")
         return None
     return ModularSumRule(ids["plus"][0], ids["equals"][0], tuple(ids["residues"]), vocab)
+
+
+def _greater_than(check: Checker, path: str, tokens: dict[str, str], ids: dict[str, list[int]],
+                  vocab: tuple[str, ...]) -> Rule | None:
+    """Is the end year after the start year: the task of Hanna et al.'s greater-than circuit."""
+    if not _distinct(check, path, tokens, "order"):
+        return None
+    if len(ids["order"]) < 2 or ids["yes"][0] == ids["no"][0] or {ids["yes"][0], ids["no"][0]} & set(ids["order"]):
+        check.problem(path, "expected an order of at least two tokens, and yes and no two other tokens")
+        return None
+    return GreaterThanRule(tuple(ids["order"]), ids["yes"][0], ids["no"][0], vocab)
