@@ -9,6 +9,13 @@ each logit's bound holds for every context of the case. Block 0's q, k and v com
 from the walk's table of single tokens (a case's token is not one). A case with one token at every position is one
 context, its bounds a little wider than the certified walk's (block 0 computed, not looked up).
 
+A case's keys may be far apart (a set of tokens whose keys grow with the token), where the certified walk's bound on
+attention, made for the narrow intervals of single contexts, gives up. So a case's attention is also bounded key by
+key (:meth:`Cases.box_attention`): each score's bounds from its q's and k's intervals (:func:`score_bounds`), each
+weight's from the scores' (:func:`weight_bounds`), and the output from the weights' bounds and the values' intervals
+(:func:`value_bounds`), every rounding bounded as in :mod:`handwired.engine.arithmetic.interval`; the output is the
+intersection of the two bounds (:func:`intersect`).
+
 :func:`evaluate` runs a batch of cases of one length through :func:`~handwired.engine.block_step.block_step` one
 position at a time, each case its own node (the first position's nodes siblings of the empty prefix, every later
 one an only child), so a case's keys and values at earlier positions are its own and its logits come out packed
@@ -153,7 +160,8 @@ def weight_bounds(lo, hi):  # scores' bounds [L, head, n] -> each weight's bound
     with np.errstate(over="ignore", invalid="ignore"):
         below = np.exp(iv.lower(lo[None] - hi[:, None])) / iv.EXP_HIGH  # [j, k, head, n]: under e^{lo_k - hi_j}
         above = np.exp(iv.upper(hi[None] - lo[:, None])) * iv.EXP_HIGH + iv.TINY
-        least = np.where(others, below, 0.0).sum(axis=1) * (1 - iv.gamma(length))  # [j, head, n]
+        least = np.where(others, below, 0.0).sum(axis=1) * (1 - iv.gamma(length))  # [j, head, n]; a subnormal
+        least = np.maximum(least - iv.TINY, 0.0)  # exp (error 2^-1075, not relative) covered
         most = np.where(others, above, 0.0).sum(axis=1) * (1 + iv.gamma(length)) + iv.TINY
         upper = iv.upper(1 / iv.lower(1 + least), 1)
         lower = iv.lower(1 / iv.upper(1 + most), 1)
