@@ -75,6 +75,8 @@ def test_successors_second_hint_is_true_the_final_layernorm_alone_turns_each_let
 @pytest.mark.parametrize("name, paper, built", [
     ("dyck", "Weiss, Goldberg and Yahav (2021)", "You will build those two layers"),
     ("modadd", "Nanda and colleagues (2023)", "Here you build that circuit by hand"),
+    ("maxk", "Gross and colleagues (2024)", "Build the head and its read-out"),
+    ("maxk64", "Gross and colleagues (2024)", "You build the same head"),
     ("ioi", "Wang and colleagues (2022)", "you will build a name mover"),
     ("greater", "Hanna, Liu and Variengien (2023)", "You will build the mover head and the comparing MLP"),
 ])

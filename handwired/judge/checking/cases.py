@@ -184,7 +184,8 @@ def _examine(model, rule, space: Space, group, sets, depth, proving, proof: Proo
     todo = ~done
     if not todo.any():
         return None
-    return _split(sets[todo], box[todo], depth[todo], counts[todo], slots, split[todo], proof)
+    return _split(sets[todo], box[todo], depth[todo], counts[todo], slots, split[todo], proof,
+                  getattr(rule, "split_off", None))
 
 
 def _sizes(rule, space: Space, group, sets: np.ndarray, counts: np.ndarray) -> list[int]:
@@ -226,17 +227,27 @@ def _proved(packed: np.ndarray, answer: np.ndarray, n_vocab: int) -> np.ndarray:
     return bounded & (right > hi.max(axis=1))
 
 
-def _split(sets, box, depth, counts, slots, split, proof: Proof):
+def _split(sets, box, depth, counts, slots, split, proof: Proof, split_off=None) -> tuple[np.ndarray, np.ndarray]:
     """Each case -> one child per token its box allows at its split position (the rule's, else the largest set,
-    the latest on a tie): an input position's set, or an answer so far's, which then constrains the case."""
+    the latest on a tie): an input position's set, or an answer so far's, which then constrains the case. A rule
+    with ``split_off`` (the position's sets [n, V] -> the tokens [n, V] of each to split off, a non-empty part of
+    it) splits in two instead: those tokens, and the rest (when any is left)."""
     largest = np.array(slots)[counts.shape[1] - 1 - np.argmax(counts[:, ::-1], axis=1)]
     position = np.where(split >= 0, split, largest)
-    rows, tokens = np.nonzero(box[np.arange(len(sets)), position])
+    at_sets = box[np.arange(len(sets)), position]  # [n, V]
+    proof.deepest = max(proof.deepest, int(depth.max()) + 1)
+    if split_off is not None:
+        part = split_off(at_sets) & at_sets
+        halves = np.concatenate([part, at_sets & ~part])  # [2n, V]: the part split off, then the rest
+        rows = np.flatnonzero(halves.any(axis=1))
+        children = np.concatenate([sets, sets])[rows]
+        children[np.arange(len(rows)), np.tile(position, 2)[rows]] = halves[rows]
+        return children, np.tile(depth, 2)[rows] + 1
+    rows, tokens = np.nonzero(at_sets)
     children = sets[rows]
     at = np.arange(len(rows))
     children[at, position[rows]] = False
     children[at, position[rows], tokens] = True
-    proof.deepest = max(proof.deepest, int(depth.max()) + 1)
     return children, depth[rows] + 1
 
 

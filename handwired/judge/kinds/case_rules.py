@@ -156,6 +156,14 @@ def max_over_cases(inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return answer, split
 
 
+def latest_token(sets: np.ndarray) -> np.ndarray:
+    """[n, V] bool (each set non-empty) -> [n, V] bool: each set's latest token alone, what the ``max`` rule splits
+    off a position's set (the rest, every token below it, is the other child)."""
+    out = np.zeros_like(sets)
+    out[np.arange(len(sets)), sets.shape[1] - 1 - np.argmax(sets[:, ::-1], axis=1)] = True
+    return out
+
+
 def token_at_over_cases(inputs: np.ndarray, position: int) -> tuple[np.ndarray, np.ndarray]:
     """A rule whose answer is the token at ``position`` (first: 0; previous: -2) over cases: decided where that
     position's set is one token, else split there. -> ([n] token or -1, [n] position to split or -1)."""

@@ -191,6 +191,12 @@ class MaxRule:
         answer, split = max_over_cases(inputs)
         return answer, None, split
 
+    def split_off(self, sets: np.ndarray) -> np.ndarray:
+        """A case splits on the latest token of a position's set: that token, and the rest (see case_rules)."""
+        from handwired.judge.kinds.case_rules import latest_token  # (only a proof by cases loads it)
+
+        return latest_token(sets)
+
 
 @dataclass(frozen=True)
 class MajorityRule:
