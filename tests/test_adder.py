@@ -18,7 +18,7 @@ from handwired.judge.kinds.case_rules import sum_count
 from handwired.judge.kinds.sampling import sample_contexts
 from handwired.weightfile import load
 
-HERE = Path(__file__).resolve().parent / "data" / "adder"
+ROOT = Path(__file__).resolve().parent.parent
 DIGITS = "0123456789"
 LEAST = {"kind": "sum", "plus": "+", "equals": "=", "digits": DIGITS, "width": 3, "order": "least_first"}
 
@@ -52,7 +52,7 @@ def test_a_constrained_case_is_counted_as_enumerated(seed):
 
 
 def adder():
-    return load(str(HERE / "add10-reference.json")), read_statement(HERE / "add10.json")
+    return load(str(ROOT / "puzzles" / "solutions" / "add10.json")), read_statement(ROOT / "puzzles" / "add10.json")
 
 
 def test_the_adder_is_right_on_a_sample_in_float64():

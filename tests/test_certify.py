@@ -305,6 +305,28 @@ def test_the_gelu_constants_bound_the_real_function():
             assert abs(real(mp.mpf(float(t))) - mp.mpf(float(m))) <= r
 
 
+def test_a_gelu_far_below_its_minimum_is_bounded_by_its_tiny_value_in_50_digit_arithmetic():
+    """An interval whose upper end is at most -1 is bounded by [gelu(upper end), 0], not by its width: a shut unit
+    (a wide input far below its threshold) adds a tiny radius; every real gelu in it lies inside, checked in 50-digit
+    arithmetic at the ends, the middle and random points, and the radius is the slope bound's where that is tighter."""
+    k, a = mp.sqrt(2 / mp.pi), mp.mpf("0.044715")
+
+    def real(x):
+        return x / 2 * (1 + mp.tanh(k * (x + a * x**3)))
+
+    rng = np.random.default_rng(5)
+    mids = np.concatenate([[-3.0, -1.5, -40.0, -8950.0, -1.05, -1e6], rng.uniform(-60, -2, 40)])
+    widths = np.concatenate([[1.0, 0.5, 30.0, 3400.0, 0.05, 1e5], rng.uniform(0, 1, 40) * np.abs(mids[6:])])
+    mid, rad = interval.gelu_bounds((mids.copy(), widths.copy()))
+    slope = interval.up(interval.GELU_SLOPE * widths + np.abs(mids) * interval.GELU_ROUNDING * interval.U, 3)
+    assert (rad <= slope + interval.TINY).all() and rad[3] < 1e-300 and rad[2] < 1e-3 < slope[2]
+    for m, r, c, w in zip(mid, rad, mids, widths):
+        upper = c + w
+        for t in [c - w, c, upper, *np.linspace(c - w, upper, 25)]:
+            if t <= upper:
+                assert abs(real(mp.mpf(float(t))) - mp.mpf(float(m))) <= r, (c, w, t)
+
+
 def test_a_model_whose_lead_is_below_the_rounding_is_not_proved(tmp_path):
     """float64 and real arithmetic agree on the winner, but the lead is smaller than what rounding could move."""
     from typer.testing import CliRunner

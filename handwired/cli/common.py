@@ -59,6 +59,11 @@ NoProofOption = Annotated[
     bool, typer.Option("--no-proof", help="Skip the certified bounds: the verdict then says passed in float64, never "
                                           "proved, and a puzzle is not counted as solved.")
 ]
+ByCasesOption = Annotated[
+    bool, typer.Option("--by-cases", help="Prove every context by cases (sets of contexts bounded at once, split "
+                                          "where they must be), whatever the domain's size; by default only a domain "
+                                          "too large to walk is.")
+]
 SvgOption = Annotated[
     Path | None, typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns "
                                             "wide (- for stdout, instead of the view).")
