@@ -51,12 +51,12 @@ def test_a_constrained_case_is_counted_as_enumerated(seed):
         assert count == brute
 
 
-def adder():
+def adder_and_puzzle():
     return load(str(ROOT / "puzzles" / "solutions" / "add10.json")), read_statement(ROOT / "puzzles" / "add10.json")
 
 
 def test_the_adder_is_right_on_a_sample_in_float64():
-    model, puzzle = adder()
+    model, puzzle = adder_and_puzzle()
     assert puzzle.domain is not None
     for contexts in sample_contexts(puzzle.domain, 2000, 1):
         judgement = puzzle.rule.judge(contexts)
@@ -64,7 +64,7 @@ def test_the_adder_is_right_on_a_sample_in_float64():
 
 
 def test_the_adder_is_proved_on_all_its_contexts_by_cases():
-    model, puzzle = adder()
+    model, puzzle = adder_and_puzzle()
     assert puzzle.domain is not None
     space = cases.space_of(puzzle.domain, model.n_vocab, model.n_ctx)
     assert cases.size(space) == 11 * 10**20
@@ -76,3 +76,53 @@ def test_the_adder_is_proved_on_all_its_contexts_by_cases():
     assert proof.proved and proof.left == 0 and proof.leaves == 0
     assert proof.report.checked == proof.report.proved == 11 * 10**20 and proof.report.failed == 0
     assert 0 < proof.proved_cases < 10**6
+
+
+def test_the_adder_built_from_the_hints_is_the_reference_entry_for_entry():
+    """tests/adders.py wires the hints' ideas at any width (positions one-hot, keys by position, the two steps, the
+    unembedding's scores): at ten digits it is puzzles/solutions/add10.json, every parameter equal (the three-digit
+    one is proved by cases through the command line in test_by_cases)."""
+    from adders import adder
+
+    from handwired.weightfile.parse import parse
+
+    built, problems = parse(adder(10), "built")
+    reference, _ = adder_and_puzzle()
+    assert problems == [] and built is not None and built.dims == reference.dims
+
+    def flat(value, path=""):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                yield from flat(item, f"{path}/{key}")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from flat(item, f"{path}/{i}")
+        else:
+            yield path, value
+
+    ours, theirs = dict(flat(built.params)), dict(flat(reference.params))
+    assert ours.keys() == theirs.keys() and all(np.array_equal(ours[key], theirs[key]) for key in ours)
+
+
+def test_the_hints_steps_read_the_carry_and_the_wrap_and_the_scores_pick_the_digit():
+    """Hint 3: gelu(K(x - 3)) - gelu(K(x - 5)) is 2K where the column below carried (x = B - s is 9 or 10) and 0
+    where it did not (-1 or 0); z = A + (B - s)/10 is at most 9 below the wrap and at least 9.9 above it, so
+    gelu(W(z - 9.1)) - gelu(W(z - 9.8)) is 0.7W or 0. Hint 4: Z(y·d - d²/2) is highest at d = y, Z/2 ahead."""
+    from handwired.engine.forward import gelu
+
+    K, W, Z = 10, 100, 16
+    for a_below, b_below, carry_in in itertools.product(range(10), range(10), (0, 1)):
+        column = a_below + b_below + carry_in
+        written, carried = column % 10, column >= 10
+        x = float(a_below + b_below - written)
+        step = gelu(np.array([K * (x - 3)]))[0] - gelu(np.array([K * (x - 5)]))[0]
+        assert step == pytest.approx(2 * K if carried else 0, abs=1e-9)
+        for a, b in itertools.product(range(10), range(10)):
+            total = a + b + carried
+            z = a + b + x / 10
+            assert (z <= 9) if total <= 9 else (z >= 9.9)
+            wrap = gelu(np.array([W * (z - 9.1)]))[0] - gelu(np.array([W * (z - 9.8)]))[0]
+            assert wrap == pytest.approx(0.7 * W if total >= 10 else 0, abs=1e-9)
+    for y in range(10):
+        scores = [Z * (y * d - d * d / 2) for d in range(10)]
+        assert int(np.argmax(scores)) == y and sorted(scores)[-1] - sorted(scores)[-2] == Z / 2

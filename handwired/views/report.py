@@ -85,7 +85,7 @@ def proof_line(report: Report) -> Text | None:
     if not report.passed or report.failed or report.interrupted:
         return None
     if report.cases is not None:
-        return Text(f"Proved on all {report.checked:,} contexts in {cases_done(report)} (deepest split "
+        return Text(f"Proved on all {report.checked:,} contexts{cases_done(report)} (deepest split "
                     f"{report.cases.deepest}): each right token's lower bound is above every other token's upper "
                     "bound over every case, in real arithmetic.", style="bold green")
     if not report.proof:
@@ -97,10 +97,13 @@ def proof_line(report: Report) -> Text | None:
 
 
 def cases_done(report: Report) -> str:
-    """``170,300 cases``, and the single contexts they split down to: ``12 cases and 40 single contexts``."""
+    """`` in 170,300 cases``, and the single contexts they split down to: `` in 12 cases and 40 single contexts``;
+    ``, split down to single contexts`` when no case was proved whole."""
     assert report.cases is not None, "a proof by cases"
+    if not report.cases.proved:
+        return ", split down to single contexts"
     leaves = f" and {count(report.cases.leaves, 'single context')}" if report.cases.leaves else ""
-    return count(report.cases.proved, "case") + leaves
+    return " in " + count(report.cases.proved, "case") + leaves
 
 
 def margin_line(margin: Margin, near: bool, explained: bool = False, by_cases: bool = False) -> Text:
@@ -109,8 +112,8 @@ def margin_line(margin: Margin, near: bool, explained: bool = False, by_cases: b
     if by_cases:
         return Text.assemble(("margin at least ", "dim"), (logits(margin.value), "bold yellow" if near else "bold"),
                              f" in {margin.context!r} ({margin.right} over {margin.wrong})",
-                             ": a lower bound on every context's lead of a right token over the best wrong one, "
-                             "from the bounds over each case" if explained else "")
+                             ": no context's lead of a right token over the best wrong one is smaller (over a case, "
+                             "the lead its bounds guarantee)" if explained else "")
     line = Text.assemble(("margin ", "dim"), (logits(margin.value), "bold yellow" if near else "bold"),
                          f" at {margin.context!r} ({margin.right} over {margin.wrong})")
     if explained:

@@ -22,7 +22,7 @@ from handwired.engine.logits import top_token
 from handwired.engine.memory import refuse_large
 from handwired.errors import HandwiredError, Note
 from handwired.judge.checking.cases import Space, prove, size, space_of
-from handwired.judge.checking.contexts import MAX_RUN_SECONDS, duration, how_many, walk_seconds
+from handwired.judge.checking.contexts import MAX_RUN_SECONDS, SECONDS_PER_CHECK, duration, how_many, walk_seconds
 from handwired.judge.checking.plans import Plan
 from handwired.judge.checking.report import Failure, Report
 from handwired.judge.kinds.domains import Domain
@@ -46,7 +46,7 @@ def can_say(rule: Rule, space: Space) -> bool:
 
 def case_seconds(model: Model, cases: int, length: int) -> float:
     """Roughly how long evaluating ``cases`` cases of ``length`` tokens takes (see :data:`CASE_COST`)."""
-    return walk_seconds(model, cases * length, cases) * CASE_COST
+    return SECONDS_PER_CHECK + (walk_seconds(model, cases * length, cases) - SECONDS_PER_CHECK) * CASE_COST
 
 
 def case_bytes(model: Model, length: int) -> float:
@@ -64,9 +64,10 @@ def cases_plan(model: Model, rule: Rule, domain: Domain | None, min_length: int 
     first cases would not fit the budget."""
     space = space_of(domain, model.n_vocab, model.n_ctx, min_length)
     if not can_say(rule, space):
-        raise HandwiredError(f"proof by cases: the rule ({rule.description}) cannot say what is right over a set of "
+        asked = " ".join("{" + name + "}" for name in why)
+        raise HandwiredError(f"{asked}: the rule ({rule.description}) cannot say what is right over a set of "
                              f"contexts{' of distinct tokens' if space.distinct else ''}, so every case would split "
-                             "down to single contexts, which the walk judges faster", why)
+                             "down to single contexts, which the walk judges faster: check without it", why)
     total = size(space)
     longest = max(space.first(group).shape[1] for group in space.groups())
     seconds = case_seconds(model, len(space.groups()), longest)
