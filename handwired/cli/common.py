@@ -171,7 +171,8 @@ def _allow(name: str):
 
 BUDGET_HELP = {
     "max_seconds": "Allow work estimated at up to this many seconds (by default 30 for a check of every context or a "
-                   "view, 600 for a sample, stream, sweep or ablation); refusals say what the work needs.",
+                   "view, 600 for a sample, stream, sweep, ablation or proof by cases); refusals say what the work "
+                   "needs.",
     "max_memory": "Allow work whose arrays take up to this much memory at their peak, e.g. 8G (by default 2G).",
 }
 

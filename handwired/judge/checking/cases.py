@@ -128,10 +128,13 @@ class Proof:
 
 def prove(model: Model, rule: Rule, space: Space, description: str, total: int, show: int = 10,
           max_cases: int | None = None, should_stop: Callable[[], bool] = lambda: False,
-          seconds: float | None = None, progress: Callable[[int, int], None] | None = None) -> Proof:
+          seconds: float | None = None, progress: Callable[[int, int], None] | None = None,
+          stop_at_failure: bool = False) -> Proof:
     """Branch and bound over ``space``'s cases (see the module): the proof, its report counting every context
     covered. ``max_cases`` and ``seconds`` (of wall-clock time): the budget, spent when it stops, not proved;
-    ``should_stop`` is asked between batches (Ctrl-C); ``progress`` is told the contexts covered of ``total``."""
+    ``should_stop`` is asked between batches (Ctrl-C); ``progress`` is told the contexts covered of ``total``;
+    ``stop_at_failure``: stop once a batch of single contexts holds a counterexample (the rest left, counted),
+    rather than split a failing model all the way down."""
     started, clock = time.process_time(), time.monotonic()
     proof = Proof(Report(description, rule.description, total, proof=True))
     proving, leaves = evaluating.prepare(model), []
@@ -149,6 +152,12 @@ def prove(model: Model, rule: Rule, space: Space, description: str, total: int, 
         children = _examine(model, rule, space, group, sets, depth, proving, proof, leaves)
         if sum(len(batch) for batch in leaves) >= LEAVES:
             _judge_leaves(model, rule, leaves, proof, show)
+            if stop_at_failure and proof.report.failed:
+                if children is not None:
+                    stack.append((group, *children))
+                _stopped(proof, space, stack, False)
+                proof.spent = False
+                break
         if children is not None:
             stack.append((group, *children))
         if progress is not None:

@@ -7,7 +7,9 @@ can be: the first cases (one per input length and answer token) must fit the bud
 cases its memory, else it is refused before anything runs. It then runs until it is proved, a counterexample is
 found and everything else judged, or the budget's seconds are spent (by default :data:`MAX_RUN_SECONDS`, as a sample,
 a stream or a sweep: a proof by cases has no quicker alternative that is a verdict), when it stops: not proved, the
-cases left and the contexts they cover in the report. Ctrl-C stops it the same way, interrupted.
+cases left and the contexts they cover in the report. Ctrl-C stops it the same way, interrupted. A model that fails
+is not split all the way down: once a batch of single contexts holds a counterexample, it stops, the shortest
+counterexamples found so far named and what is left counted.
 """
 
 from dataclasses import replace
@@ -86,7 +88,7 @@ def cases_plan(model: Model, rule: Rule, domain: Domain | None, min_length: int 
 
     def runs(show, progress, should_stop) -> Report:
         proof = prove(model, rule, space, description, total, show, should_stop=should_stop,
-                      seconds=budget.seconds(MAX_RUN_SECONDS), progress=progress)
+                      seconds=budget.seconds(MAX_RUN_SECONDS), progress=progress, stop_at_failure=True)
         report = proof.report
         report.failures = [confirmed(model, failure) for failure in report.failures]
         return report
