@@ -5,9 +5,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_records import by_cases_in_part, prove_first_cases
 from conftest import PUZZLE_FIXTURES
 from reference import params_to_document, random_params
+from test_records import by_cases_in_part, prove_first_cases
 
 from handwired.errors import HandwiredError
 from handwired.judge.game import catalogue
