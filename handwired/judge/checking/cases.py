@@ -44,6 +44,7 @@ from handwired.judge.kinds.rules import Rule
 from handwired.weightfile import Model
 
 LEAVES = 4096  # single contexts judged together
+FIRST_LEAVES = 256  # the first batch of them, judged sooner: a failing model's counterexample comes out early
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ def prove(model: Model, rule: Rule, space: Space, description: str, total: int, 
             stack.append((group, sets[evaluating.CHUNK:], depth[evaluating.CHUNK:]))
             sets, depth = sets[:evaluating.CHUNK], depth[:evaluating.CHUNK]
         children = _examine(model, rule, space, group, sets, depth, proving, proof, leaves)
-        if sum(len(batch) for batch in leaves) >= LEAVES:
+        if sum(len(batch) for batch in leaves) >= (LEAVES if proof.leaves else FIRST_LEAVES):
             _judge_leaves(model, rule, leaves, proof, show)
             if stop_at_failure and proof.report.failed:
                 if children is not None:
