@@ -117,6 +117,6 @@ def spent_note(report: Report) -> Note | None:
     done = report.checked / report.total if report.total else 0.0
     # the contexts' pace so far, times SLOWING: the later cases are the ones that split deeper
     projected = SLOWING * allowed / done if done > 0 else SLOWING * allowed
-    return Note(f"the proof by cases stopped when the {duration(allowed)} handwired spends on one were spent, with "
-                f"{done:.1%} of its contexts proved{budget.more_time(projected).replace('or allow it', 'allow more')}",
+    return Note(f"the proof by cases stopped when the time allowed ({duration(allowed)}) was spent, with {done:.1%} "
+                f"of its contexts proved{budget.more_time(projected).replace('or allow it', 'allow more')}",
                 budget.TIME)
