@@ -111,18 +111,17 @@ def test_the_hints_steps_read_the_carry_and_the_wrap_and_the_scores_pick_the_dig
     from handwired.engine.forward import gelu
 
     K, W, Z = 10, 100, 16
-    for a_below, b_below, carry_in in itertools.product(range(10), range(10), (0, 1)):
-        column = a_below + b_below + carry_in
-        written, carried = column % 10, column >= 10
-        x = float(a_below + b_below - written)
-        step = gelu(np.array([K * (x - 3)]))[0] - gelu(np.array([K * (x - 5)]))[0]
-        assert step == pytest.approx(2 * K if carried else 0, abs=1e-9)
-        for a, b in itertools.product(range(10), range(10)):
-            total = a + b + carried
-            z = a + b + x / 10
-            assert (z <= 9) if total <= 9 else (z >= 9.9)
-            wrap = gelu(np.array([W * (z - 9.1)]))[0] - gelu(np.array([W * (z - 9.8)]))[0]
-            assert wrap == pytest.approx(0.7 * W if total >= 10 else 0, abs=1e-9)
+    rows = np.array(list(itertools.product(range(10), range(10), (0, 1), range(10), range(10))))  # below, in, a, b
+    a_below, b_below, carry_in, a, b = rows.T
+    column = a_below + b_below + carry_in
+    carried = column >= 10
+    x = (a_below + b_below - column % 10).astype(float)
+    step = gelu(K * (x - 3)) - gelu(K * (x - 5))
+    assert np.allclose(step, np.where(carried, 2 * K, 0), atol=1e-9)
+    total, z = a + b + carried, a + b + x / 10
+    assert (np.where(total <= 9, z <= 9, z >= 9.9)).all()
+    wrap = gelu(W * (z - 9.1)) - gelu(W * (z - 9.8))
+    assert np.allclose(wrap, np.where(total >= 10, 0.7 * W, 0), atol=1e-9)
     for y in range(10):
         scores = [Z * (y * d - d * d / 2) for d in range(10)]
         assert int(np.argmax(scores)) == y and sorted(scores)[-1] - sorted(scores)[-2] == Z / 2

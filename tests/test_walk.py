@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from adders import walkable
 from reference import params_to_document, random_params
 from test_cli import invoke, user_error
 
@@ -81,7 +82,7 @@ def models(puzzle):
     yield "random at caps", at_caps(puzzle, 7)
 
 
-@pytest.mark.parametrize("name", sorted(PUZZLES))
+@pytest.mark.parametrize("name", walkable(sorted(PUZZLES)))
 def test_the_verdict_is_the_brute_force_one_on_every_bundled_puzzle(name):
     """Counts, margin and shortest failures of the check (the walk of a domain, or of every string cut by slot and
     in parts) and, for every string, of the plain walk too (in vocab order, its siblings copying their parent's keys),
