@@ -18,7 +18,7 @@ from handwired.judge.kinds.case_rules import sum_count
 from handwired.judge.kinds.sampling import sample_contexts
 from handwired.weightfile import load
 
-HERE = Path(__file__).resolve().parent / "data" / "adder"
+ROOT = Path(__file__).resolve().parent.parent
 DIGITS = "0123456789"
 LEAST = {"kind": "sum", "plus": "+", "equals": "=", "digits": DIGITS, "width": 3, "order": "least_first"}
 
@@ -51,12 +51,12 @@ def test_a_constrained_case_is_counted_as_enumerated(seed):
         assert count == brute
 
 
-def adder():
-    return load(str(HERE / "add10-reference.json")), read_statement(HERE / "add10.json")
+def adder_and_puzzle():
+    return load(str(ROOT / "puzzles" / "solutions" / "add10.json")), read_statement(ROOT / "puzzles" / "add10.json")
 
 
 def test_the_adder_is_right_on_a_sample_in_float64():
-    model, puzzle = adder()
+    model, puzzle = adder_and_puzzle()
     assert puzzle.domain is not None
     for contexts in sample_contexts(puzzle.domain, 2000, 1):
         judgement = puzzle.rule.judge(contexts)
@@ -64,7 +64,7 @@ def test_the_adder_is_right_on_a_sample_in_float64():
 
 
 def test_the_adder_is_proved_on_all_its_contexts_by_cases():
-    model, puzzle = adder()
+    model, puzzle = adder_and_puzzle()
     assert puzzle.domain is not None
     space = cases.space_of(puzzle.domain, model.n_vocab, model.n_ctx)
     assert cases.size(space) == 11 * 10**20
@@ -76,3 +76,52 @@ def test_the_adder_is_proved_on_all_its_contexts_by_cases():
     assert proof.proved and proof.left == 0 and proof.leaves == 0
     assert proof.report.checked == proof.report.proved == 11 * 10**20 and proof.report.failed == 0
     assert 0 < proof.proved_cases < 10**6
+
+
+def test_the_adder_built_from_the_hints_is_the_reference_entry_for_entry():
+    """tests/adders.py wires the hints' ideas at any width (positions one-hot, keys by position, the two steps, the
+    unembedding's scores): at ten digits it is puzzles/solutions/add10.json, every parameter equal (the three-digit
+    one is proved by cases through the command line in test_by_cases)."""
+    from adders import adder
+
+    from handwired.weightfile.parse import parse
+
+    built, problems = parse(adder(10), "built")
+    reference, _ = adder_and_puzzle()
+    assert problems == [] and built is not None and built.dims == reference.dims
+
+    def flat(value, path=""):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                yield from flat(item, f"{path}/{key}")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from flat(item, f"{path}/{i}")
+        else:
+            yield path, value
+
+    ours, theirs = dict(flat(built.params)), dict(flat(reference.params))
+    assert ours.keys() == theirs.keys() and all(np.array_equal(ours[key], theirs[key]) for key in ours)
+
+
+def test_the_hints_steps_read_the_carry_and_the_wrap_and_the_scores_pick_the_digit():
+    """Hint 3: gelu(K(x - 3)) - gelu(K(x - 5)) is 2K where the column below carried (x = B - s is 9 or 10) and 0
+    where it did not (-1 or 0); z = A + (B - s)/10 is at most 9 below the wrap and at least 9.9 above it, so
+    gelu(W(z - 9.1)) - gelu(W(z - 9.8)) is 0.7W or 0. Hint 4: Z(y·d - d²/2) is highest at d = y, Z/2 ahead."""
+    from handwired.engine.forward import gelu
+
+    K, W, Z = 10, 100, 16
+    rows = np.array(list(itertools.product(range(10), range(10), (0, 1), range(10), range(10))))  # below, in, a, b
+    a_below, b_below, carry_in, a, b = rows.T
+    column = a_below + b_below + carry_in
+    carried = column >= 10
+    x = (a_below + b_below - column % 10).astype(float)
+    step = gelu(K * (x - 3)) - gelu(K * (x - 5))
+    assert np.allclose(step, np.where(carried, 2 * K, 0), atol=1e-9)
+    total, z = a + b + carried, a + b + x / 10
+    assert (np.where(total <= 9, z <= 9, z >= 9.9)).all()
+    wrap = gelu(W * (z - 9.1)) - gelu(W * (z - 9.8))
+    assert np.allclose(wrap, np.where(total >= 10, 0.7 * W, 0), atol=1e-9)
+    for y in range(10):
+        scores = [Z * (y * d - d * d / 2) for d in range(10)]
+        assert int(np.argmax(scores)) == y and sorted(scores)[-1] - sorted(scores)[-2] == Z / 2

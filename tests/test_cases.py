@@ -115,8 +115,29 @@ def test_a_spent_budget_is_not_proved_and_says_what_is_left():
     model, puzzle = load(str(ROOT / "puzzles" / "solutions" / "add.json")), load_puzzle("add")
     space = cases.space_of(puzzle.domain, model.n_vocab, model.n_ctx)
     proof = cases.prove(model, puzzle.rule, space, "add", 30000, max_cases=3)
-    assert not proof.proved and proof.report.interrupted and proof.left > 0
+    assert not proof.proved and not proof.report.ok and proof.left > 0
+    assert proof.spent and not proof.report.interrupted  # the budget, not Ctrl-C
     assert 0 < proof.left_contexts and proof.report.checked + proof.left_contexts >= 30000 - proof.leaves
+    counts = proof.report.cases
+    assert (counts.left, counts.left_contexts, counts.spent) == (proof.left, proof.left_contexts, True)
+
+
+def test_ctrl_c_interrupts_a_proof_by_cases():
+    model, puzzle = load(str(ROOT / "puzzles" / "solutions" / "add.json")), load_puzzle("add")
+    space = cases.space_of(puzzle.domain, model.n_vocab, model.n_ctx)
+    asked = iter([False, False, True])
+    proof = cases.prove(model, puzzle.rule, space, "add", 30000, should_stop=lambda: next(asked, True))
+    assert proof.report.interrupted and not proof.spent and not proof.report.ok and proof.left > 0
+
+
+def test_a_case_is_written_as_its_sets():
+    vocab = tuple("0123456789+=")
+    sets = np.zeros((5, 12), dtype=bool)
+    sets[0, :10] = sets[1, :10] = True  # [0-9]{2}
+    sets[2, 10] = True  # +
+    sets[3, [1, 3]] = True  # [13]
+    sets[4, 7] = True
+    assert cases.case_text(vocab, sets) == "[0-9]{2}+[13]7"
 
 
 def expand(sets: np.ndarray) -> set:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from exact import ExactModel
 from reference import params_to_document, random_params
-from walkable import by_cases, too_large
+from walkable import slow_to_prove, too_large, too_large_to_walk
 
 from handwired.engine import certify
 from handwired.engine.arithmetic import interval
@@ -69,6 +69,8 @@ def sampled(model: Model, strings: int, rng, puzzle=None) -> list[tuple[int, ...
 def exact_models(rng):
     """(label, model, puzzle, strings): every reference, every record, a random model at each puzzle's caps."""
     for path in REFERENCES + RECORDS:
+        if slow_to_prove(puzzle_of(path)):  # add10: its cases' bounds in 50 digits are test_cases'
+            continue
         model = load(path)
         yield Path(path).name, model, puzzle_of(path), _strings(model)
     for seed, name in enumerate(PUZZLES * 2):
@@ -232,12 +234,10 @@ def test_the_bounds_hold_in_50_digit_arithmetic_on_adversarial_models(kind):
                         kind, seed, context, [float(v) for v in real], lo, hi)
 
 
-@pytest.mark.parametrize("path", REFERENCES + RECORDS, ids=lambda p: f"{Path(p).parent.name}/{Path(p).stem}")
+@pytest.mark.parametrize("path", [path for path in REFERENCES + RECORDS if not too_large_to_walk(Path(path).stem)],
+                         ids=lambda p: f"{Path(p).parent.name}/{Path(p).stem}")
 def test_every_reference_and_record_is_proved_on_its_whole_domain(path):
-    if too_large(puzzle_of(path)):  # proved by cases: every context of the domain, none left
-        proof = by_cases(puzzle_of(path), load(path))
-        assert proof.proved and proof.report.proved == proof.report.checked == puzzle_of(path).n_contexts
-        return
+    """(add10's, by cases: test_adder, test_records and test_by_cases, whole in CI.)"""
     submission = submit(puzzle_of(path), load(path))
     report = submission.report
     assert report.proof and report.failed == 0 and report.unproved == 0
@@ -311,6 +311,28 @@ def test_the_gelu_constants_bound_the_real_function():
     for m, r, c, w in zip(mid, rad, points, widths):
         for t in np.linspace(c - w, c + w, 41):
             assert abs(real(mp.mpf(float(t))) - mp.mpf(float(m))) <= r
+
+
+def test_a_gelu_far_below_its_minimum_is_bounded_by_its_tiny_value_in_50_digit_arithmetic():
+    """An interval whose upper end is at most -1 is bounded by [gelu(upper end), 0], not by its width: a shut unit
+    (a wide input far below its threshold) adds a tiny radius; every real gelu in it lies inside, checked in 50-digit
+    arithmetic at the ends, the middle and random points, and the radius is the slope bound's where that is tighter."""
+    k, a = mp.sqrt(2 / mp.pi), mp.mpf("0.044715")
+
+    def real(x):
+        return x / 2 * (1 + mp.tanh(k * (x + a * x**3)))
+
+    rng = np.random.default_rng(5)
+    mids = np.concatenate([[-3.0, -1.5, -40.0, -8950.0, -1.05, -1e6], rng.uniform(-60, -2, 40)])
+    widths = np.concatenate([[1.0, 0.5, 30.0, 3400.0, 0.05, 1e5], rng.uniform(0, 1, 40) * np.abs(mids[6:])])
+    mid, rad = interval.gelu_bounds((mids.copy(), widths.copy()))
+    slope = interval.up(interval.GELU_SLOPE * widths + np.abs(mids) * interval.GELU_ROUNDING * interval.U, 3)
+    assert (rad <= slope + interval.TINY).all() and rad[3] < 1e-300 and rad[2] < 1e-3 < slope[2]
+    for m, r, c, w in zip(mid, rad, mids, widths):
+        upper = c + w
+        for t in [c - w, c, upper, *np.linspace(c - w, upper, 25)]:
+            if t <= upper:
+                assert abs(real(mp.mpf(float(t))) - mp.mpf(float(m))) <= r, (c, w, t)
 
 
 def test_a_model_whose_lead_is_below_the_rounding_is_not_proved(tmp_path):

@@ -7,14 +7,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from forbidden import forbid
 from reference import params_to_document, random_params, reference_forward
-from test_cli import invoke, user_error
+from test_cli import invoke
 from test_domains import ADD, ADD_RULE, domain
 
 from handwired.engine import walk
-from handwired.engine.arithmetic.floats import float_walk
-from handwired.engine.certify import certified_walk
 from handwired.judge.game import progress as progressing
 from handwired.judge.game.catalogue import load_puzzle, puzzles_dir
 from handwired.judge.kinds.domains import Domain, TooLargeToWalk
@@ -88,14 +85,15 @@ def huge_statement(tmp_path):
     return path
 
 
-def random_model(tmp_path, n_ctx):
-    params = random_params(np.random.default_rng(1), n_vocab=12, n_ctx=n_ctx, n_embd=32, n_layer=2, n_hidden=64)
-    path = tmp_path / f"model-{n_ctx}.json"
+def random_model(tmp_path, n_ctx, n_embd=32, n_layer=2, n_hidden=64):
+    params = random_params(np.random.default_rng(1), n_vocab=12, n_ctx=n_ctx, n_embd=n_embd, n_layer=n_layer,
+                           n_hidden=n_hidden)
+    path = tmp_path / f"model-{n_ctx}-{n_embd}.json"
     path.write_text(json.dumps(params_to_document(params, 2, ADD, n_ctx)), encoding="utf-8")
     return path, params
 
 
-def test_checking_a_domain_too_large_to_walk_offers_the_sample_and_walks_nothing(tmp_path, huge_statement,
+def test_a_domain_too_large_to_walk_is_sampled_or_proved_by_cases_and_never_walked(tmp_path, huge_statement,
                                                                                 monkeypatch):
     model, _ = random_model(tmp_path, 13)
     walked = []
@@ -106,14 +104,15 @@ def test_checking_a_domain_too_large_to_walk_offers_the_sample_and_walks_nothing
     assert walked and set(walked) == {"Listed"}  # the contexts drawn are walked (certified), never the domain
     report = json.loads(result.stdout)
     assert report["contexts"] == 300 and report["checked"].startswith("300 random contexts of the domain")
-    calls = forbid(monkeypatch, walk.shape_walk, float_walk, certified_walk)
-    for command in (["check", str(model), "--puzzle", str(huge_statement)],
-                    ["puzzles", "check", str(huge_statement), str(model)]):
-        line = user_error(*command)
-        assert line == (f"error: {huge_statement}: domain of 10,000,000 inputs, more than the 1,000,000 a check "
-                        f"walks; check a random sample instead: handwired check {model} --puzzle {huge_statement} "
-                        "--sample 100000")
-    assert calls == []
+    walked.clear()
+    small, _ = random_model(tmp_path, 13, 8, 1, 8)  # a narrower one: its cases split down quicker
+    for command in (["puzzles", "check", str(huge_statement), str(small)],):
+        result = invoke(*command, "--json")  # without --sample: proved by cases, the rule (sum) saying over them
+        assert result.exit_code == 1, result.output  # a random model fails: its counterexamples named
+        report = json.loads(result.stdout)
+        assert report["checked"].endswith("by cases") and report["cases"] is not None and report["failed"] > 0
+        assert report["total"] == 10**7 * 4 and not report["ok"]  # 10^7 sums, each at its 4 digits
+    assert set(walked) == {"Listed"}  # the single contexts the cases split down to, never the domain
 
 
 def test_a_sampled_check_agrees_with_the_reference_forward_on_the_contexts_drawn(tmp_path):

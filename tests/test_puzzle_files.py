@@ -126,8 +126,8 @@ def test_a_solved_file_that_names_its_puzzle_is_recorded(tmp_path):
     (" ", "puzzle: expected a puzzle's name, e.g. \"max\", or a statement's path; found ' '"),
     ("nope", "puzzle: no puzzle named 'nope' (puzzles: ab, abc, aaab, aab, first, successor, majority, max, "
              "previous, sort, xor, induction, copy, histogram, parity, reverse, add, dyck, greater, ioi, maxk, "
-             "modadd, maxk64; a statement you wrote is named by its file name and hash, beside the weight file, as "
-             "handwired puzzles start writes it)"),
+             "modadd, maxk64, add10; a statement you wrote is named by its file name and hash, beside the weight "
+             "file, as handwired puzzles start writes it)"),
     ("gone.json#0123456789ab", "puzzle: the statement gone.json is not there any more (the file names "
                                "'gone.json#0123456789ab'); give the puzzle with --puzzle"),
 ])

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from conftest import PUZZLE_FIXTURES
 from reference import params_to_document, random_params
-from walkable import by_cases, too_large
+from test_records import by_cases_in_part, prove_first_cases
+from walkable import too_large
 
 from handwired.errors import HandwiredError
 from handwired.judge.checking.report import run
@@ -79,17 +80,15 @@ def test_reference_solution_passes_every_context_with_margin(monkeypatch, folder
     model = reference_solution(puzzle)
     assert model is not None, f"{name} has no reference solution"
     assert fit_problems(puzzle, model) == []
-    if too_large(puzzle):  # proved by cases; its margin, a float pass over every context, in test_maxk
-        proof = by_cases(puzzle, model)
-        assert proof.proved and proof.report.checked == proof.report.proved == puzzle.n_contexts
-        assert puzzle.par is not None and puzzle.par.key() == (nonzero_parameters(model), model.n_embd, model.n_layer,
-                                                               model.n_head)
-        assert model.description and any(label != f"d{i}" for i, label in enumerate(model.dims))
+    if by_cases_in_part(puzzle):  # add10: its first cases here, the whole proof in CI (and par: test_by_cases)
+        prove_first_cases(puzzle, model)
         return
     report = submit(puzzle, model).report
     assert report.checked == report.total == puzzle.n_contexts
     assert report.failed == 0 and report.passed > 0 and report.ok
-    assert report.margin.value >= 1.0, report.margin
+    # proved by cases, the margin is the proof's lower bound (maxk64's 0.003 for a float margin of 4.71, which
+    # test_maxk finds over all 16.8 M contexts in CI); walked, the float margin itself
+    assert report.margin.value >= (0 if too_large(puzzle) else 1.0), report.margin
     assert model.description, "a reference solution says how it works"
     assert any(label != f"d{i}" for i, label in enumerate(model.dims)), "a reference labels its dims"
     pattern = puzzle.rule_spec.get("pattern")
@@ -127,7 +126,7 @@ def test_every_statement_has_a_solution_and_every_solution_a_statement(monkeypat
 def test_the_catalogue_runs_by_level_then_name():
     puzzles = catalogue.catalogue()
     assert [(p.level, p.name) for p in puzzles] == sorted((p.level, p.name) for p in puzzles)
-    assert all(1 <= p.level <= 11 for p in puzzles)
+    assert all(1 <= p.level <= 12 for p in puzzles)
 
 
 # ---------------------------------------------------------------- statements

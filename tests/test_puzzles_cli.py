@@ -252,7 +252,7 @@ def test_solution_only_once_solved_or_spoiled(solution):
 def test_interrupted_check_exits_130_and_records_nothing(solution, monkeypatch, handwired_home):
     from handwired.judge import judging
 
-    def interrupted(puzzle, model, show, progress, should_stop, proof=True):
+    def interrupted(puzzle, model, show, progress, should_stop, proof=True, by_cases=None):
         report = Report("every context", "the rule", 62, checked=3, passed=3, interrupted=True)
         return Submission(puzzle, model, (), report, None)
 

@@ -87,3 +87,16 @@ def test_the_third_ladders_stories_say_who_found_the_circuit_and_what_you_build(
 
     story = load_puzzle(name).story
     assert paper in story and built in story
+
+
+def test_the_ten_digit_adders_story_says_whose_task_it_is_and_how_it_is_proved():
+    """add10: AdderBoard's task, why its sums cannot be enumerated (with the arithmetic right), and what proof by
+    cases does; its hints are tested as files in test_adder.py."""
+    from handwired.judge.game.catalogue import load_puzzle
+
+    puzzle = load_puzzle("add10")
+    story = " ".join(puzzle.story.split())
+    assert "AdderBoard" in story and "10^20" in story and "ten thousand random sums" in story
+    assert "three thousand years" in story and 3000 <= 10**20 / 10**9 / (3600 * 24 * 365) < 3500
+    assert "proves it by cases" in story and "split" in story and "named" in story
+    assert len(puzzle.hints) == 4 and all(len(hint.split()) >= 8 for hint in puzzle.hints)

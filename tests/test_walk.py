@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from reference import params_to_document, random_params
 from test_cli import invoke, user_error
-from walkable import too_large
+from walkable import walkable
 
 from handwired.engine import walk as walking
 from handwired.engine.arithmetic import floats as stepping
@@ -82,14 +82,12 @@ def models(puzzle):
     yield "random at caps", at_caps(puzzle, 7)
 
 
-@pytest.mark.parametrize("name", sorted(PUZZLES))
+@pytest.mark.parametrize("name", walkable(sorted(PUZZLES)))
 def test_the_verdict_is_the_brute_force_one_on_every_bundled_puzzle(name):
     """Counts, margin and shortest failures of the check (the walk of a domain, or of every string cut by slot and
     in parts) and, for every string, of the plain walk too (in vocab order, its siblings copying their parent's keys),
     against every context run on its own through the batched forward pass."""
     puzzle = PUZZLES[name]
-    if too_large(puzzle):
-        pytest.skip("too large to walk: proved by cases (test_maxk), its margin by brute force there in CI")
     for label, model in models(puzzle):
         passed, failed, smallest, closest, failing = brute_force(model, puzzle.rule, every_context(puzzle))
         reports = [submit(puzzle, model).report]

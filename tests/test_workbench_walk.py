@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from reference import params_to_document, random_params
 from test_cli import user_error
-from walkable import too_large
+from walkable import walkable
 
 from handwired.engine.resume import VARIANT_MEMORY
 from handwired.engine.walk import walk_bytes
@@ -37,10 +37,8 @@ def checked(puzzle, model, shortest=False):
     return (*out, report.failures[0].context if report.failures else None) if shortest else out
 
 
-@pytest.mark.parametrize("name", sorted(bundled_puzzles()))
+@pytest.mark.parametrize("name", walkable(sorted(bundled_puzzles())))
 def test_ablating_each_reference_agrees_with_removing_each_part_and_checking(name):
-    if too_large(load_puzzle(name)):
-        pytest.skip("too large to walk: ablate and sweep walk the domain")
     puzzle, model = load_puzzle(name), load(str(solution_path(name)))
     result = ablate(model, puzzle_source(puzzle, model))
     assert result.base.ok and result.judged == result.base.passed
@@ -53,11 +51,9 @@ def test_ablating_each_reference_agrees_with_removing_each_part_and_checking(nam
             assert row.verdict.worst == pytest.approx(margin, rel=1e-12, abs=1e-12), row.part.name
 
 
-@pytest.mark.parametrize("name", sorted(bundled_puzzles()))
+@pytest.mark.parametrize("name", walkable(sorted(bundled_puzzles())))
 def test_sweeping_each_references_last_constant_agrees_with_checking_each_value(name):
     """The last constant a reference names (often its latest stage: what the values share is the most)."""
-    if too_large(load_puzzle(name)):
-        pytest.skip("too large to walk: ablate and sweep walk the domain")
     puzzle, model = load_puzzle(name), load(str(solution_path(name)))
     constant, value = [(key, value) for key, value in model.written.constants.items()
                        if isinstance(value, (int, float))][-1]

@@ -49,6 +49,7 @@ class CheckReport:
     def __repr__(self) -> str:
         r = self.report
         verdict = ("passed" if r.ok else "interrupted" if r.interrupted else f"FAILED {r.failed:,}" if r.failed
+                   else f"NOT PROVED: {r.cases.left:,} cases left" if r.cases is not None and r.cases.left
                    else f"NOT PROVED {r.unproved:,}")  # passing in float64, not proved
         first = f"; shortest failure {r.shortest_failure.context!r}" if r.shortest_failure else ""
         margin = f"; margin {r.margin.value:g} at {r.margin.context!r}" if r.margin else ""
@@ -167,11 +168,14 @@ class PuzzleHandle:
         return HookedModel(model)
 
     @speaks_python
-    def submit(self, model: Loadable, show: int = FAILURES_SHOWN, proof: bool = True) -> ShownVerdict:
+    def submit(self, model: Loadable, show: int = FAILURES_SHOWN, proof: bool = True,
+               by_cases: bool | None = None) -> ShownVerdict:
         """The verdict on ``model`` (a HookedModel, name, path or dict) as an answer: fit, every context, score.
-        ``proof=False`` judges in float64 alone, as ``--no-proof`` does: then nothing is proved or solved."""
+        ``proof=False`` judges in float64 alone, as ``--no-proof`` does: then nothing is proved or solved.
+        ``by_cases=True`` proves it by cases, as ``--by-cases`` does (by default only a domain too large to walk is;
+        ``False``: never, the walk's refusal instead)."""
         hooked = _model(model)
-        judging = decide(hooked.model, Choice(self.puzzle, proof=proof))
+        judging = decide(hooked.model, Choice(self.puzzle, proof=proof, by_cases=by_cases))
         judged = ShownVerdict.of(verdict(hooked.model, judging, show))
         for note in judging.notes:  # the file names another puzzle
             warn(str(note))

@@ -18,7 +18,8 @@ from handwired.api import arguments
 from handwired.errors import HandwiredError
 
 # a core parameter given with no value: the keyword and value that ask for it (the rest are their own names)
-SWITCHES = {"no_proof": "proof=False", "exhaustive": "exhaustive=True", "force": "force=True"}
+SWITCHES = {"no_proof": "proof=False", "exhaustive": "exhaustive=True", "force": "force=True",
+            "by_cases": "by_cases=True"}
 # a number as the core prints it, with thousands separators (or None, True, False)
 NUMBER = r"(-?(?:\d+(?:,\d{3})*|inf\b|nan\b)|None\b|True\b|False\b)"
 QUOTED = r"(?=['\"])"  # a string the core quotes with repr

@@ -6,10 +6,11 @@ from typing import Annotated
 
 import typer
 
-from handwired.cli.checking import explain_command, load_answer, progress_and_stop, puzzle_verdict
+from handwired.cli.checking import explain_command, load_answer, progress_and_stop, puzzle_verdict, warn_spent
 from handwired.cli.common import (
     EXIT_CHECK_FAILED,
     EXIT_INTERRUPTED,
+    ByCasesOption,
     ForceOption,
     HtmlOption,
     JsonOption,
@@ -63,13 +64,14 @@ def check(
     html: HtmlOption = None,
     force: ForceOption = False,
     no_proof: NoProofOption = False,
+    by_cases: ByCasesOption = False,
 ) -> None:
     """Score the model on its target pattern, or on its puzzle's rule when it names one (or --puzzle), with bounds on
     every rounding; exit code 0 only if nothing fails and every passing context is proved."""
     spec = weight_spec(file, weights)
     check_near_miss(near_miss)
     choice = Choice(puzzle=puzzle, target=target, length=length, exhaustive=exhaustive, sample=sample, seed=seed,
-                    min_length=min_length, proof=not no_proof)
+                    min_length=min_length, proof=not no_proof, by_cases=by_cases or None)
     asked = load_puzzle(puzzle) if puzzle is not None else None
     model = load_answer(asked, spec) if asked is not None and sample is None else load(spec)
     judging = decide(model, replace(choice, puzzle=asked))
@@ -95,6 +97,7 @@ def _check_plan(model: Model, spec: str, plan: Plan, show: int, near_miss: float
     else:
         reveal = explain_command(model, spec, report.failures[0].context) if report.failures else None
         out.show(lambda everything: failure_view(model, report, near_miss, everything, reveal), show_all)
+    warn_spent(report)
     if report.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok:

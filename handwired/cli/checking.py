@@ -17,6 +17,8 @@ import typer
 from handwired.cli.common import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, Output, warn, warn_notes
 from handwired.defaults import DEFAULT_MODEL
 from handwired.errors import HandwiredError
+from handwired.judge.checking.proving import spent_note
+from handwired.judge.checking.report import Report
 from handwired.judge.game import progress as progressing
 from handwired.judge.game.puzzle import Puzzle
 from handwired.judge.judging import Choice, Judging, decide, verdict
@@ -29,6 +31,7 @@ from handwired.weightfile.jsonfile import check_path
 from handwired.weightfile.writing import json_text
 
 BAR_AFTER = 1.0  # seconds: a check quicker than this never shows a progress bar
+COUNTED = 10**9  # contexts: up to this many the bar counts them, beyond (a proof by cases) it shows a percentage
 
 
 @contextmanager
@@ -48,9 +51,17 @@ def progress_and_stop(show_progress: bool) -> Iterator[tuple[Callable[[int, int]
             return
         if not bar:
             # loaded here, with the first bar: a check that ends within BAR_AFTER (every small puzzle's) never needs it
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
-            bar["progress"] = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            done_column = MofNCompleteColumn() if total <= COUNTED else TaskProgressColumn()  # a proof by cases: %
+            bar["progress"] = Progress(TextColumn("checking"), BarColumn(), done_column, TimeRemainingColumn(),
                                        console=console, transient=True)
             bar["task"] = bar["progress"].add_task("check", total=total)
             bar["progress"].start()
@@ -63,6 +74,13 @@ def progress_and_stop(show_progress: bool) -> Iterator[tuple[Callable[[int, int]
         signal.signal(signal.SIGINT, previous)
         if bar:
             bar["progress"].stop()
+
+
+def warn_spent(report: Report) -> None:
+    """After a proof by cases that the time allowed ran out on: how to allow more, on stderr."""
+    note = spent_note(report)
+    if note is not None:
+        warn_notes((note,))
 
 
 def explain_command(model: Model, weights: str, context: str) -> str:
@@ -83,11 +101,11 @@ def load_answer(puzzle: Puzzle, weights: str) -> Model:
 def puzzle_verdict(puzzle: Puzzle, weights: str, show: int, near_miss: float, as_json: bool,
                    svg: Path | None = None, html: Path | None = None, force: bool = False,
                    show_all: bool = False, model: Model | None = None, judging: Judging | None = None,
-                   proof: bool = True) -> None:
+                   proof: bool = True, by_cases: bool | None = None) -> None:
     """Judge a weight file (or ``model``, loaded already) as an answer to a puzzle (as ``judging`` decided, else as
     asked for), record the player's progress, and show the verdict and its notes."""
     model = model or load_answer(puzzle, weights)
-    judging = judging or decide(model, Choice(puzzle=puzzle, proof=proof))
+    judging = judging or decide(model, Choice(puzzle=puzzle, proof=proof, by_cases=by_cases))
     out = Output(svg, html, force, reading=(Path(model.source),), as_json=as_json)
     with progress_and_stop(not as_json) as (progress, should_stop):
         try:
@@ -117,6 +135,7 @@ def puzzle_verdict(puzzle: Puzzle, weights: str, show: int, near_miss: float, as
             return parts
 
         out.show(view, show_all)
+    warn_spent(report)
     if report.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if not submission.solved:

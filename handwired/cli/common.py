@@ -59,6 +59,11 @@ NoProofOption = Annotated[
     bool, typer.Option("--no-proof", help="Skip the certified bounds: the verdict then says passed in float64, never "
                                           "proved, and a puzzle is not counted as solved.")
 ]
+ByCasesOption = Annotated[
+    bool, typer.Option("--by-cases", help="Prove every context by cases (sets of contexts bounded at once, split "
+                                          "where they must be), whatever the domain's size; by default only a domain "
+                                          "too large to walk is.")
+]
 SvgOption = Annotated[
     Path | None, typer.Option("--svg", help=f"Also save the view as SVG, nothing folded, {EXPORT_WIDTH}+ columns "
                                             "wide (- for stdout, instead of the view).")
@@ -166,7 +171,8 @@ def _allow(name: str):
 
 BUDGET_HELP = {
     "max_seconds": "Allow work estimated at up to this many seconds (by default 30 for a check of every context or a "
-                   "view, 600 for a sample, stream, sweep or ablation); refusals say what the work needs.",
+                   "view, 600 for a sample, stream, sweep, ablation or proof by cases); refusals say what the work "
+                   "needs.",
     "max_memory": "Allow work whose arrays take up to this much memory at their peak, e.g. 8G (by default 2G).",
 }
 

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from handwired.cli.checking import puzzle_verdict
 from handwired.cli.common import (
+    ByCasesOption,
     ForceOption,
     HtmlOption,
     JsonOption,
@@ -92,12 +93,13 @@ def puzzles_check(
     html: HtmlOption = None,
     force: ForceOption = False,
     no_proof: NoProofOption = False,
+    by_cases: ByCasesOption = False,
 ) -> None:
-    """Judge PATH on every context by the puzzle's rule, with bounds on every rounding; exit code 0 only if it solves
-    the puzzle, proved on every context."""
+    """Judge PATH on every context by the puzzle's rule, with bounds on every rounding (a domain too large to walk:
+    by cases); exit code 0 only if it solves the puzzle, proved on every context."""
     puzzle = load_puzzle(name)
     puzzle_verdict(puzzle, weight_spec(file, weights, default=puzzle.answer_file), show, near_miss, as_json, svg, html,
-                   force, show_all, proof=not no_proof)
+                   force, show_all, proof=not no_proof, by_cases=by_cases or None)
 
 
 @app.command("hint")

@@ -19,6 +19,7 @@ from handwired.defaults import FAILURES_SHOWN, MIN_LENGTH, SEED, stream_length
 from handwired.errors import HandwiredError, Note
 from handwired.judge.checking.contexts import count_contexts, how_many
 from handwired.judge.checking.plans import Plan, chosen_plan, exhaustive_plan, pattern_rule, sample_plan, stream_plan
+from handwired.judge.checking.proving import cases_plan
 from handwired.judge.checking.report import Report, run
 from handwired.judge.game.catalogue import bundled_puzzles, load_puzzle, named_puzzle, other_puzzle
 from handwired.judge.game.puzzle import Puzzle
@@ -51,8 +52,14 @@ class Choice:
     rule: Rule | None = None
     answers: bool = True
     quick: int | None = None
+    by_cases: bool | None = None  # True: proved by cases; False: walked; None: by cases where a domain cannot be walked
 
     def __post_init__(self) -> None:
+        if self.by_cases and self.sample is not None:
+            raise HandwiredError("{by_cases} proves every context, {sample} checks some: choose one",
+                                 ("by_cases", "sample"))
+        if self.by_cases and not self.proof:
+            raise HandwiredError("{by_cases} proves; {no_proof} skips the proof: choose one", ("by_cases", "no_proof"))
         if self.puzzle is not None:  # a puzzle's verdict is every context of its domain, or a sample of them
             other = [name for name in self.given() if name not in ("exhaustive", "sample")]
             if other:
@@ -81,6 +88,7 @@ class Judging:
     reason: str = ""
     names: str | None = None
     proof: bool = True  # with certified bounds (an answer is solved only when proved)
+    by_cases: bool | None = None  # an answer's: see Choice.by_cases
 
 
 def decide(model: Model, choice: Choice = Choice()) -> Judging:
@@ -93,7 +101,8 @@ def decide(model: Model, choice: Choice = Choice()) -> Judging:
         if choice.sample is not None:
             return Judging(SAMPLE, f"puzzle {puzzle.name}", puzzle, notes=notes, names=model.puzzle,
                            plan=puzzle_sample_plan(puzzle, model, choice.sample, choice.seed, choice.proof))
-        return Judging(ANSWER, f"puzzle {puzzle.name}", puzzle, notes=notes, names=model.puzzle, proof=choice.proof)
+        return Judging(ANSWER, f"puzzle {puzzle.name}", puzzle, notes=notes, names=model.puzzle, proof=choice.proof,
+                       by_cases=choice.by_cases)
     named = _named(model, choice) if choice.answers and choice.rule is None else None
     return named if named is not None else _target(model, choice)
 
@@ -118,7 +127,8 @@ def _named(model: Model, choice: Choice) -> Judging | None:
         raise HandwiredError(f"{model.source}: names the puzzle {puzzle.name!r}, judged on every context of its "
                              f"domain by its rule; {{{other[0]}}} does not apply (a target check needs {{target}})",
                              (other[0], "target"))
-    return Judging(ANSWER, f"puzzle {puzzle.name}", puzzle, notes=notes, names=model.puzzle, proof=choice.proof)
+    return Judging(ANSWER, f"puzzle {puzzle.name}", puzzle, notes=notes, names=model.puzzle, proof=choice.proof,
+                   by_cases=choice.by_cases)
 
 
 def _target(model: Model, choice: Choice) -> Judging:
@@ -128,7 +138,9 @@ def _target(model: Model, choice: Choice) -> Judging:
     pattern = choice.target if choice.target is not None else model.target  # target '' is a mistake, not the file's
     if pattern is None and (choice.quick is not None or not choice.answers):
         return Judging(NOTHING, "check", reason='the file has no "target": nothing to check', names=model.puzzle)
-    if choice.quick is not None and pattern is not None and not choice.given():
+    if choice.by_cases and pattern is not None:  # every context, by cases: refused, the pattern rule cannot say
+        how, plan = "check", cases_plan(model, pattern_rule(model, pattern), None, _least(choice))
+    elif choice.quick is not None and pattern is not None and not choice.given():
         how, plan = quick_plan(model, pattern, choice.quick, choice.proof)
     else:
         named_after = model.name if model.name in bundled_puzzles() else None  # a reference, by puzzles solution -o
@@ -153,10 +165,16 @@ def _rule_plan(model: Model, rule: Rule, choice: Choice) -> Plan:
     if choice.target is not None or choice.length is not None:
         raise HandwiredError("{rule} judges instead of a target: {target} and {length} do not apply",
                              ("rule", "target", "length"))
-    least = MIN_LENGTH if choice.min_length is None else choice.min_length
+    least = _least(choice)
+    if choice.by_cases:
+        return cases_plan(model, rule, None, least)
     if choice.sample is None:
         return exhaustive_plan(model, rule, least, proof=choice.proof)
     return sample_plan(model, rule, choice.sample, choice.seed, least, choice.proof)
+
+
+def _least(choice: Choice) -> int:
+    return MIN_LENGTH if choice.min_length is None else choice.min_length
 
 
 def quick_plan(model: Model, pattern: str, limit: int = QUICK_EXHAUSTIVE, proof: bool = True) -> tuple[str, Plan]:
@@ -272,7 +290,7 @@ def verdict(model: Model, judging: Judging, show: int = FAILURES_SHOWN,
     """Run the judging of ``model``: the puzzle's whole verdict on an answer, a plan's report, or nothing."""
     if judging.kind == ANSWER:
         assert judging.puzzle is not None, "an answer's judging names its puzzle"
-        submission = submit(judging.puzzle, model, show, progress, should_stop, judging.proof)
+        submission = submit(judging.puzzle, model, show, progress, should_stop, judging.proof, judging.by_cases)
         misfit = "; ".join(submission.misfit)
         reason = f"the file does not fit the puzzle: it expects {misfit}" if misfit else ""
         return Verdict(judging.how, submission.report, submission, reason, judging.notes)

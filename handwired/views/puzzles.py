@@ -12,6 +12,7 @@ from handwired.judge.game.progress import Progress
 from handwired.judge.game.puzzle import Answer, Puzzle, answer
 from handwired.judge.game.scores import Score, nonzero_parameters
 from handwired.judge.game.verdict import Submission
+from handwired.judge.kinds.domains import MAX_INPUTS
 from handwired.judge.kinds.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
 from handwired.views.catalogue import against, score_json
 from handwired.views.cost import refuse_slow_examples
@@ -79,7 +80,9 @@ def next_step(puzzle: Puzzle, best: Score | None) -> str:
 def judged_text(puzzle: Puzzle) -> str:
     """Which contexts the puzzle judges, and how, in words."""
     if puzzle.domain is not None:
-        which = (f"on every context of its domain, {puzzle.domain.description} ({puzzle.n_contexts:,} contexts); "
+        walked = puzzle.n_contexts <= MAX_INPUTS or puzzle.by_cases_size() is None
+        how = "" if walked else ", too many to walk one by one: proved by cases, sets of contexts bounded at once"
+        which = (f"on every context of its domain, {puzzle.domain.description} ({puzzle.n_contexts:,} contexts{how}); "
                  "a context outside it is never judged, whatever the model says there")
     else:
         vocab = ", ".join(map(shown, puzzle.vocab))
@@ -146,6 +149,9 @@ def unsolved_line(submission: Submission) -> Text:
     """Not solved yet: the size so far against par and the record, and where help is; or, when every context passes
     in float64, that a puzzle is solved only when proved."""
     puzzle, report = submission.puzzle, submission.report
+    if report is not None and report.cases is not None and report.cases.left and not report.failed:
+        return Text(f"\nNot solved: {count(report.cases.left, 'case')} left unproved; a puzzle judged by cases is "
+                    "solved only when every case is proved.", style="yellow")
     if report is not None and report.passed and not report.failed and not report.interrupted:
         skipped = "" if report.proof else " (this check skipped the proof)"
         return Text(f"\nNot solved: every judged context passes in float64, but a puzzle is solved only when every "

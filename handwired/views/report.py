@@ -19,7 +19,9 @@ def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> G
     parts: list = [model_line(model), Text.assemble(("checked: ", "dim"), report.description),
                    Text.assemble(("judged by: ", "dim"), report.rule)]
     if report.interrupted:
-        parts.append(Text(f"Interrupted: {report.checked:,} of {report.total:,} contexts were checked.",
+        left = "" if report.cases is None else (f" ({count(report.cases.left, 'case')} left, covering "
+                                                 f"{count(report.cases.left_contexts, 'context')})")
+        parts.append(Text(f"Interrupted: {report.checked:,} of {report.total:,} contexts were checked{left}.",
                           style="yellow"))
     counts = Table.grid(padding=(0, 2))
     counts.add_column(justify="right")
@@ -31,6 +33,13 @@ def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> G
         counts.add_row(Text(f"{report.proved:,}", style="green"), "proved (the bounds hold in real arithmetic)")
     if report.unproved:
         counts.add_row(Text(f"{report.unproved:,}", style="red"), "passed in float64 but not proved")
+    if report.cases is not None:
+        counts.add_row(f"{report.cases.proved:,}", "cases proved whole (sets of contexts, bounded at once)")
+        if report.cases.leaves:
+            counts.add_row(f"{report.cases.leaves:,}", "single contexts the cases split down to")
+        if report.cases.left:
+            counts.add_row(Text(f"{report.cases.left:,}", style="red"),
+                           f"cases left, covering {count(report.cases.left_contexts, 'context')}")
     if report.ambiguous:
         counts.add_row(f"{report.ambiguous:,}", "ambiguous (the rule allows more than one next token; not judged)")
     if report.out_of_domain:
@@ -47,7 +56,7 @@ def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> G
         parts.append(proof)
     if report.margin is not None:
         near = report.near_miss(near_miss)
-        parts.append(margin_line(report.margin, near, explained=True))
+        parts.append(margin_line(report.margin, near, explained=True, by_cases=report.cases is not None))
         if near:
             parts.append(Text(f"Near miss: a margin under {logits(near_miss)} means a small change to the weights "
                               "could flip that answer.", style="yellow"))
@@ -69,8 +78,16 @@ def proof_line(report: Report) -> Text | None:
                    "lower bound)")
         return Text(f"Not proved: {unproved.context!r} passes in float64, but {why}; "
                     f"{count(report.unproved, 'context')} not proved", style="bold red")
+    if report.cases is not None and report.cases.left and not report.failed and not report.interrupted:
+        return Text(f"Not proved: {count(report.cases.left, 'case')} left, covering "
+                    f"{count(report.cases.left_contexts, 'context')}, when the time allowed was spent "
+                    f"({report.checked:,} of {report.total:,} contexts proved so far).", style="bold red")
     if not report.passed or report.failed or report.interrupted:
         return None
+    if report.cases is not None:
+        return Text(f"Proved on all {report.checked:,} contexts{cases_done(report)} (deepest split "
+                    f"{report.cases.deepest}): each right token's lower bound is above every other token's upper "
+                    "bound over every case, in real arithmetic.", style="bold green")
     if not report.proof:
         return Text("Passed in float64, not proved: the rounding was not bounded.", style="yellow")
     where = f"on the {report.checked:,} sampled contexts" if report.sampled else "on every context"
@@ -79,8 +96,24 @@ def proof_line(report: Report) -> Text | None:
                 style="bold green")
 
 
-def margin_line(margin: Margin, near: bool, explained: bool = False) -> Text:
-    """``margin 1023 logits at 'aa' (b over a)``, yellow when it is a near miss; ``explained`` says what a margin is."""
+def cases_done(report: Report) -> str:
+    """`` in 170,300 cases``, and the single contexts they split down to: `` in 12 cases and 40 single contexts``;
+    ``, split down to single contexts`` when no case was proved whole."""
+    assert report.cases is not None, "a proof by cases"
+    if not report.cases.proved:
+        return ", split down to single contexts"
+    leaves = f" and {count(report.cases.leaves, 'single context')}" if report.cases.leaves else ""
+    return " in " + count(report.cases.proved, "case") + leaves
+
+
+def margin_line(margin: Margin, near: bool, explained: bool = False, by_cases: bool = False) -> Text:
+    """``margin 1023 logits at 'aa' (b over a)``, yellow when it is a near miss; ``explained`` says what a margin is;
+    ``by_cases``: a certified lower bound, at the case (or context) where it was found."""
+    if by_cases:
+        return Text.assemble(("margin at least ", "dim"), (logits(margin.value), "bold yellow" if near else "bold"),
+                             f" in {margin.context!r} ({margin.right} over {margin.wrong})",
+                             ": no context's lead of a right token over the best wrong one is smaller (over a case, "
+                             "the lead its bounds guarantee)" if explained else "")
     line = Text.assemble(("margin ", "dim"), (logits(margin.value), "bold yellow" if near else "bold"),
                          f" at {margin.context!r} ({margin.right} over {margin.wrong})")
     if explained:
@@ -182,6 +215,10 @@ def report_json(report: Report, near_miss: float = NEAR_MISS) -> dict:
         "proved": report.proved,
         "unproved": report.unproved,
         "widest_bound": finite_or_none(report.widest),
+        "cases": None if report.cases is None else {
+            "cases": report.cases.proved, "cases_evaluated": report.cases.cases, "single_contexts": report.cases.leaves,
+            "deepest_split": report.cases.deepest, "cases_left": report.cases.left,
+            "contexts_left": report.cases.left_contexts, "spent": report.cases.spent},
         "first_unproved": None if report.first_unproved is None else {
             "context": report.first_unproved.context, "overlap": finite_or_none(report.first_unproved.overlap),
             "right": report.first_unproved.right, "wrong": report.first_unproved.wrong},

@@ -266,4 +266,28 @@ def gelu_bounds(x):  # interval [...] -> interval [...], mid forward.gelu's
     rad += GELU_SLOPE * xr
     rad = up(rad, 3)
     rad += TINY
-    return forward.gelu(xm), rad
+    mid = forward.gelu(xm)
+    return mid, np.minimum(rad, _far_below(xm, xr, mid))
+
+
+def _far_below(xm, xr, mid):  # [...] -> [...]: a radius about mid for an interval far below gelu's minimum, else inf
+    # Below the minimum gelu rises to 0 as x falls, so on an interval whose upper end h is at most -1 it lies in
+    # [gelu(h), 0], and |gelu(h)| = |h| / (1 + e^t) < |h|·e^(-t), t = -2·√(2/π)·(h + 0.044715·h³) > 0. The float
+    # h (the sum rounded up by |h|·u), t (a few roundings: taken 1e-12 smaller, relatively) and the product (taken
+    # 1e-12 larger) only widen it. The radius about mid then covers [-B, 0]: max(mid + B, -mid). A hand-wired unit
+    # shut far below its threshold (a step's GELU) is bounded by its tiny value, not by its input's width.
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = xm + xr
+        h += np.abs(h) * (2 * U)
+        h += TINY
+        t = h * h
+        t *= 0.044715
+        t += 1
+        t *= h
+        t *= -2 * math.sqrt(2 / math.pi) * (1 - 1e-12)
+        bound = np.exp(-t)
+        bound *= np.abs(h) * (1 + 1e-12)
+        far = np.maximum(mid + bound, -mid)
+        far *= 1 + 4 * U
+        far += TINY
+    return np.where((h <= -1) & np.isfinite(far), far, np.inf)

@@ -15,8 +15,12 @@ answer token (every slot the whole alphabet) and, for each case:
   position the rule names (the sum: the place whose carry is undecided, else the predicted place's digits), else
   the largest set, the latest on a tie.
 
-It stops when no case is left, or when ``should_stop`` says so or ``max_cases`` cases were evaluated (the budget):
-then what is left is counted (:attr:`Proof.left`) and the report is interrupted — not proved.
+It stops when no case is left, or when ``should_stop`` says so (Ctrl-C: the report is interrupted), or when the
+budget is spent (``max_cases`` cases evaluated, or ``seconds`` gone): then what is left is counted
+(:attr:`Proof.left`, the report's :class:`~handwired.judge.checking.report.CaseCounts`) — not proved, never counted
+as proved. The margin of a proof by cases is a certified lower bound: the least, over its proved cases, of the right
+token's lower bound less every other token's upper bound (and the leaves' own margins), at the case it was found in
+(:func:`case_text`).
 """
 
 import time
@@ -33,12 +37,13 @@ from handwired.engine.certify import logit_bounds
 from handwired.engine.walk import Listed
 from handwired.judge.checking.contexts import shortest_first
 from handwired.judge.checking.plans import Batch
-from handwired.judge.checking.report import Report, _tally
+from handwired.judge.checking.report import CaseCounts, Margin, Report, _tally
 from handwired.judge.kinds.domains import Domain
 from handwired.judge.kinds.rules import Rule
 from handwired.weightfile import Model
 
 LEAVES = 4096  # single contexts judged together
+FIRST_LEAVES = 256  # the first batch of them, judged sooner: a failing model's counterexample comes out early
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,8 @@ class Proof:
     left_contexts: int = 0  # the contexts they hold, at most
     seconds: float = 0.0
     failures: dict = field(default_factory=dict)  # context -> Failure, as the report keeps them
+    spent: bool = False  # stopped by the budget (max_cases or seconds), not by should_stop
+    lowest: tuple | None = None  # the least certified lead over proved cases: (lead, case text, right, wrong)
 
     @property
     def proved(self) -> bool:
@@ -120,36 +127,60 @@ class Proof:
 
 
 def prove(model: Model, rule: Rule, space: Space, description: str, total: int, show: int = 10,
-          max_cases: int | None = None, should_stop: Callable[[], bool] = lambda: False) -> Proof:
+          max_cases: int | None = None, should_stop: Callable[[], bool] = lambda: False,
+          seconds: float | None = None, progress: Callable[[int, int], None] | None = None,
+          stop_at_failure: bool = False) -> Proof:
     """Branch and bound over ``space``'s cases (see the module): the proof, its report counting every context
-    covered. ``max_cases``: the most cases evaluated before it stops, not proved; ``should_stop`` is asked between
-    batches (Ctrl-C)."""
-    started = time.process_time()
+    covered. ``max_cases`` and ``seconds`` (of wall-clock time): the budget, spent when it stops, not proved;
+    ``should_stop`` is asked between batches (Ctrl-C); ``progress`` is told the contexts covered of ``total``;
+    ``stop_at_failure``: stop once a batch of single contexts holds a counterexample (the rest left, counted),
+    rather than split a failing model all the way down."""
+    started, clock = time.process_time(), time.monotonic()
     proof = Proof(Report(description, rule.description, total, proof=True))
     proving, leaves = evaluating.prepare(model), []
     stack = [(group, space.first(group), np.zeros(1, dtype=np.intp)) for group in reversed(space.groups())]
     while stack:
-        if should_stop() or (max_cases is not None and proof.cases >= max_cases):
-            _stopped(proof, space, stack)
+        asked = should_stop()
+        if asked or (max_cases is not None and proof.cases >= max_cases) or (
+                seconds is not None and time.monotonic() - clock > seconds):
+            _stopped(proof, space, stack, asked)
             break
         group, sets, depth = stack.pop()
         if len(sets) > evaluating.CHUNK:  # the rest waits, depth first
             stack.append((group, sets[evaluating.CHUNK:], depth[evaluating.CHUNK:]))
             sets, depth = sets[:evaluating.CHUNK], depth[:evaluating.CHUNK]
         children = _examine(model, rule, space, group, sets, depth, proving, proof, leaves)
-        if sum(len(batch) for batch in leaves) >= LEAVES:
+        if sum(len(batch) for batch in leaves) >= (LEAVES if proof.leaves else FIRST_LEAVES):
             _judge_leaves(model, rule, leaves, proof, show)
+            if stop_at_failure and proof.report.failed:
+                if children is not None:
+                    stack.append((group, *children))
+                _stopped(proof, space, stack, False)
+                proof.spent = False
+                break
         if children is not None:
             stack.append((group, *children))
+        if progress is not None:
+            progress(proof.report.checked, total)
     _judge_leaves(model, rule, leaves, proof, show)
     proof.report.failures = sorted(proof.failures.values(),
                                    key=lambda f: shortest_first(model.vocab, f.context))[:show]
     proof.seconds = time.process_time() - started
+    _lowest_margin(proof)
+    proof.report.cases = CaseCounts(proof.cases, proof.proved_cases, proof.leaves, proof.deepest, proof.left,
+                                    proof.left_contexts, proof.spent, proof.seconds)
     return proof
 
 
-def _stopped(proof: Proof, space: Space, stack: list) -> None:
-    proof.report.interrupted = True
+def _lowest_margin(proof: Proof) -> None:
+    """The report's margin: the least of the leaves' margins and the proved cases' certified leads."""
+    report = proof.report
+    if proof.lowest is not None and (report.margin is None or proof.lowest[0] < report.margin.value):
+        report.margin = Margin(*proof.lowest)
+
+
+def _stopped(proof: Proof, space: Space, stack: list, asked: bool) -> None:
+    proof.report.interrupted, proof.spent = asked, not asked
     for group, sets, _ in stack:
         counts = sets[:, space.slots(group)].sum(axis=2)
         proof.left += len(sets)
@@ -173,7 +204,9 @@ def _examine(model, rule, space: Space, group, sets, depth, proving, proof: Proo
     done = empty.copy()
     if len(decided):
         packed = evaluating.evaluate(model, box[decided], proving)
-        proved = _proved(packed, answer[decided], model.n_vocab)
+        lead, wrong = _leads(packed, answer[decided], model.n_vocab)
+        proved = lead > 0
+        _keep_lowest(proof, model.vocab, box[decided], lead, answer[decided], wrong)
         done[decided[proved]] = True
         proof.cases += len(decided)
         proof.proved_cases += int(proved.sum())
@@ -215,16 +248,52 @@ def _over(rule, space: Space, group, sets: np.ndarray) -> tuple[np.ndarray, np.n
     return answer, np.where(split >= 0, split + offset, -1), box
 
 
-def _proved(packed: np.ndarray, answer: np.ndarray, n_vocab: int) -> np.ndarray:
-    """[n, 2*n_vocab] packed bounds, [n] right tokens -> [n] bool: the right token's lower bound above every other
-    token's upper bound, every radius finite."""
+def _leads(packed: np.ndarray, answer: np.ndarray, n_vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """[n, 2*n_vocab] packed bounds, [n] right tokens -> ([n] the certified lead: the right token's lower bound less
+    every other token's upper bound, -inf where a radius is not finite; [n] the wrong token of highest upper bound).
+    A case is proved where its lead is above 0."""
     mid, rad = packed[:, :n_vocab], packed[:, n_vocab:]
     bounded = np.isfinite(rad).all(axis=1) & np.isfinite(mid).all(axis=1)
     lo, hi = logit_bounds(mid, np.where(np.isfinite(rad), rad, np.inf))
     rows = np.arange(len(answer))
     right = lo[rows, answer]
     hi[rows, answer] = -np.inf
-    return bounded & (right > hi.max(axis=1))
+    with np.errstate(invalid="ignore"):
+        lead = np.where(bounded, right - hi.max(axis=1), -np.inf)
+    return lead, np.argmax(hi, axis=1)
+
+
+def _keep_lowest(proof: Proof, vocab: tuple[str, ...], box: np.ndarray, lead: np.ndarray, answer: np.ndarray,
+                 wrong: np.ndarray) -> None:
+    """Keep the least lead of the proved cases (the first on a tie), with its case's text."""
+    proved = np.flatnonzero(lead > 0)
+    if not len(proved):
+        return
+    row = int(proved[np.argmin(lead[proved])])
+    if proof.lowest is None or lead[row] < proof.lowest[0]:
+        proof.lowest = (float(lead[row]), case_text(vocab, box[row]), vocab[int(answer[row])], vocab[int(wrong[row])])
+
+
+def case_text(vocab: tuple[str, ...], sets: np.ndarray) -> str:
+    """A case as text: each position's token, or its set in brackets (``[0-9]`` for a run of the vocab), a set
+    repeated k times in a row written once with ``{k}``: ``[0-9]{8}47+[0-9]{8}38=5``."""
+    parts: list[str] = []
+    for row in sets:
+        tokens = np.flatnonzero(row).tolist()
+        if len(tokens) == 1:
+            parts.append(vocab[tokens[0]])
+        elif len(tokens) >= 3 and tokens[-1] - tokens[0] == len(tokens) - 1:
+            parts.append(f"[{vocab[tokens[0]]}-{vocab[tokens[-1]]}]")
+        else:
+            parts.append("[" + "".join(vocab[t] for t in tokens) + "]")
+    out, i = [], 0
+    while i < len(parts):
+        j = i
+        while j + 1 < len(parts) and parts[j + 1] == parts[i] and parts[i].startswith("["):
+            j += 1
+        out.append(parts[i] + (f"{{{j - i + 1}}}" if j > i else ""))
+        i = j + 1
+    return "".join(out)
 
 
 def _split(sets, box, depth, counts, slots, split, proof: Proof, split_off=None) -> tuple[np.ndarray, np.ndarray]:

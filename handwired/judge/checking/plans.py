@@ -14,6 +14,7 @@
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -71,6 +72,8 @@ class Plan:
     batches: Callable[[], Iterator[Batch]]
     proof: bool = False  # every batch carries certified bounds (handwired.engine.certify)
     sampled: bool = False  # a random sample: what it proves, it proves on the contexts drawn, not on every one
+    # a plan that runs itself instead of yielding batches (a proof by cases): (show, progress, should_stop) -> Report
+    runs: Callable[[int, Callable[[int, int], None] | None, Callable[[], bool]], Any] | None = None
 
 
 def certified_batch(model: Model, contexts: np.ndarray, judgement: Judgement) -> Batch:

@@ -62,6 +62,23 @@ class Unproved:
 
 
 @dataclass
+class CaseCounts:
+    """A proof by cases (:mod:`handwired.judge.checking.cases`): the cases evaluated in the certified arithmetic over
+    sets of contexts (``proved`` of them whole), the ``leaves`` judged one context each, the ``deepest`` split, and
+    what was ``left`` when it stopped (cases, and the contexts they cover, at most); ``spent``: stopped because the
+    budget's ``seconds`` were spent (Ctrl-C is the report's ``interrupted``)."""
+
+    cases: int = 0
+    proved: int = 0
+    leaves: int = 0
+    deepest: int = 0
+    left: int = 0
+    left_contexts: int = 0
+    spent: bool = False
+    seconds: float = 0.0
+
+
+@dataclass
 class Report:
     description: str
     rule: str
@@ -80,6 +97,7 @@ class Report:
     first_unproved: Unproved | None = None  # the shortest, first in vocab order
     sampled: bool = False  # a random sample: proved on the contexts drawn, not on every one
     widest: float = 0.0  # logits: the widest bound on any logit of a judged context (upper minus lower)
+    cases: CaseCounts | None = None  # proved by cases: the counts (the margin is then a certified lower bound)
 
     @property
     def decided(self) -> int:
@@ -87,8 +105,10 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        """Nothing failed, nothing was left unchecked, and when certified, every passing context is proved."""
-        return self.failed == 0 and not self.interrupted and self.unproved == 0
+        """Nothing failed, nothing was left unchecked (no case left, by cases), and when certified, every passing
+        context is proved."""
+        left = self.cases is not None and self.cases.left > 0
+        return self.failed == 0 and not self.interrupted and self.unproved == 0 and not left
 
     @property
     def shortest_failure(self) -> Failure | None:
@@ -124,6 +144,8 @@ def run(
     """
     if show < 1:
         raise bad_value("show", show, "expected 1 or more")
+    if plan.runs is not None:  # a plan that runs itself: a proof by cases
+        return plan.runs(show, progress, should_stop)
     report = Report(plan.description, plan.rule, plan.total, proof=plan.proof, sampled=plan.sampled)
     failures: dict[str, Failure] = {}
     for batch in plan.batches():

@@ -75,13 +75,26 @@ class Puzzle:
 
     @property
     def n_contexts(self) -> int:
-        """How many contexts are judged (TooLargeToWalk, naming the statement, for a domain too large to count)."""
+        """How many contexts are judged: a domain too large to walk counted by its cases when its rule can say over
+        them (it is proved by cases), else TooLargeToWalk, naming the statement."""
         if self.domain is None:
             return every_length(len(self.vocab), self.n_ctx)
         try:
             return self.domain.size
         except TooLargeToWalk as error:
-            raise TooLargeToWalk(f"{self.source}: {error.problem}") from None
+            counted = self.by_cases_size()
+            if counted is None:
+                raise TooLargeToWalk(f"{self.source}: {error.problem}") from None
+            return counted
+
+    def by_cases_size(self) -> int | None:
+        """The contexts of a domain proved by cases, counted by its cases; None when its rule cannot say over them."""
+        # loaded here: only a domain too large to walk needs the proof by cases
+        from handwired.judge.checking.cases import size, space_of
+        from handwired.judge.checking.proving import can_say
+
+        space = space_of(self.domain, len(self.vocab), self.n_ctx)
+        return size(space) if can_say(self.rule, space) else None
 
 
 def read_statement(path: Path, named_by_file: bool = False) -> Puzzle:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from handwired.defaults import FAILURES_SHOWN
 from handwired.errors import HandwiredError
+from handwired.judge.checking.cases import space_of
 from handwired.judge.checking.plans import (
     Plan,
     domain_plan,
@@ -19,9 +20,11 @@ from handwired.judge.checking.plans import (
     exhaustive_plan,
     sample_plan,
 )
+from handwired.judge.checking.proving import can_say, cases_plan
 from handwired.judge.checking.report import Report, run
 from handwired.judge.game.puzzle import Puzzle
 from handwired.judge.game.scores import Score, score
+from handwired.judge.kinds.domains import Domain, TooLargeToWalk
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
@@ -101,10 +104,20 @@ def fit_problems(puzzle: Puzzle, model: Model) -> list[str]:
 TREE_VOCAB = 64  # tokens: up to this many, every string's check is estimated and refused as --exhaustive's
 
 
-def puzzle_plan(puzzle: Puzzle, model: Model, proof: bool = True) -> Plan:
+def puzzle_plan(puzzle: Puzzle, model: Model, proof: bool = True, by_cases: bool | None = None) -> Plan:
     """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule;
     ``proof``: with certified bounds. Every string is walked as a trie whatever the vocabulary; over a small one its
-    estimate, and the refusal, are --exhaustive's (estimated_seconds), beyond it a walk's (walk_seconds)."""
+    estimate, and the refusal, are --exhaustive's (estimated_seconds), beyond it a walk's (walk_seconds).
+    ``by_cases``: proved by cases (handwired.judge.checking.proving) when True; walked when False; by default (None)
+    walked, but a domain too large to walk is proved by cases when its rule can say over them (else refused, as
+    TooLargeToWalk: a sample is the check left)."""
+    if by_cases:
+        if not proof:
+            raise HandwiredError("{by_cases} proves; {no_proof} skips the proof: choose one", ("by_cases", "no_proof"))
+        return cases_plan(model, puzzle.rule, puzzle.domain)
+    if by_cases is None and proof and puzzle.domain is not None and too_large(puzzle.domain) and can_say(
+            puzzle.rule, space_of(puzzle.domain, model.n_vocab, model.n_ctx)):
+        return cases_plan(model, puzzle.rule, puzzle.domain)
     if puzzle.domain is None:  # a puzzle is judged on every context: no sample, so only a smaller statement helps
         if model.n_vocab <= TREE_VOCAB:
             return exhaustive_plan(model, puzzle.rule, instead=(
@@ -123,16 +136,27 @@ def puzzle_sample_plan(puzzle: Puzzle, model: Model, sample: int, seed: int, pro
     return domain_sample_plan(model, puzzle.domain, puzzle.rule, sample, seed, proof)
 
 
+def too_large(domain: Domain) -> bool:
+    """Whether a domain has too many inputs or tokens to walk at all (Domain.refuse_walk)."""
+    try:
+        domain.refuse_walk()
+    except TooLargeToWalk:
+        return True
+    return False
+
+
 def submit(puzzle: Puzzle, model: Model, show: int = FAILURES_SHOWN,
            progress: Callable[[int, int], None] | None = None,
-           should_stop: Callable[[], bool] = lambda: False, proof: bool = True) -> Submission:
+           should_stop: Callable[[], bool] = lambda: False, proof: bool = True,
+           by_cases: bool | None = None) -> Submission:
     """The whole verdict on ``model`` as an answer to ``puzzle``: fit, counts, failures, margin, score.
 
     A file that does not fit is not run: its submission holds only what it breaks. Without ``proof`` the contexts
-    are judged in float64 alone, and the puzzle is not solved: only a proof scores.
+    are judged in float64 alone, and the puzzle is not solved: only a proof scores. ``by_cases``: see
+    :func:`puzzle_plan` (a proof by cases solves the puzzle only when every case is proved).
     """
     misfit = tuple(fit_problems(puzzle, model))
     if misfit:
         return Submission(puzzle, model, misfit, None, None)
-    report = run(model, puzzle_plan(puzzle, model, proof), show, progress, should_stop)
+    report = run(model, puzzle_plan(puzzle, model, proof, by_cases), show, progress, should_stop)
     return Submission(puzzle, model, (), report, score(model, report))
