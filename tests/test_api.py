@@ -93,7 +93,7 @@ def test_a_huge_batch_is_refused_before_any_array(layered, monkeypatch):
 def test_a_batch_too_large_for_one_pass_runs_in_parts_and_gives_the_same_logits(layered, monkeypatch):
     import handwired
     import handwired.api.model as api_model
-    from handwired.engine.memory import trace_bytes
+    from handwired.engine.cost import trace_bytes
 
     model, params = layered
     tokens = np.random.default_rng(5).integers(0, 3, size=(40, 5))

@@ -388,9 +388,11 @@ def test_watch_says_proved_only_when_proved():
 
 def test_the_estimate_before_a_certified_check_counts_the_proofs_cost():
     """A check the float estimate would allow is refused when the proof's cost takes it over the limit."""
+    from handwired.engine.cost import PROOF_COST
+    from handwired.engine.cost import exhaustive_seconds as estimated_seconds
     from handwired.errors import HandwiredError
-    from handwired.judge.checking.contexts import count_contexts, estimated_seconds
-    from handwired.judge.checking.plans import PROOF_COST, exhaustive_plan, pattern_rule
+    from handwired.judge.checking.contexts import count_contexts
+    from handwired.judge.checking.plans import exhaustive_plan, pattern_rule
 
     model = load(str(ROOT / "weights" / "aab.json"))
     seconds = estimated_seconds(model, count_contexts(model))
@@ -404,9 +406,10 @@ def test_the_walks_estimates_count_the_proofs_cost(monkeypatch):
     """A domain, and every string over a wide vocabulary, walked: the float check within the limit and the certified
     one over it are told apart before anything is walked (the walk patched to fail if called for the latter)."""
     from handwired.engine import walk as walking
+    from handwired.engine.cost import PROOF_COST
     from handwired.errors import HandwiredError
     from handwired.judge.checking import contexts
-    from handwired.judge.checking.plans import PROOF_COST, domain_plan, every_string_plan
+    from handwired.judge.checking.plans import domain_plan, every_string_plan
     from handwired.judge.kinds.rules import PatternRule
 
     add = load(str(ROOT / "puzzles" / "solutions" / "add.json"))

@@ -7,6 +7,7 @@ import pytest
 from reference import params_to_document, random_params, reference_forward
 
 from handwired.engine.batch import next_logits, next_logits_distinct
+from handwired.engine.cost import exhaustive_seconds as estimated_seconds
 from handwired.engine.trace import trace as run_trace
 from handwired.errors import HandwiredError
 from handwired.judge.checking.contexts import (
@@ -14,7 +15,6 @@ from handwired.judge.checking.contexts import (
     MAX_EXHAUSTIVE_SECONDS,
     count_contexts,
     duration,
-    estimated_seconds,
 )
 from handwired.judge.checking.plans import exhaustive_plan, pattern_rule, sample_plan, stream_plan
 from handwired.judge.checking.report import run as run_plan

@@ -12,8 +12,8 @@ import pytest
 from reference import params_to_document, random_params
 from test_cli import user_error
 
+from handwired.engine.cost import walk_bytes
 from handwired.engine.resume import VARIANT_MEMORY
-from handwired.engine.walk import walk_bytes
 from handwired.errors import HandwiredError
 from handwired.judge.game.catalogue import bundled_puzzles, load_puzzle, solution_path
 from handwired.judge.game.puzzle import read_statement

@@ -25,7 +25,7 @@ import numpy as np
 from handwired.engine import walk as walking
 from handwired.engine.arithmetic.floats import Floats, float_walk, prepare, silent
 from handwired.engine.block_step import ATTENTION, MLP, PROJECTION, Entry, block_step
-from handwired.engine.memory import table_bytes
+from handwired.engine.cost import table_bytes
 from handwired.engine.walk import Shape, Visit, batch_nodes
 from handwired.weightfile import Model
 
@@ -115,7 +115,7 @@ def resumed(base: Model, variant: Model) -> Resumed:
 LOGITS_KEPT = 5  # a variant's logits [n, n_vocab]: in the batch's block of them, and as they are judged
 
 
-def node_bytes(model: Model, variant: Resumed) -> int:
+def kept_per_node(model: Model, variant: Resumed) -> int:
     """Bytes a variant keeps per node of a batch: its keys and values on a full path (the blocks it attends in),
     and its logits while the batch is judged."""
     longest = model.n_ctx
@@ -123,12 +123,12 @@ def node_bytes(model: Model, variant: Resumed) -> int:
 
 
 def groups(model: Model, variants: list[Resumed], chunk: int) -> list[list[int]]:
-    """The variants (by index) walked together, in order: what they keep (:func:`node_bytes`, and the q, k, v table
+    """The variants (by index) walked together, in order: what they keep (:func:`kept_per_node`, and the q, k, v table
     of one run from its embeddings) within VARIANT_MEMORY per walk; at least one walk, empty with no variants."""
     out: list[list[int]] = [[]]
     used = 0
     for i, variant in enumerate(variants):
-        size = chunk * node_bytes(model, variant) + (table_bytes(model) if not variant.stage else 0)
+        size = chunk * kept_per_node(model, variant) + (table_bytes(model) if not variant.stage else 0)
         if out[-1] and used + size > VARIANT_MEMORY:
             out.append([])
             used = 0

@@ -272,8 +272,9 @@ def _family(parent: np.ndarray, tokens: np.ndarray) -> Family:
     return Family(tokens, parent, slot, len(counts), width)
 
 
-def _node_bytes(model: Model, longest: int) -> tuple[int, int]:
-    """Bytes per node of a batch: (its keys and values on a full path, its widest arrays while evaluated)."""
+def node_sizes(model: Model, longest: int) -> tuple[int, int]:
+    """Bytes per node of a batch, which size it: (its keys and values on a full path, its widest arrays while
+    evaluated)."""
     positions = longest * longest  # key rows one node per level keeps on a full path, room included
     path = 8 * 2 * max(1, model.n_layer) * model.n_embd * positions
     wide = 8 * (4 * model.n_vocab + 2 * max(model.hidden, default=0) + 2 * model.n_head * (longest + 1)
@@ -284,11 +285,5 @@ def _node_bytes(model: Model, longest: int) -> tuple[int, int]:
 def batch_nodes(model: Model, longest: int, chunk: int = CHUNK) -> int:
     """Children per batch: at most ``chunk``, the path's keys and values within PATH_MEMORY, a batch's widest
     arrays within WIDE_MEMORY."""
-    path, wide = _node_bytes(model, longest)
+    path, wide = node_sizes(model, longest)
     return max(1, min(chunk, PATH_MEMORY // path, WIDE_MEMORY // wide))
-
-
-def walk_bytes(model: Model, longest: int) -> int:
-    """Peak bytes of a walk over contexts of at most ``longest`` tokens: the path and one batch's arrays."""
-    path, wide = _node_bytes(model, longest)
-    return batch_nodes(model, longest) * (path + wide)

@@ -104,7 +104,7 @@ TREE_VOCAB = 64  # tokens: up to this many, every string's check is estimated an
 def puzzle_plan(puzzle: Puzzle, model: Model, proof: bool = True) -> Plan:
     """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule;
     ``proof``: with certified bounds. Every string is walked as a trie whatever the vocabulary; over a small one its
-    estimate, and the refusal, are --exhaustive's (estimated_seconds), beyond it a walk's (walk_seconds)."""
+    estimate, and the refusal, are --exhaustive's (cost.exhaustive_seconds), beyond it a walk's (cost.walk_seconds)."""
     if puzzle.domain is None:  # a puzzle is judged on every context: no sample, so only a smaller statement helps
         if model.n_vocab <= TREE_VOCAB:
             return exhaustive_plan(model, puzzle.rule, instead=(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from handwired.engine.cost import copy_cost
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.workbench import variants as workbench
 from handwired.judge.workbench.spread import Source
@@ -158,7 +159,7 @@ def refuse_long(model: Model, source: Source, ranges: list[Range], precision: fl
     grid = steps ** len(ranges)
     bisection = edges * tried_at_most(halvings(ranges[0], precision)) if len(ranges) == 1 else 0
     what = f"{{steps}} {steps}" + (f" (and up to {bisection:,} values bisecting {edges} edges)" if bisection else "")
-    size, seconds = workbench.copy_cost(model)  # each value's copy of the model: the grid's are held together
+    size, seconds = copy_cost(model)  # each value's copy of the model: the grid's are held together
     workbench.refuse_long(model, source, grid + bisection, what, "ask for fewer values"
                           + (", or a coarser {precision}" if bisection else ""), ("steps", "precision"),
                           (grid, grid * size, (grid + bisection) * seconds))

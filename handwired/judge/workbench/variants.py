@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired import budget
+from handwired.engine.cost import walk_bytes, walk_seconds
 from handwired.engine.memory import refuse_large
 from handwired.engine.resume import VARIANT_MEMORY, groups, resumed, variant_walk
-from handwired.engine.walk import EveryString, batch_nodes, walk_bytes
+from handwired.engine.walk import EveryString, batch_nodes
 from handwired.errors import HandwiredError
-from handwired.judge.checking.contexts import MAX_RUN_SECONDS, duration, every_length, how_many, walk_seconds
+from handwired.judge.checking.contexts import MAX_RUN_SECONDS, duration, every_length, how_many
 from handwired.judge.checking.report import leads
 from handwired.judge.kinds.domains import Domain
 from handwired.judge.kinds.rules import DECIDED
@@ -207,18 +208,6 @@ def size(model: Model, source: Source) -> tuple[int, int, int]:
     assert isinstance(source.shape, EveryString), "a source is every string or a puzzle's domain"
     total = every_length(model.n_vocab, model.n_ctx)
     return total, total, model.n_ctx
-
-
-# What a variant's copy of the model costs: each parameter as a float64 and as the file wrote it, made from the
-# file's document (each written number parsed again); measured on dense and sparse files of n_embd 300 and 1000
-BYTES_PER_PARAMETER, SECONDS_PER_PARAMETER, SECONDS_PER_WRITTEN = 24, 0.25e-6, 2e-6
-
-
-def copy_cost(model: Model) -> tuple[float, float]:
-    """(bytes, seconds) of one copy of ``model`` with other constants (a sweep's value), before any is made."""
-    parameters = sum(int(np.size(values)) for values in model.written.entries.values())
-    written = sum(int(np.count_nonzero(values)) for values in model.written.entries.values())
-    return BYTES_PER_PARAMETER * parameters, SECONDS_PER_PARAMETER * parameters + SECONDS_PER_WRITTEN * written
 
 
 def refuse_long(model: Model, source: Source, runs: int, what: str, instead: str, parameters=(),
