@@ -414,12 +414,13 @@ def test_a_refused_proof_offers_proof_false_from_python(tmp_path, monkeypatch):
     wide_add(tmp_path, "###+###")
     monkeypatch.setattr(walking, "walk", _refuse)
     puzzle = handwired.puzzle(tmp_path / "wide.json")
-    with pytest.raises(HandwiredError) as error:
-        puzzle.submit(tmp_path / "model.json")
-    assert "or judge it in float64 without the proof (proof=False: about " in str(error.value), str(error.value)
-    assert "no_proof" not in str(error.value)
-    with pytest.raises(AssertionError, match="called"):  # proof=False: the float walk starts
-        puzzle.submit(tmp_path / "model.json", proof=False)
+    with handwired.allow(max_seconds=60):  # 4,000,000 contexts: the float check under a minute, the proof over
+        with pytest.raises(HandwiredError) as error:
+            puzzle.submit(tmp_path / "model.json")
+        assert "or judge it in float64 without the proof (proof=False: about " in str(error.value), str(error.value)
+        assert "no_proof" not in str(error.value)
+        with pytest.raises(AssertionError, match="called"):  # proof=False: the float walk starts
+            puzzle.submit(tmp_path / "model.json", proof=False)
 
 
 def test_spread_and_submit_from_python_warn_as_the_command_line_does(tmp_path, monkeypatch):

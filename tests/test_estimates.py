@@ -77,7 +77,7 @@ def test_the_estimates_grow_as_the_work_does():
     model = load("aab")
     assert forward_seconds(model, 2000, 5) == pytest.approx(2 * forward_seconds(model, 1000, 5))
     assert forward_seconds(model, 1, 5, last_only=False) > forward_seconds(model, 1, 5)
-    assert stream_seconds(model, 2 * 10**8, 3, False) > 1.9 * stream_seconds(model, 10**8, 3, False)
+    assert stream_seconds(model, 2 * 10**8, 3, False, 65536) > 1.9 * stream_seconds(model, 10**8, 3, False, 65536)
 
 
 def test_explain_of_a_huge_valid_model_is_refused_before_its_trace_with_the_flags_that_narrow_it(sparse_giant,

@@ -22,21 +22,22 @@ from handwired.weightfile import Model
 from handwired.weightfile.checker import locate
 
 # --- time: the model run -----------------------------------------------------------------------------------------
+# Fitted with benchmarks/bench_estimates.py on the shared 2-core machine (load 9-12: CPU time there is about 1.5x a
+# quiet machine's, so a quiet one comes in at about 0.7 of these).
 SECONDS_PER_CHECK = 0.1  # a check's start: its plan, the rule's tables, the report
 SECONDS_PER_CONTEXT = 0.3e-6  # a context evaluated whole: its bookkeeping and judgement
 SECONDS_PER_MULTIPLY_ADD = 0.1e-9  # forward.py's products, batched
-SECONDS_PER_WALKED_MULTIPLY_ADD = 0.1e-9  # the walk's products (on columns, a batch's nodes along the last axis)
-SECONDS_PER_GELU = 15e-9  # one hidden unit's GELU
-SECONDS_PER_SCORE = 80e-9  # one query × key score of every string, before siblings' shared scores are divided out
-SECONDS_PER_POSITION = 50e-9  # a position of a context evaluated whole
+SECONDS_PER_WALKED_MULTIPLY_ADD = 0.16e-9  # the walk's products (on columns, a batch's nodes along the last axis)
+SECONDS_PER_GELU = 24e-9  # one hidden unit's GELU
+SECONDS_PER_POSITION_BLOCK = 1e-6  # a position through one block of forward.py's pass: its norms, softmax, GELU
 SECONDS_PER_BATCH_SCORE = 2e-9  # a query × key score of a batch
 SECONDS_PER_PASS = 1.5e-3  # one small forward pass called on its own (numpy's calls, not its arithmetic)
 SECONDS_PER_WINDOW, SECONDS_PER_WINDOW_TOKEN = 0.7e-6, 40e-9  # a stream's window: made, then compared with the others
-SECONDS_PER_NODE, SECONDS_PER_JUDGED, SECONDS_PER_VOCAB_JUDGED = 0.3e-6, 1.0e-6, 10e-9  # a walk's; the last: per token
-# What the certified bounds multiply a check's time by: on a domain's walk the certified check takes about 2.1–2.3×
-# the float one (benchmarks/bench_proof.py, add); on every string 2.9–3.4× the float walk cut by slot (induction),
-# which is about 1.8× the float tree the estimate of every string was fitted to, so the product still covers it.
-PROOF_COST = 2.5
+SECONDS_PER_NODE, SECONDS_PER_JUDGED, SECONDS_PER_VOCAB_JUDGED = 0.2e-6, 0.3e-6, 10e-9  # a walk's; the last: per token
+SECONDS_PER_BLOCK_STEP = 150e-6  # a batch's step through one block: numpy's calls, whatever the batch's size
+# What the certified bounds multiply a walk's time by: its arithmetic about 2.1–2.3× the float one on a domain
+# (benchmarks/bench_proof.py, add), 3× on every string of a wide model; its calls (a deep, narrow model's) 4.3×.
+PROOF_COST, PROOF_CALLS = 2.7, 4.3
 
 # --- time: copies of the model, comparisons, views ---------------------------------------------------------------
 # A variant's copy of the model: each parameter as a float64 and as the file wrote it, made from the file's document
@@ -64,6 +65,10 @@ NORM_RECORDED = 2  # more [n_seq, n_embd] arrays per LayerNorm: hook_normalized 
 SQUARES_RECORDED = 3  # [head, n_seq, n_seq] arrays a recorded block keeps: scores, masked scores, pattern
 BYTES_PER_MASKED = BYTES_PER_FLOAT + 1  # a query × key cell of the causal mask: the float mask and its boolean
 BYTES_PER_SPREAD_CONTEXT = 8 + 1 + 8  # what a spread keeps per context besides its tokens: value, present, predicted
+LOGITS_KEPT = 5  # a variant's logits [n, n_vocab]: in the batch's block of them, and as they are judged
+PROOF_MEMORY = 1.3  # the certified walk's peak over the float walk's: intervals, on batches it sizes to fit the same
+BYTES_PER_WINDOW = 60  # a stream's window judged: sorted among its batch's, its judgement
+BYTES_PER_PHASE = 200  # the window at a phase of a stream's pattern, made on its own for the certified walk
 
 
 def times(count: float, seconds: float) -> float:
@@ -74,58 +79,96 @@ def times(count: float, seconds: float) -> float:
         return math.inf
 
 
-def exhaustive_seconds(model: Model, contexts: int) -> float:
-    """Roughly how long a check of every string (``contexts`` of them) takes on a 2-core machine: the walk computes
-    one new position per context and block, a cost per context (judging, bookkeeping), per multiply-add, per GELU,
-    and per score."""
-    n, n_keys = model.n_embd, model.n_ctx + model.n_vocab
-    per_context = SECONDS_PER_CONTEXT
-    for i, hidden in enumerate(model.hidden):
-        multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden + 2 * n * n_keys  # block 0: q, k, v looked up
-        per_context += multiply_adds * SECONDS_PER_WALKED_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
-        per_context += n_keys * model.n_head * SECONDS_PER_SCORE / model.n_vocab
-    return SECONDS_PER_CHECK + times(contexts, per_context)
-
-
 def forward_seconds(model: Model, contexts: int, length: int, last_only: bool = True) -> float:
     """Roughly how long running ``contexts`` contexts of ``length`` tokens through forward.py's pass takes (a sample
     without the proof, complete, diff; with ``last_only`` False, every position's, as explain records it): per
-    position q, k, v and c_proj, the MLP, every query against every key in each block but the last, where only the
-    last position's row is needed (unless ``last_only`` is False)."""
+    position q, k, v (block 0's looked up from a table, when a batch is large enough to make one) and c_proj, the
+    MLP, every query against every key in each block but the last, where only the last position's row is needed
+    (unless ``last_only`` is False)."""
     n, blocks = model.n_embd, model.params["blocks"]
     multiply_adds, gelus, scores = n * model.n_vocab * (1 if last_only else length), 0, 0
+    table = batching.worth_a_table(model, contexts * length)
     for i, hidden in enumerate(model.hidden):
         rows = 1 if last_only and i == len(blocks) - 1 else length  # positions whose row this block computes
-        multiply_adds += length * 3 * n * n + rows * (2 * n * length + n * n + 2 * n * hidden)
+        qkv = 3 * n * (1 if i == 0 and table else n)  # a looked-up row is copied
+        multiply_adds += length * qkv + rows * (2 * n * length + n * n + 2 * n * hidden)
         gelus += rows * hidden
         scores += rows * length * model.n_head
-    per_context = (SECONDS_PER_CONTEXT + length * SECONDS_PER_POSITION + multiply_adds * SECONDS_PER_MULTIPLY_ADD
-                   + gelus * SECONDS_PER_GELU + scores * SECONDS_PER_BATCH_SCORE)
+    per_context = (SECONDS_PER_CONTEXT + length * max(1, len(blocks)) * SECONDS_PER_POSITION_BLOCK
+                   + multiply_adds * SECONDS_PER_MULTIPLY_ADD + gelus * SECONDS_PER_GELU
+                   + scores * SECONDS_PER_BATCH_SCORE)
     return times(contexts, per_context)
 
 
-def stream_seconds(model: Model, length: int, pattern_length: int, proof: bool) -> float:
-    """Roughly how long a stream check of ``length`` tokens takes: every window of n_ctx tokens is made and compared
-    with the others, each distinct one (at most the pattern's length of them) and each short prefix at the start is
-    run through the model; ``proof``: with the certified bounds."""
+def stream_seconds(model: Model, length: int, pattern_length: int, proof: bool, batch: int) -> float:
+    """Roughly how long a stream check of ``length`` tokens takes, judged ``batch`` windows at a time: every window of
+    n_ctx tokens is made, compared with the others of its batch and judged; without the ``proof`` each distinct one
+    of a batch (at most the pattern's length of them) and each short prefix at the start is run through
+    forward.py's pass, with it one certified walk evaluates the short prefixes and the window at each phase of the
+    pattern."""
     windows = times(length, SECONDS_PER_WINDOW + model.n_ctx * SECONDS_PER_WINDOW_TOKEN)
+    phases = min(length, pattern_length)
+    if proof:
+        nodes = trie_nodes(model.n_vocab, phases, model.n_ctx)  # the phases' windows' trie, the short prefixes in it
+        return windows + walk_seconds(model, nodes, phases + model.n_ctx, model.n_ctx, proof=True)
     short = min(model.n_ctx, length) - 1  # prefixes shorter than n_ctx, each run on its own; bounded by the longest
     prefixes = short * (SECONDS_PER_PASS + forward_seconds(model, 1, short))
-    model_run = windows + prefixes + forward_seconds(model, min(length, pattern_length), model.n_ctx)
-    return SECONDS_PER_CHECK + model_run * (PROOF_COST if proof else 1)
+    windowed = min(phases, model.n_vocab ** min(model.n_ctx, 20), batch)  # distinct windows in a batch, at most
+    distinct = min(length, -(-length // batch) * windowed)
+    return SECONDS_PER_CHECK + windows + prefixes + forward_seconds(model, distinct, model.n_ctx)
 
 
-def walk_seconds(model: Model, nodes: int, contexts: int) -> float:
-    """Roughly how long walking a trie of ``nodes`` prefixes, ``contexts`` of them judged, takes on a 2-core
-    machine: each node one new position per block, as :func:`exhaustive_seconds` counts it without siblings."""
-    n = model.n_embd
-    per_node = SECONDS_PER_NODE
+def _node_seconds(model: Model) -> float:
+    """The model's arithmetic for one node of a walk: one new position per block."""
+    n, seconds = model.n_embd, 0.0
     for i, hidden in enumerate(model.hidden):
         multiply_adds = (n * n if i == 0 else 4 * n * n) + 2 * n * hidden + 2 * n * model.n_ctx
-        per_node += multiply_adds * SECONDS_PER_WALKED_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
-        per_node += (model.n_ctx + 1) * model.n_head * SECONDS_PER_BATCH_SCORE
-    per_context = SECONDS_PER_JUDGED + model.n_vocab * (n * SECONDS_PER_WALKED_MULTIPLY_ADD + SECONDS_PER_VOCAB_JUDGED)
-    return SECONDS_PER_CHECK + times(nodes, per_node) + times(contexts, per_context)
+        seconds += multiply_adds * SECONDS_PER_WALKED_MULTIPLY_ADD + hidden * SECONDS_PER_GELU
+        seconds += (model.n_ctx + 1) * model.n_head * SECONDS_PER_BATCH_SCORE
+    return seconds
+
+
+def _judged_seconds(model: Model) -> float:
+    """A judged context's unembedding and its leads, beside the walk's."""
+    return model.n_vocab * (model.n_embd * SECONDS_PER_WALKED_MULTIPLY_ADD + SECONDS_PER_VOCAB_JUDGED)
+
+
+def walk_seconds(model: Model, nodes: int, contexts: int, longest: int, proof: bool = False) -> float:
+    """Roughly how long walking a trie of ``nodes`` prefixes of up to ``longest`` tokens, ``contexts`` of them
+    judged, takes on a 2-core machine (``proof``: the certified walk): each node one new position per block (its
+    arithmetic), and each batch of nodes one block step per block (numpy's calls, which a narrow model's batches
+    are mostly made of)."""
+    calls = times(_batches(model, nodes, longest), (model.n_layer + 1) * SECONDS_PER_BLOCK_STEP)
+    arithmetic = (times(nodes, SECONDS_PER_NODE + _node_seconds(model))
+                  + times(contexts, SECONDS_PER_JUDGED + _judged_seconds(model)))
+    return SECONDS_PER_CHECK + (calls * PROOF_CALLS + arithmetic * PROOF_COST if proof else calls + arithmetic)
+
+
+def _batches(model: Model, nodes: int, longest: int) -> float:
+    """Batches a walk of ``nodes`` prefixes of up to ``longest`` tokens makes: a few at each length, then as many as
+    its nodes fill."""
+    try:
+        return longest + nodes / walking.batch_nodes(model, longest)
+    except OverflowError:  # a count beyond float range
+        return math.inf
+
+
+def exhaustive_seconds(model: Model, contexts: int, proof: bool = False) -> float:
+    """Roughly how long a check of every string of length 1…n_ctx (``contexts`` of them) takes: the walk of their
+    trie, each a node and judged."""
+    return walk_seconds(model, contexts, contexts, model.n_ctx, proof)
+
+
+def workbench_seconds(model: Model, nodes: int, contexts: int, longest: int, variants: int, walks: int = 1) -> float:
+    """Roughly how long judging ``variants`` variants of a model (a sweep's values, an ablation's parts) on a trie of
+    ``nodes`` prefixes of up to ``longest`` tokens, ``contexts`` of them judged, takes: ``walks`` walks of the trie
+    with the file's own model (:func:`walk_seconds` each), and on them each variant's own arithmetic and calls (from
+    its embeddings, at most: the stages it shares with the file are not run again) and its judged contexts'
+    unembedding and leads."""
+    walk = walk_seconds(model, nodes, contexts, longest) - SECONDS_PER_CHECK
+    variant = (times(nodes, _node_seconds(model)) + times(contexts, _judged_seconds(model))
+               + times(_batches(model, nodes, longest), (model.n_layer + 1) * SECONDS_PER_BLOCK_STEP))
+    return SECONDS_PER_CHECK + walks * walk + times(variants, variant)
 
 
 def sample_seconds(model: Model, sample: int, proof: bool, longest: int | None = None) -> float:
@@ -134,11 +177,18 @@ def sample_seconds(model: Model, sample: int, proof: bool, longest: int | None =
     as far as its length allows."""
     if not proof:
         return SECONDS_PER_CHECK + forward_seconds(model, sample, model.n_ctx)
+    return walk_seconds(model, trie_nodes(model.n_vocab, sample, longest or model.n_ctx), sample,
+                        longest or model.n_ctx, proof=True)
+
+
+def trie_nodes(n_vocab: int, contexts: int, longest: int) -> int:
+    """The most prefixes ``contexts`` contexts of up to ``longest`` tokens have: at each length, at most the strings
+    of that length and at most the contexts."""
     nodes, level = 0, 1
-    for _ in range(longest or model.n_ctx):
-        level = min(level * model.n_vocab, sample)  # prefixes of a length: at most the strings, at most the sample
+    for _ in range(longest):
+        level = min(level * n_vocab, contexts)
         nodes += level
-    return walk_seconds(model, nodes, sample) * PROOF_COST
+    return nodes
 
 
 def copy_cost(model: Model) -> tuple[float, float]:
@@ -254,9 +304,85 @@ def pass_bytes(model: Model, contexts: int, length: int) -> int:
 
 
 def walk_bytes(model: Model, longest: int) -> int:
-    """Peak bytes of a walk over contexts of at most ``longest`` tokens: the path and one batch's arrays."""
+    """The most bytes a walk over contexts of at most ``longest`` tokens takes: the path and one batch's arrays, every
+    batch full and every dimension of the keys and values kept (what its batches are sized to fit)."""
     path, wide = walking.node_sizes(model, longest)
     return walking.batch_nodes(model, longest) * (path + wide)
+
+
+def walk_peak_bytes(model: Model, nodes: int, contexts: int, longest: int, proof: bool = False,
+                    by_slot: bool = False) -> float:
+    """Roughly the peak bytes of a walk of a trie of ``nodes`` prefixes of up to ``longest`` tokens, ``contexts`` of
+    them judged (``proof``: the certified walk): its batches (no wider than the trie) with their widest arrays, each
+    length's room for the keys and values of the dimensions the model's weights can make non-zero, and the lookups
+    it makes first (the embeddings and block 0's q, k and v of every token at every position). ``by_slot``: every
+    string's trie cut by slot, whose siblings copy keys only at the first few lengths."""
+    batch = max(1, min(walking.batch_nodes(model, longest), nodes, contexts))
+    wide = walking.node_sizes(model, longest)[1]
+    lookups = table_bytes(model) + BYTES_PER_FLOAT * model.n_ctx * model.n_embd * model.n_vocab
+    return (_rooms(model, batch, longest, by_slot) + batch * wide) * (PROOF_MEMORY if proof else 1) + lookups
+
+
+def _rooms(model: Model, batch: int, longest: int, by_slot: bool = False) -> float:
+    """Bytes of the rooms a walk keeps its siblings' keys and values in, one per length, for batches of at most
+    ``batch`` nodes (no wider than the trie's level): room for n_ctx positions of the dimensions the weights can make
+    non-zero. ``by_slot``: only the lengths before every string's batches are cut by slot have any."""
+    path = walking.node_sizes(model, longest)[0]  # every dimension of every block, for ``longest`` lengths
+    per_room = path / longest * _live_rows(model) / (2 * max(1, model.n_layer) * model.n_embd)
+    copied = min(longest, 1 + math.ceil(math.log(batch) / math.log(max(2, model.n_vocab)))) if by_slot else longest
+    return per_room * sum(min(batch, model.n_vocab ** min(length, 64)) for length in range(1, copied + 1))
+
+
+def _live_rows(model: Model) -> int:
+    """The key and value rows a node keeps per position, in every block: each head's dimensions whose query and key,
+    or value and output, its weights can make non-zero (at least one each)."""
+    rows = 0
+    for block in model.params["blocks"]:
+        attn = block["attn"]
+        w, b, proj = attn["c_attn"]["w"], attn["c_attn"]["b"], attn["c_proj"]["w"]
+        n, heads = len(proj), model.n_head
+        live = w.any(axis=0) | (b != 0)  # [3*n_embd]
+        qk = (live[:n] & live[n:2 * n]).reshape(heads, -1).sum(axis=1).max(initial=0)
+        v = (live[2 * n:] & proj.any(axis=1)).reshape(heads, -1).sum(axis=1).max(initial=0)
+        rows += heads * (max(1, int(qk)) + max(1, int(v)))
+    return rows
+
+
+def stream_bytes(model: Model, length: int, pattern_length: int, proof: bool, batch: int) -> float:
+    """Roughly the peak bytes of a stream check of ``length`` tokens judged ``batch`` windows at a time: a batch's
+    windows sorted and judged, the forward passes of its distinct ones; with the ``proof``, the window at each phase
+    of the pattern and their certified logits, from one walk."""
+    windows = min(length, batch)
+    phases = min(length, pattern_length)
+    judged = windows * (BYTES_PER_WINDOW + model.n_ctx + 2 * model.n_vocab * BYTES_PER_FLOAT)
+    if proof:
+        nodes = trie_nodes(model.n_vocab, phases, model.n_ctx)
+        found = phases * (BYTES_PER_PHASE + model.n_ctx + 2 * model.n_vocab * BYTES_PER_FLOAT)
+        return judged + found + walk_peak_bytes(model, nodes, phases, model.n_ctx, proof=True)
+    distinct = min(windows, phases, model.n_vocab ** min(model.n_ctx, 20))
+    return judged + pass_bytes(model, distinct, model.n_ctx)
+
+
+def variant_node_bytes(model: Model, attends: int) -> int:
+    """The most bytes a variant keeps per node of a batch, which size the groups of variants walked together: its
+    keys and values on a full path (the ``attends`` blocks it attends in), and its logits while the batch is
+    judged."""
+    longest = model.n_ctx
+    return BYTES_PER_FLOAT * (2 * model.n_embd * longest * longest * attends + LOGITS_KEPT * model.n_vocab)
+
+
+def workbench_bytes(model: Model, nodes: int, contexts: int, longest: int, variants: int, shared: int,
+                    variant_memory: int) -> float:
+    """Roughly the peak bytes of judging ``variants`` variants on a walk of ``nodes`` prefixes, ``contexts`` judged:
+    the file's own walk, what it hands the variants at each batch and its judgements, kept across walks up to
+    ``shared`` bytes, and the variants walked together (as many as fit ``variant_memory`` bytes by
+    :func:`variant_node_bytes`), each keeping its keys and values and its logits."""
+    batch = max(1, min(walking.batch_nodes(model, longest), nodes, contexts))
+    handed = nodes * 2 * model.n_embd * BYTES_PER_FLOAT + contexts * (longest + model.n_vocab + 2 * BYTES_PER_FLOAT)
+    own = _rooms(model, batch, longest) + batch * LOGITS_KEPT * model.n_vocab * BYTES_PER_FLOAT  # keys, logits
+    together = variant_memory // (walking.batch_nodes(model, model.n_ctx) * variant_node_bytes(model, model.n_layer))
+    walk = walk_peak_bytes(model, nodes, contexts, longest)
+    return walk + min(shared, handed) + min(variants, max(1, together)) * own
 
 
 def logits_bytes(model: Model, rows: int) -> int:

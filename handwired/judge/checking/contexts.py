@@ -14,15 +14,15 @@ import numpy as np
 from handwired import budget
 from handwired.defaults import MIN_LENGTH, SEED
 from handwired.engine.cost import (
-    PROOF_COST,
     exhaustive_seconds,
     pass_bytes,
     sample_seconds,
     spread_bytes,
-    walk_bytes,
+    walk_peak_bytes,
     walk_seconds,
 )
 from handwired.engine.memory import gigabytes, refuse_large
+from handwired.engine.parts import workers
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.kinds.domains import Domain
 from handwired.weightfile import Model
@@ -83,7 +83,7 @@ def refuse_every_context(model: Model, instead: str, parameters: tuple[str, ...]
     or take more than about ``max_seconds`` (or what the budget allows instead; ``proof``: with the certified bounds),
     the line ending with what to do ``instead``."""
     total = count_contexts(model, min_length)
-    seconds = exhaustive_seconds(model, total) * (PROOF_COST if proof else 1)
+    seconds = exhaustive_seconds(model, total, proof)
     allowed = budget.seconds(max_seconds)
     if total > limit or seconds > allowed:
         reason = (f"more than the {limit:,} handwired will enumerate" if total > limit
@@ -93,6 +93,9 @@ def refuse_every_context(model: Model, instead: str, parameters: tuple[str, ...]
             f"every context: {model.n_vocab}^{min_length} + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} "
             f"contexts, about {duration(seconds)} of checking for this model, {reason}; {instead}{allow}",
             (*parameters, *budget.TIME))
+    size = workers(model, total, model.n_ctx) * walk_peak_bytes(model, total, total, model.n_ctx, proof, True)
+    refuse_large(f"every context: {how_many(total)} contexts at n_embd {model.n_embd}", size, f"; {instead}",
+                 parameters)
     return total
 
 
@@ -180,12 +183,13 @@ def refuse_large_domain(model: Model, domain: Domain, verb: str = "check", proof
 
 
 def refuse_large_walk(model: Model, what: str, contexts: int, nodes: int, longest: int, verb: str,
-                      instead: str, proof: bool = False) -> None:
+                      instead: str, proof: bool = False, every_string: bool = False) -> None:
     """Refuse a walk of ``nodes`` prefixes, ``contexts`` of them judged, whose time (``proof``: with the certified
-    bounds) or memory would be over the limits; the line ends with what narrows it, ``instead``."""
+    bounds) or memory would be over the limits (``every_string``: the trie of every string, walked in parts); the
+    line ends with what narrows it, ``instead``."""
     narrow = f"; {instead}"
-    unproved = walk_seconds(model, nodes, contexts)  # the float64 check alone, without the certified bounds
-    seconds = unproved * (PROOF_COST if proof else 1)
+    unproved = walk_seconds(model, nodes, contexts, longest)  # the float64 check alone, without the certified bounds
+    seconds = walk_seconds(model, nodes, contexts, longest, proof)
     allowed = budget.seconds(MAX_EXHAUSTIVE_SECONDS)
     if seconds > allowed:
         if proof and unproved <= allowed:
@@ -194,4 +198,5 @@ def refuse_large_walk(model: Model, what: str, contexts: int, nodes: int, longes
                              f"{duration(allowed)} handwired will spend on one{narrow}{budget.more_time(seconds)}",
                              ("no_proof", *budget.TIME))
     kept = spread_bytes(contexts, longest) if verb == "spread" else 0.0
-    refuse_large(what, walk_bytes(model, longest) + kept, narrow)
+    walks = workers(model, contexts, longest) if every_string else 1  # every string's parts walk side by side
+    refuse_large(what, walks * walk_peak_bytes(model, nodes, contexts, longest, proof, every_string) + kept, narrow)

@@ -21,7 +21,8 @@ from handwired import budget
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
 from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.certify import certified_contexts, certified_logits, certified_walk
-from handwired.engine.cost import stream_seconds
+from handwired.engine.cost import stream_bytes, stream_seconds
+from handwired.engine.memory import refuse_large
 from handwired.engine.parts import every_string
 from handwired.engine.walk import Visit
 from handwired.errors import HandwiredError, bad_value
@@ -126,11 +127,13 @@ def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREA
     if length < 2:
         raise bad_value("length", length, "expected at least 2 tokens")
     check_min_length(min_length, length - 1, "the stream's last prefix")
-    seconds = stream_seconds(model, length, len(pattern), proof)
+    seconds = stream_seconds(model, length, len(pattern), proof, BATCH)
     if seconds > budget.seconds(MAX_RUN_SECONDS):
         raise HandwiredError(f"{{length}} {length:,}: about {duration(seconds)} of checking for this model, more than "
                              f"the {duration(budget.seconds(MAX_RUN_SECONDS))} handwired will spend on one; ask for a "
                              f"shorter stream{budget.more_time(seconds)}", ("length", *budget.TIME))
+    refuse_large(f"{{length}} {length:,} of a pattern of {len(pattern):,} tokens",
+                 stream_bytes(model, length, len(pattern), proof, BATCH), "; ask for a shorter stream", ("length",))
     total = max(0, length - min_length)
 
     def batches() -> Iterator[Batch]:
@@ -231,7 +234,7 @@ def every_string_plan(model: Model, rule: Rule, proof: bool = True) -> Plan:
     what = f"every context: {model.n_vocab}^1 + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} contexts"
     refuse_large_walk(model, what, total, total, model.n_ctx, "check",
                       "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or "
-                      "n_ctx (or a domain) makes the check shorter", proof)
+                      "n_ctx (or a domain) makes the check shorter", proof, every_string=True)
     return _walk_plan(model, lambda: _every_string(model, 1, proof), rule,
                       f"every context of length 1…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
                       f"({total:,} contexts)", total, proof)

@@ -249,10 +249,11 @@ def count_parts(model: Model, entries: bool) -> int:
 
 def refuse_long(model: Model, source: Source, entries: bool) -> None:
     """Refuse an ablation estimated at more than a few minutes, before anything is removed."""
-    runs = 2 + count_parts(model, entries)  # and the file itself, and a mean ablation's walk
+    runs = count_parts(model, entries)
     workbench.refuse_long(model, source, runs, "ablation", "judge a smaller set of contexts, or leave out "
                           "{entries}" if entries else "judge a smaller set of contexts", ("entries",) if entries
-                          else (), (runs - 2, *ablation_cost(model, count_parts(model, False), entries)))
+                          else (), (runs, *ablation_cost(model, count_parts(model, False), entries)),
+                          walks=2)  # the file's own, and a mean ablation's
 
 
 def ablate(model: Model, source: Source, entries: bool = False, mean: bool = False,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired import budget
-from handwired.engine.cost import walk_bytes, walk_seconds
+from handwired.engine.cost import workbench_bytes, workbench_seconds
 from handwired.engine.memory import refuse_large
 from handwired.engine.resume import VARIANT_MEMORY, groups, resumed, variant_walk
 from handwired.engine.walk import EveryString, batch_nodes
@@ -211,20 +211,21 @@ def size(model: Model, source: Source) -> tuple[int, int, int]:
 
 
 def refuse_long(model: Model, source: Source, runs: int, what: str, instead: str, parameters=(),
-                variants: tuple[int, float, float] = (0, 0.0, 0.0)) -> None:
-    """Refuse ``runs`` walks of ``source``'s contexts (each a variant's verdict) estimated at more than
+                variants: tuple[int, float, float] = (0, 0.0, 0.0), walks: int = 1) -> None:
+    """Refuse judging ``runs`` variants on ``source``'s contexts, in ``walks`` walks of them, estimated at more than
     the budget's time (by default MAX_RUN_SECONDS), or a walk whose memory is over the budget's, before any runs;
     ``variants``: how many copies of the model (or of its arrays) the work holds at once, their bytes, and the
     seconds making every copy takes, counted too."""
     contexts, nodes, longest = size(model, source)
-    kept = walk_bytes(model, longest) + VARIANT_MEMORY + SHARED_MEMORY  # the walk, the variants' paths, the shared
+    kept = workbench_bytes(model, nodes, contexts, longest, runs, SHARED_MEMORY, VARIANT_MEMORY)
     copies, held, making = variants
     refuse_large(f"{what}: {how_many(contexts)} contexts at n_embd {model.n_embd}"
                  + (f", and {copies:,} copies of the model's arrays held at once" if held else ""), kept + held,
                  f"; {instead}" if held else "; judge fewer contexts", (*parameters,),
                  "the walk's arrays and the copies" if held else "attention scores and activations")
-    seconds = runs * walk_seconds(model, nodes, contexts) + making
+    seconds = workbench_seconds(model, nodes, contexts, longest, runs, walks) + making
     if seconds > budget.seconds(MAX_RUN_SECONDS):
-        raise HandwiredError(f"{what}: {runs:,} checks of {how_many(contexts)} contexts, about {duration(seconds)} "
+        raise HandwiredError(f"{what}: {runs:,} variants judged on {how_many(contexts)} contexts, about "
+                             f"{duration(seconds)} "
                              f"for this model, more than the {duration(budget.seconds(MAX_RUN_SECONDS))} handwired "
                              f"will spend on one; {instead}{budget.more_time(seconds)}", (*parameters, *budget.TIME))
