@@ -10,7 +10,7 @@ CPU time (every thread's): on a shared machine the CPU time is the steadier meas
 target's. It checks its own answers in both modes: the same counts and the same margin (the certified passes' values
 are the float passes' bits), every passing context proved with the bounds, none without.
 Target: the certified check within 2.5× the float check, the cost the checks' estimates assume for a proof on a
-walk (``PROOF_COST`` in judge/checking/plans.py); the aim beyond it is 1.5×.
+walk (``PROOF_COST`` in engine/cost.py); the aim beyond it is 1.5×.
 
 Both run with numpy's BLAS on one thread (OPENBLAS_NUM_THREADS=1, set before numpy loads, unless already set): the
 walk's own threads each call BLAS, and on a busy 2-core machine BLAS threads inside them spin against each
@@ -23,7 +23,7 @@ import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported
 
-from handwired.judge.checking.plans import PROOF_COST
+from handwired.engine.cost import PROOF_COST
 from handwired.judge.game.catalogue import load_puzzle, solution_path
 from handwired.judge.game.verdict import submit
 from handwired.weightfile import load

@@ -93,7 +93,7 @@ def test_a_huge_batch_is_refused_before_any_array(layered, monkeypatch):
 def test_a_batch_too_large_for_one_pass_runs_in_parts_and_gives_the_same_logits(layered, monkeypatch):
     import handwired
     import handwired.api.model as api_model
-    from handwired.engine.memory import trace_bytes
+    from handwired.engine.cost import trace_bytes
 
     model, params = layered
     tokens = np.random.default_rng(5).integers(0, 3, size=(40, 5))
@@ -414,12 +414,13 @@ def test_a_refused_proof_offers_proof_false_from_python(tmp_path, monkeypatch):
     wide_add(tmp_path, "###+###")
     monkeypatch.setattr(walking, "walk", _refuse)
     puzzle = handwired.puzzle(tmp_path / "wide.json")
-    with pytest.raises(HandwiredError) as error:
-        puzzle.submit(tmp_path / "model.json")
-    assert "or judge it in float64 without the proof (proof=False: about " in str(error.value), str(error.value)
-    assert "no_proof" not in str(error.value)
-    with pytest.raises(AssertionError, match="called"):  # proof=False: the float walk starts
-        puzzle.submit(tmp_path / "model.json", proof=False)
+    with handwired.allow(max_seconds=60):  # 4,000,000 contexts: the float check under a minute, the proof over
+        with pytest.raises(HandwiredError) as error:
+            puzzle.submit(tmp_path / "model.json")
+        assert "or judge it in float64 without the proof (proof=False: about " in str(error.value), str(error.value)
+        assert "no_proof" not in str(error.value)
+        with pytest.raises(AssertionError, match="called"):  # proof=False: the float walk starts
+            puzzle.submit(tmp_path / "model.json", proof=False)
 
 
 def test_spread_and_submit_from_python_warn_as_the_command_line_does(tmp_path, monkeypatch):

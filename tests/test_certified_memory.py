@@ -8,7 +8,8 @@ from reference import params_to_document, random_params
 
 from handwired.engine import certify
 from handwired.engine.arithmetic.floats import float_walk
-from handwired.engine.walk import EveryString, walk_bytes
+from handwired.engine.cost import walk_bytes
+from handwired.engine.walk import EveryString
 from handwired.weightfile import parse
 
 

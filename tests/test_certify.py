@@ -418,13 +418,15 @@ def test_watch_says_proved_only_when_proved():
 
 def test_the_estimate_before_a_certified_check_counts_the_proofs_cost():
     """A check the float estimate would allow is refused when the proof's cost takes it over the limit."""
+    from handwired.engine.cost import exhaustive_seconds
     from handwired.errors import HandwiredError
-    from handwired.judge.checking.contexts import count_contexts, estimated_seconds
-    from handwired.judge.checking.plans import PROOF_COST, exhaustive_plan, pattern_rule
+    from handwired.judge.checking.contexts import count_contexts
+    from handwired.judge.checking.plans import exhaustive_plan, pattern_rule
 
     model = load(str(ROOT / "weights" / "aab.json"))
-    seconds = estimated_seconds(model, count_contexts(model))
-    limit = seconds * (1 + PROOF_COST) / 2  # between the float estimate and the certified one
+    unproved, proved = (exhaustive_seconds(model, count_contexts(model), proof) for proof in (False, True))
+    assert proved > unproved
+    limit = (unproved + proved) / 2  # between the float estimate and the certified one
     exhaustive_plan(model, pattern_rule(model, "aab"), max_seconds=limit, proof=False)
     with pytest.raises(HandwiredError, match="of checking for this model"):
         exhaustive_plan(model, pattern_rule(model, "aab"), max_seconds=limit, proof=True)
@@ -436,7 +438,7 @@ def test_the_walks_estimates_count_the_proofs_cost(monkeypatch):
     from handwired.engine import walk as walking
     from handwired.errors import HandwiredError
     from handwired.judge.checking import contexts
-    from handwired.judge.checking.plans import PROOF_COST, domain_plan, every_string_plan
+    from handwired.judge.checking.plans import domain_plan, every_string_plan
     from handwired.judge.kinds.rules import PatternRule
 
     add = load(str(ROOT / "puzzles" / "solutions" / "add.json"))
@@ -445,12 +447,13 @@ def test_the_walks_estimates_count_the_proofs_cost(monkeypatch):
     wide = model_of(random_params(np.random.default_rng(2), n_vocab=70, n_ctx=2, n_embd=4, n_layer=1, n_hidden=4),
                     list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&*+-"), 2, 1)
     rule = PatternRule(np.array([0, 1]), 70, "ab")
-    for model, make, (judged, walked) in ((add, lambda proof: domain_plan(add, domain, load_puzzle("add").rule, proof),
-                                           (n_contexts, nodes)),
-                                          (wide, lambda proof: every_string_plan(wide, rule, proof),
-                                           (70 + 70**2, 70 + 70**2))):
-        seconds = contexts.walk_seconds(model, walked, judged)
-        monkeypatch.setattr(contexts, "MAX_EXHAUSTIVE_SECONDS", seconds * (1 + PROOF_COST) / 2)
+    for model, make, (judged, walked, longest) in (
+            (add, lambda proof: domain_plan(add, domain, load_puzzle("add").rule, proof),
+             (n_contexts, nodes, domain.longest)),
+            (wide, lambda proof: every_string_plan(wide, rule, proof), (70 + 70**2, 70 + 70**2, 2))):
+        unproved, proved = (contexts.walk_seconds(model, walked, judged, longest, proof) for proof in (False, True))
+        assert proved > unproved
+        monkeypatch.setattr(contexts, "MAX_EXHAUSTIVE_SECONDS", (unproved + proved) / 2)
         make(False)
         monkeypatch.setattr(walking, "walk", lambda *args: pytest.fail("walked"))
         with pytest.raises(HandwiredError, match="to check for this model, more than"):

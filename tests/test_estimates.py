@@ -8,9 +8,10 @@ import pytest
 from forbidden import forbid
 from test_cli import invoke, user_error
 
+from handwired.engine.cost import forward_seconds, stream_seconds
 from handwired.engine.forward import forward
 from handwired.engine.trace import trace
-from handwired.judge.checking.contexts import duration, forward_seconds, how_many, stream_seconds
+from handwired.judge.checking.contexts import duration, how_many
 from handwired.judge.checking.report import run
 from handwired.views import watch as watching
 from handwired.weightfile import load
@@ -76,7 +77,7 @@ def test_the_estimates_grow_as_the_work_does():
     model = load("aab")
     assert forward_seconds(model, 2000, 5) == pytest.approx(2 * forward_seconds(model, 1000, 5))
     assert forward_seconds(model, 1, 5, last_only=False) > forward_seconds(model, 1, 5)
-    assert stream_seconds(model, 2 * 10**8, 3) > 1.9 * stream_seconds(model, 10**8, 3)
+    assert stream_seconds(model, 2 * 10**8, 3, False, 65536) > 1.9 * stream_seconds(model, 10**8, 3, False, 65536)
 
 
 def test_explain_of_a_huge_valid_model_is_refused_before_its_trace_with_the_flags_that_narrow_it(sparse_giant,
@@ -288,8 +289,9 @@ def test_the_memory_estimates_match_what_numpy_allocates(sparse_model):
 
     import numpy as np
 
-    from handwired.engine.batch import next_logits, peak_bytes
-    from handwired.engine.memory import trace_bytes
+    from handwired.engine.batch import next_logits
+    from handwired.engine.cost import pass_bytes as peak_bytes
+    from handwired.engine.cost import trace_bytes
     from handwired.engine.trace import trace
 
     model = load(str(sparse_model(1024, 64, 4, 2)))
@@ -333,7 +335,7 @@ def test_a_recorded_pass_with_layernorm_and_mlps_is_estimated_above_what_it_allo
     import numpy as np
     from reference import params_to_document, random_params
 
-    from handwired.engine.memory import trace_bytes
+    from handwired.engine.cost import trace_bytes
     from handwired.engine.trace import trace
     from handwired.weightfile import parse
 

@@ -13,7 +13,7 @@ from reference import params_to_document, random_params, reference_forward
 from waiting import DEADLINE
 
 from handwired import budget
-from handwired.engine import certify, parts
+from handwired.engine import certify, cost, parts
 from handwired.engine import walk as walking
 from handwired.engine.arithmetic import certified as proof_step
 from handwired.engine.arithmetic import floats as stepping
@@ -214,7 +214,7 @@ def test_threads_only_when_many_contexts_and_their_walks_fit_in_memory(monkeypat
     monkeypatch.setattr(parts, "WORKERS", 4)
     assert parts.workers(model, parts.PARALLEL_FROM - 1, 20) == 1
     assert parts.workers(model, parts.PARALLEL_FROM, 20) == 4
-    monkeypatch.setattr(budget, "MEMORY", 4 * walking.walk_bytes(model, 20) - 1)
+    monkeypatch.setattr(budget, "MEMORY", 4 * cost.walk_bytes(model, 20) - 1)
     assert parts.workers(model, parts.PARALLEL_FROM, 20) == 1
 
 

@@ -350,7 +350,7 @@ def test_watch_says_when_the_edits_are_too_many_to_compare_and_goes_on(tmp_path,
 
 
 def test_puzzles_show_estimates_its_example_answers_before_making_them(monkeypatch):
-    from handwired.views import cost
+    from handwired.engine import cost
     from handwired.views import puzzles as puzzle_views
 
     answered = []

@@ -310,3 +310,58 @@ def test_there_is_one_traversal():
                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                if isinstance(node, ast.FunctionDef) and node.name in ("walk", "evaluate_tree", "new_position")]
     assert walkers == ["handwired.engine.walk"], walkers
+
+
+# What a piece of work costs, in time and memory, is estimated in one module: every per-unit cost constant and every
+# estimating function is there, and the rest call it.
+ONE_SIZING = "handwired.engine.cost"
+COST_CONSTANT = re.compile(r"^(SECONDS|BYTES)_PER_|_COST$")
+ESTIMATING = re.compile(r".(_seconds|_bytes|_cost)$|^estimat")  # not the budget's seconds(), nor a part's cost
+
+
+def cost_definitions(tree: ast.AST) -> list[str]:
+    """The cost constants (SECONDS_PER_…, BYTES_PER_…, …_COST) and the estimating functions (…_seconds, …_bytes,
+    …_cost, estimate…) ``tree`` defines, at any depth."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ESTIMATING.search(node.name.lower()):
+            found.append(node.name)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) else []
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name) and COST_CONSTANT.search(name.id):
+                    found.append(name.id)
+    return found
+
+
+def test_the_time_and_memory_of_work_are_estimated_in_one_module():
+    """Every cost constant and estimating function is handwired.engine.cost's: no command, view or sub-system prices
+    work with a copy of its own (they count it, and refuse it against the budget)."""
+    elsewhere = {module: found for module, path in MODULES.items() if module != ONE_SIZING
+                 and (found := cost_definitions(ast.parse(path.read_text(encoding="utf-8"))))}
+    assert elsewhere == {}
+    mine = cost_definitions(ast.parse(MODULES[ONE_SIZING].read_text(encoding="utf-8")))
+    assert {"SECONDS_PER_WALKED_MULTIPLY_ADD", "PROOF_COST", "walk_seconds", "walk_bytes", "copy_cost"} <= set(mine)
+    users = {module for module, imported in GRAPH.items() if ONE_SIZING in imported}
+    assert {"handwired.judge.checking.contexts", "handwired.judge.workbench.variants", "handwired.views.cost",
+            "handwired.engine.parts", "handwired.api.tokens"} <= users
+
+
+def test_the_probe_finds_a_cost_constant_and_an_estimate_defined_elsewhere():
+    written = '''
+SECONDS_PER_CELL = 75e-6
+MAX_VIEW_SECONDS = 30
+WAIT, BYTES_PER_ROW = 1e-9, 8
+PROOF_COST: float = 2.5
+def copy_cost(model):
+    return 1
+def _node_bytes(model):
+    return 1
+def estimated_time(model):
+    return 1
+def seconds(default):
+    return 1
+'''
+    assert sorted(cost_definitions(ast.parse(written))) == ["BYTES_PER_ROW", "PROOF_COST", "SECONDS_PER_CELL",
+                                                            "_node_bytes", "copy_cost", "estimated_time"]

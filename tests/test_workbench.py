@@ -577,8 +577,10 @@ def test_a_sweep_estimated_too_long_is_refused_with_the_estimate(monkeypatch):
     from handwired.judge.workbench import variants as workbench
 
     monkeypatch.setattr(workbench, "variant_walk", lambda *args: pytest.fail("evaluated"))
-    line = user_error("sweep", ADD, "K=1..2", "G=1..2", "--steps", "100", "--puzzle", "add")
-    assert "--steps 100: 10,000 checks of 30,000 contexts" in line and "minutes" in line and "ask for fewer" in line
+    # 10,000 values, the most a heatmap has: minutes, within the default ten, so the test allows one
+    line = user_error("sweep", ADD, "K=1..2", "G=1..2", "--steps", "100", "--puzzle", "add", "--max-seconds", "60")
+    assert "--steps 100: 10,000 variants judged on 30,000 contexts" in line and "minutes" in line
+    assert "ask for fewer" in line and "more than the 60 seconds" in line
 
 
 def test_ablating_ln_f_takes_it_out(tmp_path):

@@ -13,8 +13,8 @@ from reference import params_to_document, random_params
 from test_cli import user_error
 from walkable import walkable
 
+from handwired.engine.cost import walk_bytes
 from handwired.engine.resume import VARIANT_MEMORY
-from handwired.engine.walk import walk_bytes
 from handwired.errors import HandwiredError
 from handwired.judge.game.catalogue import bundled_puzzles, load_puzzle, solution_path
 from handwired.judge.game.puzzle import read_statement
@@ -130,25 +130,33 @@ def test_the_memory_of_a_sweep_does_not_grow_with_the_domain(tmp_path, monkeypat
     assert kept_peak < small_peak + 64 * 2**20
 
 
-def test_the_estimate_of_a_sweep_counts_the_bisection_of_its_edges(monkeypatch):
-    """A sweep whose grid alone is within ten minutes, but not with the bisection of an interval's two edges."""
+def by_the_walk(seconds: float):
+    """workbench_seconds as if each walk of the file and each variant took ``seconds``."""
+    return lambda model, nodes, contexts, longest, variants, walks=1: seconds * (variants + walks)
+
+
+def test_the_estimate_of_a_sweep_counts_the_bisection_of_an_edge(monkeypatch):
+    """A sweep whose grid alone is within ten minutes, but not with the bisection of an edge."""
     add = str(solution_path("add"))
     seconds = []
-    monkeypatch.setattr(workbench, "walk_seconds", lambda *args: 10.0)  # each value's walk: 10 s
+    monkeypatch.setattr(workbench, "workbench_seconds", by_the_walk(10.0))  # each value: 10 s
     monkeypatch.setattr(workbench, "variant_walk", lambda *args, **kwargs: seconds.append(1) or iter(()))
     line = user_error("sweep", add, "K=1..40", "--puzzle", "add", "--steps", "40")
-    assert "--steps 40 (and up to 62 values bisecting 2 edges)" in line  # 2 x 14 steps of 3/5 to 1/1024, 31 values
-    assert "102 checks" in line and "--precision" in line and seconds == []
+    # 14 steps of 3/5 to 1/1024, three to a walk of 7 values: 31 values in 5 walks; and the grid's 40 in one
+    assert "--steps 40 (and up to 31 values bisecting each edge the grid finds, one counted here)" in line
+    assert "71 variants judged" in line and "--precision" in line and seconds == []
     line = user_error("sweep", add, "K=1..40", "--puzzle", "add", "--steps", "30", "--precision", "1e-300")
-    assert "(and up to 280 values bisecting 2 edges)" in line  # 60 steps each at most, 20 walks of 7 values
+    assert "(and up to 140 values bisecting each edge" in line  # 60 steps at most, 20 walks of 7 values
     line = user_error("sweep", add, "K=1..2", "G=1..2", "--puzzle", "add", "--steps", "8")  # a heatmap: no bisection
-    assert "--steps 8: 64 checks" in line and "bisect" not in line and "--precision" not in line
+    assert "--steps 8: 64 variants judged" in line and "bisect" not in line and "--precision" not in line
     model = load(add)  # a sweep that finds more edges is estimated again, with them, before it bisects
-    monkeypatch.setattr(workbench, "walk_seconds", lambda *args: 5.0)
+    monkeypatch.setattr(workbench, "workbench_seconds", by_the_walk(5.0))
     ranges = [parse_range(model, "K=1..40", 20, False)]
-    refuse_long(model, puzzle_source(load_puzzle("add"), model), ranges)  # 20 + 62 values: 410 s
-    with pytest.raises(HandwiredError, match=r"steps 20 \(and up to 155 values bisecting 5 edges\): 175 checks"):
-        refuse_long(model, puzzle_source(load_puzzle("add"), model), ranges, None, 5)
+    refuse_long(model, puzzle_source(load_puzzle("add"), model), ranges)  # 20 + 31 values, 6 walks: 285 s
+    refuse_long(model, puzzle_source(load_puzzle("add"), model), ranges, None, 2)  # 62 values, 5 walks: 335 s
+    with pytest.raises(HandwiredError, match=r"steps 20: the grid's 5 edges, up to 155 values bisecting them: 155 "
+                                             r"variants judged"):
+        refuse_long(model, puzzle_source(load_puzzle("add"), model), ranges, None, 5)  # 800 s
 
 
 def test_bisecting_three_steps_per_walk_tries_the_values_one_step_at_a_time_tries(monkeypatch):
@@ -207,7 +215,7 @@ def test_the_values_a_sweep_says_bisection_may_try_bound_those_three_steps_per_w
     result = sweep(model, source, ranges)
     tried = len(made) - 9
     edges = sum(1 for interval in result.intervals for edge in (interval.below, interval.above) if edge)
-    monkeypatch.setattr(workbench, "walk_seconds", lambda *args: 1e6)  # refused, so that the figure is printed
+    monkeypatch.setattr(workbench, "workbench_seconds", by_the_walk(1e6))  # refused, so that the figure is printed
     with pytest.raises(HandwiredError) as refused:
         refuse_long(model, source, ranges, None, edges)
     said = int(re.search(r"up to ([\d,]+) values bisecting", str(refused.value))[1].replace(",", ""))

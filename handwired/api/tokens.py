@@ -7,7 +7,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from handwired import budget
-from handwired.engine.memory import FLOAT, refuse_large, trace_bytes
+from handwired.engine.cost import logits_bytes, trace_bytes
+from handwired.engine.memory import refuse_large
 from handwired.errors import HandwiredError
 from handwired.weightfile import Model
 
@@ -26,7 +27,7 @@ def to_tokens(model: Model, given: object, chunked: bool = False) -> NDArray[np.
         raise HandwiredError(f"{{input}}: {tokens.shape[1]} positions, more than the model's n_ctx {model.n_ctx}; "
                              f"give at most {model.n_ctx} tokens (the last {model.n_ctx}: text[-{model.n_ctx}:])",
                              ("input",))
-    size = (len(tokens) * tokens.shape[1] * model.n_vocab * FLOAT + trace_bytes(model, tokens.shape[1]) if chunked
+    size = (logits_bytes(model, tokens.size) + trace_bytes(model, tokens.shape[1]) if chunked
             else len(tokens) * trace_bytes(model, tokens.shape[1]))
     refuse_large(f"{{input}}: {len(tokens):,} contexts of {tokens.shape[1]} tokens", size,
                  "; give fewer contexts at a time", ("input",))
@@ -37,7 +38,7 @@ def chunks(model: Model, shape: tuple[int, ...]) -> Iterator[tuple[int, int]]:
     """The parts, (start, stop), a batch of ``shape`` [batch, pos] is run in: as many contexts at a time as the memory
     budget holds (less what the whole batch's logits take), at least one."""
     batch, pos = shape
-    room = budget.memory() - batch * pos * model.n_vocab * FLOAT
+    room = budget.memory() - logits_bytes(model, batch * pos)
     step = max(1, int(room // trace_bytes(model, pos)))
     for start in range(0, batch, step):
         yield start, min(batch, start + step)

@@ -13,7 +13,6 @@ import numpy as np
 
 from handwired.engine.forward import forward, qkv_table
 from handwired.engine.logits import require_finite
-from handwired.engine.memory import chunk_bytes, table_bytes
 from handwired.weightfile import Model
 
 if TYPE_CHECKING:
@@ -40,9 +39,9 @@ def next_logits(model: Model, contexts: np.ndarray, chunk: int | None = None) ->
     contexts = np.asarray(contexts)
     if contexts.shape[0] == 0:
         return np.zeros((0, model.n_vocab))
-    chunk = chunk or _chunk(contexts.shape[1])
+    chunk = chunk or chunk_size(contexts.shape[1])
     starts = range(0, contexts.shape[0], chunk)
-    table = qkv_table(model.params) if _worth_a_table(model, contexts.size) else None
+    table = qkv_table(model.params) if worth_a_table(model, contexts.size) else None
 
     def run(start: int) -> np.ndarray:
         return forward(model.params, contexts[start : start + chunk], model.n_head, last_only=True, table=table)
@@ -51,25 +50,15 @@ def next_logits(model: Model, contexts: np.ndarray, chunk: int | None = None) ->
     return require_finite(model, contexts, logits)
 
 
-def _chunk(length: int) -> int:
+def chunk_size(length: int) -> int:
+    """Contexts of ``length`` tokens per forward pass."""
     return max(1, CHUNK_POSITIONS // length)
 
 
-def _worth_a_table(model: Model, positions: int) -> bool:
+def worth_a_table(model: Model, positions: int) -> bool:
     # The lookup table pays off only when the batch has more positions than the table has rows
     # (complete, one context at a time, would build it for nothing).
     return bool(model.n_layer) and positions > model.n_vocab * model.n_ctx
-
-
-def peak_bytes(model: Model, contexts: int, length: int) -> int:
-    """Peak bytes of :func:`next_logits` over ``contexts`` contexts of ``length`` tokens: the chunks that run side
-    by side, and the lookup table when the batch builds one."""
-    if contexts == 0:
-        return 0
-    chunk = min(_chunk(length), contexts)
-    side_by_side = min(WORKERS, -(-contexts // chunk))
-    table = table_bytes(model) if _worth_a_table(model, contexts * length) else 0
-    return table + side_by_side * chunk_bytes(model, chunk, length)
 
 
 def next_logits_distinct(model: Model, contexts: np.ndarray, chunk: int | None = None) -> np.ndarray:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired import budget
-from handwired.engine.walk import EveryString, Shape, Visit, walk_bytes
+from handwired.engine.cost import walk_bytes
+from handwired.engine.walk import EveryString, Shape, Visit
 from handwired.weightfile import Model
 
 WORKERS = min(4, os.cpu_count() or 1)  # threads walking the parts of a trie side by side

@@ -23,7 +23,7 @@ import numpy as np
 from handwired.engine import walk as walking
 from handwired.engine.arithmetic.floats import Floats, float_walk, prepare, silent
 from handwired.engine.block_step import ATTENTION, MLP, PROJECTION, Entry, block_step
-from handwired.engine.memory import table_bytes
+from handwired.engine.cost import table_bytes, variant_node_bytes
 from handwired.engine.walk import Shape, Visit, batch_nodes
 from handwired.weightfile import Model
 
@@ -110,23 +110,14 @@ def resumed(base: Model, variant: Model) -> Resumed:
     return Resumed(variant, stage if entry is not None else 0, entry or ())
 
 
-LOGITS_KEPT = 5  # a variant's logits [n, n_vocab]: in the batch's block of them, and as they are judged
-
-
-def node_bytes(model: Model, variant: Resumed) -> int:
-    """Bytes a variant keeps per node of a batch: its keys and values on a full path (the blocks it attends in),
-    and its logits while the batch is judged."""
-    longest = model.n_ctx
-    return 8 * (2 * model.n_embd * longest * longest * len(variant.attends) + LOGITS_KEPT * model.n_vocab)
-
-
 def groups(model: Model, variants: list[Resumed], chunk: int) -> list[list[int]]:
-    """The variants (by index) walked together, in order: what they keep (:func:`node_bytes`, and the q, k, v table
-    of one run from its embeddings) within VARIANT_MEMORY per walk; at least one walk, empty with no variants."""
+    """The variants (by index) walked together, in order: what they keep (``cost.variant_node_bytes``, and the q, k,
+    v table of one run from its embeddings) within VARIANT_MEMORY per walk; at least one walk, empty with no
+    variants."""
     out: list[list[int]] = [[]]
     used = 0
     for i, variant in enumerate(variants):
-        size = chunk * node_bytes(model, variant) + (table_bytes(model) if not variant.stage else 0)
+        size = chunk * variant_node_bytes(model, len(variant.attends)) + (0 if variant.stage else table_bytes(model))
         if out[-1] and used + size > VARIANT_MEMORY:
             out.append([])
             used = 0

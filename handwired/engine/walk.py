@@ -270,8 +270,9 @@ def _family(parent: np.ndarray, tokens: np.ndarray) -> Family:
     return Family(tokens, parent, slot, len(counts), width)
 
 
-def _node_bytes(model: Model, longest: int) -> tuple[int, int]:
-    """Bytes per node of a batch: (its keys and values on a full path, its widest arrays while evaluated)."""
+def node_sizes(model: Model, longest: int) -> tuple[int, int]:
+    """Bytes per node of a batch, which size it: (its keys and values on a full path, its widest arrays while
+    evaluated)."""
     positions = longest * longest  # key rows one node per level keeps on a full path, room included
     path = 8 * 2 * max(1, model.n_layer) * model.n_embd * positions
     wide = 8 * (4 * model.n_vocab + 2 * max(model.hidden, default=0) + 2 * model.n_head * (longest + 1)
@@ -282,11 +283,20 @@ def _node_bytes(model: Model, longest: int) -> tuple[int, int]:
 def batch_nodes(model: Model, longest: int, chunk: int = CHUNK) -> int:
     """Children per batch: at most ``chunk``, the path's keys and values within PATH_MEMORY, a batch's widest
     arrays within WIDE_MEMORY."""
-    path, wide = _node_bytes(model, longest)
+    path, wide = node_sizes(model, longest)
     return max(1, min(chunk, PATH_MEMORY // path, WIDE_MEMORY // wide))
 
 
-def walk_bytes(model: Model, longest: int) -> int:
-    """Peak bytes of a walk over contexts of at most ``longest`` tokens: the path and one batch's arrays."""
-    path, wide = _node_bytes(model, longest)
-    return batch_nodes(model, longest) * (path + wide)
+def live_rows(model: Model) -> int:
+    """The key and value rows a node keeps per position, in every block: each head's dimensions whose query and key,
+    or value and output, its weights can make non-zero (at least one each)."""
+    rows = 0
+    for block in model.params["blocks"]:
+        attn = block["attn"]
+        w, b, proj = attn["c_attn"]["w"], attn["c_attn"]["b"], attn["c_proj"]["w"]
+        n, heads = len(proj), model.n_head
+        live = w.any(axis=0) | (b != 0)  # [3*n_embd]
+        qk = (live[:n] & live[n:2 * n]).reshape(heads, -1).sum(axis=1).max(initial=0)
+        v = (live[2 * n:] & proj.any(axis=1)).reshape(heads, -1).sum(axis=1).max(initial=0)
+        rows += heads * (max(1, int(qk)) + max(1, int(v)))
+    return rows

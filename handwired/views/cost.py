@@ -5,25 +5,32 @@ example; explaining it means a forward pass that keeps every intermediate and
 tables of millions of numbers. :func:`refuse_slow_explain` estimates that from
 the model's shape before the trace exists, :func:`refuse_slow_drawing` from the
 steps before they are drawn; ``weights show``, ``attend`` and ``complete`` are
-estimated the same way. Each refusal names the estimate and what narrows it.
+estimated the same way. Each refusal names the estimate and what narrows it. This module counts what a view
+makes and draws; :mod:`handwired.engine.cost` prices it.
 """
 
 import numpy as np
 
 from handwired import budget
+from handwired.engine.cost import (
+    attend_seconds,
+    complete_seconds,
+    diff_cost,
+    drawing_seconds,
+    examples_seconds,
+    explain_seconds,
+    panels_seconds,
+    predict_seconds,
+)
 from handwired.engine.memory import gigabytes
 from handwired.errors import HandwiredError
-from handwired.judge.checking.contexts import SECONDS_PER_MULTIPLY_ADD, SECONDS_PER_PASS, duration, forward_seconds
+from handwired.judge.checking.contexts import duration
 from handwired.judge.game.puzzle import Puzzle
 from handwired.views.figures import Step
 from handwired.weightfile import Model, locate
 
-SECONDS_PER_CELL = 75e-6  # drawing one number of a table in the terminal (rich), on a 2-core machine
-SECONDS_PER_FORMATTED = 0.5e-6  # formatting one number, drawn or folded away
-SECONDS_PER_WRITTEN = 0.5e-6  # a weight's text as written ("2*Lg"), made for every entry
 MAX_VIEW_SECONDS = budget.CHECK_SECONDS  # a view estimated to take longer is refused, unless the budget allows more
 SQUARE_STEPS = ("scores", "mask", "pattern")  # a query × key table per head: never folded
-SECONDS_PER_PANEL = 1e-3  # a step made and drawn as a panel (its header, formula and note), beside its numbers
 HEAD_STEPS, BLOCK_STEPS = ("qkv", "scores", "mask", "pattern", "z"), ("ln1", "heads", "concat", "proj", "mlp")
 NARROWING = ("step", "block", "head")
 
@@ -33,13 +40,13 @@ def _allowed() -> float:
     return budget.seconds(MAX_VIEW_SECONDS)
 
 
-def explain_seconds(model: Model, length: int, wanted: list[str] | tuple[str, ...], blocks: int, heads: int) -> float:
-    """The forward pass keeping every position's intermediates, and drawing the query × key tables of
-    ``blocks`` blocks × ``heads`` heads (the other tables fold their zero rows and columns; counted later)."""
+def explain_work(length: int, wanted: list[str] | tuple[str, ...], blocks: int, heads: int) -> tuple[int, int]:
+    """(numbers drawn, panels) of explaining ``length`` tokens: the query × key tables of ``blocks`` blocks ×
+    ``heads`` heads (the other tables fold their zero rows and columns; counted later), and each step's panel."""
     squares = sum(step in wanted for step in SQUARE_STEPS) * blocks * heads * length * length
     panels = len(wanted) + blocks * (heads * sum(step in wanted for step in HEAD_STEPS)
                                      + sum(step in wanted for step in BLOCK_STEPS))
-    return forward_seconds(model, 1, length, last_only=False) + squares * SECONDS_PER_CELL + panels * SECONDS_PER_PANEL
+    return squares, panels
 
 
 def refuse_slow_explain(model: Model, length: int, wanted: list[str] | tuple[str, ...], block: int | None,
@@ -47,7 +54,7 @@ def refuse_slow_explain(model: Model, length: int, wanted: list[str] | tuple[str
     """Refuse, before the trace, to explain ``length`` tokens when it would take more than MAX_VIEW_SECONDS."""
     blocks = 1 if block is not None else model.n_layer
     heads = 1 if head is not None else model.n_head
-    seconds = explain_seconds(model, length, wanted, blocks, heads)
+    seconds = explain_seconds(model, length, *explain_work(length, wanted, blocks, heads))
     if seconds > _allowed():
         raise _slow(f"{length:,} tokens at n_embd {model.n_embd}", seconds, "explain")
 
@@ -55,23 +62,11 @@ def refuse_slow_explain(model: Model, length: int, wanted: list[str] | tuple[str
 POSITION_CELLS = 7  # a row of predict's every-position table: pos, token, sees, predicts, p, lead, next
 
 
-def predict_seconds(model: Model, length: int, every_position: bool) -> float:
-    """The recorded forward pass over ``length`` tokens, and with ``every_position`` a table row for each."""
-    rows = length * POSITION_CELLS * SECONDS_PER_CELL if every_position else 0.0
-    return forward_seconds(model, 1, length, last_only=False) + rows
-
-
 def refuse_slow_predict(model: Model, length: int, every_position: bool) -> None:
     """Refuse, before the trace, to predict after ``length`` tokens when it would take more than MAX_VIEW_SECONDS."""
-    seconds = predict_seconds(model, length, every_position)
+    seconds = predict_seconds(model, length, length * POSITION_CELLS if every_position else 0)
     if seconds > _allowed():
         raise _slow(f"{length:,} tokens at n_embd {model.n_embd}", seconds, "predict", narrowable=False)
-
-
-def complete_seconds(model: Model, length: int, n: int) -> float:
-    """Generating ``n`` tokens one at a time after ``length``, each a pass over the longest context seen on the way."""
-    window = min(length + n, model.n_ctx)
-    return n * (SECONDS_PER_PASS + forward_seconds(model, 1, window))
 
 
 def refuse_slow_complete(model: Model, length: int, n: int) -> None:
@@ -94,7 +89,7 @@ def drawn_cells(steps: list[Step] | tuple[Step, ...], show_all: bool) -> int:
 def steps_drawing(steps: list[Step] | tuple[Step, ...], show_all: bool) -> tuple[int, float]:
     """(numbers drawn, seconds to make and draw the steps' panels and tables)."""
     cells, seconds = drawing(_step_tables(steps), show_all)
-    return cells, seconds + len(steps) * SECONDS_PER_PANEL
+    return cells, seconds + panels_seconds(len(steps))
 
 
 def over_view(seconds: float) -> bool:
@@ -112,7 +107,7 @@ def refuse_slow_drawing(steps: list[Step] | tuple[Step, ...], show_all: bool) ->
 def refuse_slow_weights(model: Model, show_all: bool) -> None:
     """Refuse, before the tables are made, a model's weights that would take more than MAX_VIEW_SECONDS to show."""
     tables = [(np.atleast_2d(locate(model.params, path)), True) for path in model.written.entries]  # [rows, cols]
-    cells, seconds = drawing(tables, show_all, SECONDS_PER_WRITTEN)
+    cells, seconds = drawing(tables, show_all, written=True)
     if seconds > _allowed():
         fold = "without {show_all} the rows and columns of zeros fold away, or " if show_all else ""
         raise HandwiredError(f"{cells:,} numbers to draw: about {duration(seconds)}, more than the "
@@ -121,12 +116,12 @@ def refuse_slow_weights(model: Model, show_all: bool) -> None:
                              ("show_all", "as_sparse", *budget.TIME))
 
 
-def drawing(tables: list[Table], show_all: bool, seconds_per_number: float = 0.0) -> tuple[int, float]:
-    """(numbers drawn, seconds to format every number and draw those); ``seconds_per_number`` is further work
-    made for every number, drawn or folded away (a weight's text as written)."""
+def drawing(tables: list[Table], show_all: bool, written: bool = False) -> tuple[int, float]:
+    """(numbers drawn, seconds to format every number and draw those); ``written``: each number's text as the file
+    wrote it is made too, drawn or folded away."""
     cells = sum(_drawn(values, show_all or not folds) for values, folds in tables)
     formatted = sum(values.size for values, _ in tables)  # folded ones too
-    return cells, cells * SECONDS_PER_CELL + formatted * (SECONDS_PER_FORMATTED + seconds_per_number)
+    return cells, drawing_seconds(cells, formatted, written)
 
 
 def _step_tables(steps: list[Step] | tuple[Step, ...]) -> list[Table]:
@@ -151,17 +146,10 @@ def _slow(what: str, seconds: float, verb: str, narrowable: bool = True) -> Hand
         (*(NARROWING if narrowable else ()), *budget.TIME))
 
 
-SECONDS_PER_JSON_NUMBER = 3e-6  # writing one number of attend's --json answer
-SECONDS_PER_GAUSSIAN_TERM = 5e-9  # one (q − k)² term: made as an [n_q, n_k, d] array, then summed
-
-
 def refuse_slow_attend(n_q: int, n_k: int, d_k: int, d_v: int, score: str, drawn: bool) -> None:
     """Refuse, before computing it, one attention step whose arithmetic or answer would take minutes."""
     terms = n_q * n_k * d_k
-    compute = terms * (SECONDS_PER_GAUSSIAN_TERM if score == "gaussian" else SECONDS_PER_MULTIPLY_ADD)
-    numbers = 4 * n_q * n_k + (n_q + n_k) * d_k + (n_k + n_q) * d_v  # scores, masked, weights, (dot); inputs, output
-    seconds = compute + n_q * n_k * d_v * SECONDS_PER_MULTIPLY_ADD + numbers * (
-        SECONDS_PER_CELL if drawn else SECONDS_PER_JSON_NUMBER)
+    seconds = attend_seconds(n_q, n_k, d_k, d_v, score == "gaussian", drawn)
     what = f"{n_q:,} queries × {n_k:,} keys (width {d_k:,})"
     if score == "gaussian" and terms > MAX_GAUSSIAN_TERMS:
         raise HandwiredError(f"{what}: {terms * 8 / 2**30:.1f} GB of differences for the gaussian score, more than "
@@ -176,22 +164,18 @@ MAX_GAUSSIAN_TERMS = 50_000_000  # the [n_q, n_k, d] array of (q − k)²: 381 M
 
 
 DIFF_COLUMNS = 4  # a changed weight's row: its label, old, new, new − old
-SECONDS_PER_JSON_CHANGE, BYTES_PER_JSON_CHANGE = 20e-6, 1000  # a changed weight in diff --json, at the peak
 
 
 def refuse_slow_diff(changes: int, as_json: bool) -> None:
     """Refuse, before the weights are compared, a diff listing up to ``changes`` changed weights that would take
     more than MAX_VIEW_SECONDS to draw or write, or more than the budget's memory to hold as JSON."""
     what = f"up to {changes:,} changed weights"
+    size, seconds = diff_cost(changes, as_json, DIFF_COLUMNS)
     if as_json:
-        size = changes * BYTES_PER_JSON_CHANGE
         if size > budget.memory():
             raise HandwiredError(f"{what} as JSON: about {gigabytes(size)}, more than the "
                                  f"{gigabytes(budget.memory())} handwired will use; diff compares two versions of one "
                                  f"model, a few edits apart{budget.more_memory(size)}", budget.SPACE)
-        seconds = changes * SECONDS_PER_JSON_CHANGE
-    else:
-        seconds = changes * DIFF_COLUMNS * SECONDS_PER_CELL
     if seconds > _allowed():
         instead = "" if as_json else "{as_json} writes them without drawing, or "
         raise HandwiredError(f"{what} to {'write' if as_json else 'draw'}: about {duration(seconds)}, more than the "
@@ -199,14 +183,11 @@ def refuse_slow_diff(changes: int, as_json: bool) -> None:
                              f"of one model, a few edits apart{budget.more_time(seconds)}", ("as_json", *budget.TIME))
 
 
-SECONDS_PER_STEP_DOWN = 100e-6  # one token of an example followed down the domain's trie (Domain.holds)
-
-
 def refuse_slow_examples(puzzle: Puzzle) -> None:
     """Refuse, before any is answered, a statement's examples whose answers would take more than MAX_VIEW_SECONDS:
     each is followed down the domain's trie token by token (never enumerated), then judged by the rule."""
     steps = sum(len(example) for example in puzzle.examples) if puzzle.domain is not None else 0
-    seconds = len(puzzle.examples) * SECONDS_PER_PASS + steps * SECONDS_PER_STEP_DOWN
+    seconds = examples_seconds(len(puzzle.examples), steps)
     if seconds > _allowed():
         raise HandwiredError(f"{puzzle.source}: {len(puzzle.examples):,} examples, each followed down the domain "
                              f"token by token: about {duration(seconds)}, more than the {duration(_allowed())} "

@@ -32,8 +32,9 @@ from handwired.engine.arithmetic.floats import (
     pick,
 )
 from handwired.engine.block_step import block_step
+from handwired.engine.cost import walk_bytes
 from handwired.engine.forward import matmul
-from handwired.engine.walk import Shape, Visit, _node_bytes, batch_nodes, walk_bytes
+from handwired.engine.walk import Shape, Visit, batch_nodes, node_sizes
 from handwired.weightfile import Model
 
 
@@ -128,7 +129,7 @@ def batch_size(model: Model, heads: list) -> int:
     each value's bounds (2*head), per node the keys' largest bounds (4*head), and it evaluates intervals (twice the
     float walk's widest arrays)."""
     longest, h = model.n_ctx, model.n_head
-    path, wide = _node_bytes(model, longest)  # the float walk's, per node, keys and values of n_embd rows each
+    path, wide = node_sizes(model, longest)  # the float walk's, per node, keys and values of n_embd rows each
     rows = sum(h * (each.qk + each.v + 2) + 4 * h / longest for each in heads if each is not None)
     node = path * rows / (2 * model.n_embd * max(1, model.n_layer)) + 2 * wide
     return max(1, min(batch_nodes(model, longest), int(walk_bytes(model, longest) // node)))

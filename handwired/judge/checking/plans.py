@@ -22,6 +22,8 @@ from handwired import budget
 from handwired.defaults import MIN_LENGTH, SEED, STREAM_MIN_LENGTH, stream_length
 from handwired.engine.arithmetic.floats import float_walk
 from handwired.engine.certify import certified_contexts, certified_logits, certified_walk
+from handwired.engine.cost import stream_bytes, stream_seconds
+from handwired.engine.memory import refuse_large
 from handwired.engine.parts import every_string
 from handwired.engine.walk import Visit
 from handwired.errors import HandwiredError, bad_value
@@ -30,7 +32,6 @@ from handwired.judge.checking.contexts import (
     MAX_EXHAUSTIVE,
     MAX_EXHAUSTIVE_SECONDS,
     MAX_RUN_SECONDS,
-    SECONDS_PER_CHECK,
     check_min_length,
     duration,
     every_length,
@@ -40,20 +41,12 @@ from handwired.judge.checking.contexts import (
     refuse_large_domain,
     refuse_large_walk,
     refuse_sample,
-    stream_seconds,
 )
 from handwired.judge.kinds.domains import Domain
 from handwired.judge.kinds.rules import DECIDED, Judgement, PatternRule, Rule
 from handwired.judge.kinds.sampling import sample_contexts
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
-
-# What the certified bounds multiply a check's time by, in its estimate: on a domain's walk the certified check takes
-# about 2.1–2.3× the float one (benchmarks/bench_proof.py, add); on every string 2.9–3.4× the float walk cut by slot
-# (induction), which is about 1.8× the float tree the estimate of every string was fitted to (estimated_seconds), so
-# the product still covers it. A stream's or a sample's certified check is the walk of their contexts' trie too
-# (certify.certified_contexts), estimated as such (contexts.sample_seconds) and multiplied the same.
-PROOF_COST = 2.5
 
 
 @dataclass(frozen=True)
@@ -137,11 +130,13 @@ def stream_plan(model: Model, pattern: str, length: int, min_length: int = STREA
     if length < 2:
         raise bad_value("length", length, "expected at least 2 tokens")
     check_min_length(min_length, length - 1, "the stream's last prefix")
-    seconds = SECONDS_PER_CHECK + stream_seconds(model, length, len(pattern)) * (PROOF_COST if proof else 1)
+    seconds = stream_seconds(model, length, len(pattern), proof, BATCH)
     if seconds > budget.seconds(MAX_RUN_SECONDS):
         raise HandwiredError(f"{{length}} {length:,}: about {duration(seconds)} of checking for this model, more than "
                              f"the {duration(budget.seconds(MAX_RUN_SECONDS))} handwired will spend on one; ask for a "
                              f"shorter stream{budget.more_time(seconds)}", ("length", *budget.TIME))
+    refuse_large(f"{{length}} {length:,} of a pattern of {len(pattern):,} tokens",
+                 stream_bytes(model, length, len(pattern), proof, BATCH), "; ask for a shorter stream", ("length",))
     total = max(0, length - min_length)
 
     def batches() -> Iterator[Batch]:
@@ -179,11 +174,10 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
     """Every context of length min_length…n_ctx over the vocab, walked as the trie of its prefixes (on several
     threads when they are many); ``proof``: with certified bounds, on the same walk.
 
-    Refused when it would take more than about ``max_seconds`` (estimated_seconds) or count more than ``limit``,
-    the message ending with what to do ``instead`` (its text, and the parameters it names).
+    Refused when it would take more than about ``max_seconds`` (cost.exhaustive_seconds) or count more than
+    ``limit``, the message ending with what to do ``instead`` (its text, and the parameters it names).
     """
-    total = refuse_every_context(model, instead[0], instead[1], min_length, limit, max_seconds,
-                                 PROOF_COST if proof else 1)
+    total = refuse_every_context(model, instead[0], instead[1], min_length, limit, max_seconds, proof)
     return _walk_plan(model, lambda: _every_string(model, min_length, proof), rule,
                       f"every context of length {min_length}…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
                       f"({total:,} contexts)", total, proof)
@@ -192,7 +186,7 @@ def exhaustive_plan(model: Model, rule: Rule, min_length: int = MIN_LENGTH, limi
 def sample_plan(model: Model, rule: Rule, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH,
                 proof: bool = True) -> Plan:
     """``sample`` contexts drawn uniformly (with replacement) from the exhaustive set; ``proof``: certified."""
-    draw = random_contexts(model, sample, seed, min_length, PROOF_COST if proof else 1, walked=proof)
+    draw = random_contexts(model, sample, seed, min_length, proof)
 
     def batches() -> Iterator[Batch]:
         for contexts in draw():
@@ -214,7 +208,7 @@ def domain_sample_plan(model: Model, domain: Domain, rule: Rule, sample: int, se
     """``sample`` contexts drawn uniformly (with replacement) from a puzzle's domain without enumerating it
     (handwired.judge.kinds.sampling), each judged by the rule; ``proof``: certified. Refused before anything is drawn
     when it would take too long or too much memory."""
-    refuse_sample(model, sample, seed, PROOF_COST if proof else 1, domain.longest, walked=proof)
+    refuse_sample(model, sample, seed, proof, domain.longest)
 
     def batches() -> Iterator[Batch]:
         for contexts in sample_contexts(domain, sample, seed):
@@ -229,7 +223,7 @@ def domain_plan(model: Model, domain: Domain, rule: Rule, proof: bool = True) ->
     """Every context of a puzzle's domain, its trie walked depth first in bounded batches (nothing outside it is
     run); ``proof``: with certified bounds, on the same walk. Refused, before anything is evaluated, when it would
     take too long or too much memory."""
-    refuse_large_domain(model, domain, cost=PROOF_COST if proof else 1)
+    refuse_large_domain(model, domain, proof=proof)
     walker = certified_walk if proof else float_walk
     return _walk_plan(model, lambda: walker(model, domain), rule, f"every context of the domain: "
                       f"{domain.description} ({domain.size:,} contexts)", domain.size, proof)
@@ -243,7 +237,7 @@ def every_string_plan(model: Model, rule: Rule, proof: bool = True) -> Plan:
     what = f"every context: {model.n_vocab}^1 + … + {model.n_vocab}^{model.n_ctx} = {how_many(total)} contexts"
     refuse_large_walk(model, what, total, total, model.n_ctx, "check",
                       "a puzzle is judged on every one of its contexts, so only a statement with a smaller vocab or "
-                      "n_ctx (or a domain) makes the check shorter", PROOF_COST if proof else 1)
+                      "n_ctx (or a domain) makes the check shorter", proof, every_string=True)
     return _walk_plan(model, lambda: _every_string(model, 1, proof), rule,
                       f"every context of length 1…{model.n_ctx} over {', '.join(map(shown, model.vocab))} "
                       f"({total:,} contexts)", total, proof)

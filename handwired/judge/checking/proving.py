@@ -19,12 +19,13 @@ import numpy as np
 from handwired import budget
 from handwired.engine.arithmetic.cases import CHUNK
 from handwired.engine.batch import next_logits_distinct
+from handwired.engine.cost import case_bytes, case_seconds
 from handwired.engine.forward import softmax
 from handwired.engine.logits import top_token
 from handwired.engine.memory import refuse_large
 from handwired.errors import HandwiredError, Note
 from handwired.judge.checking.cases import Space, prove, size, space_of
-from handwired.judge.checking.contexts import MAX_RUN_SECONDS, SECONDS_PER_CHECK, duration, how_many, walk_seconds
+from handwired.judge.checking.contexts import MAX_RUN_SECONDS, duration, how_many
 from handwired.judge.checking.plans import Plan
 from handwired.judge.checking.report import Failure, Report
 from handwired.judge.kinds.domains import Domain
@@ -32,11 +33,6 @@ from handwired.judge.kinds.rules import Rule
 from handwired.weightfile import Model
 from handwired.weightfile.axes import shown
 
-# A case costs about this many certified walk's nodes of its length (walk_seconds): evaluated on its own, every
-# position (no prefix shared, block 0 computed, not looked up), in batches of at most CHUNK cases. Fitted on the
-# ten-digit adder (about 0.45 ms of CPU a case of 22 to 32 tokens, at n_embd 48) on a busy 2-core machine.
-CASE_COST = 15.0
-BYTES_PER_VALUE = 8 * 2  # a float64 mid and its radius
 SLOWING = 4  # a stopped proof's time to go on, against its pace so far (in contexts proved): later cases split deeper
 
 
@@ -44,19 +40,6 @@ def can_say(rule: Rule, space: Space) -> bool:
     """Whether the rule says what is right over a case of the space (else every case would split down to single
     contexts, which the walk judges faster): a kind with ``over_cases``, on inputs that need not be distinct."""
     return hasattr(rule, "over_cases") and not space.distinct
-
-
-def case_seconds(model: Model, cases: int, length: int) -> float:
-    """Roughly how long evaluating ``cases`` cases of ``length`` tokens takes (see :data:`CASE_COST`)."""
-    return SECONDS_PER_CHECK + (walk_seconds(model, cases * length, cases) - SECONDS_PER_CHECK) * CASE_COST
-
-
-def case_bytes(model: Model, length: int) -> float:
-    """The peak of a batch of CHUNK cases of ``length`` tokens: their sets, the keys and values (with radii) of
-    every block at every position, and a position's activations."""
-    widest = max([model.n_embd, model.n_vocab, *model.hidden])
-    past = length * model.n_layer * 2 * model.n_embd * BYTES_PER_VALUE
-    return CHUNK * (length * model.n_vocab + past + 8 * widest * BYTES_PER_VALUE)
 
 
 def cases_plan(model: Model, rule: Rule, domain: Domain | None, min_length: int = 1, what: str = "",
@@ -78,7 +61,7 @@ def cases_plan(model: Model, rule: Rule, domain: Domain | None, min_length: int 
         raise HandwiredError(f"proof by cases of {how_many(total)} contexts: its first {len(space.groups()):,} cases "
                              f"alone take about {duration(seconds)} for this model, more than the {duration(allowed)} "
                              f"handwired will spend on one{budget.more_time(seconds)}", (*why, *budget.TIME))
-    refuse_large(f"proof by cases of contexts of up to {longest:,} tokens", case_bytes(model, longest),
+    refuse_large(f"proof by cases of contexts of up to {longest:,} tokens", case_bytes(model, longest, CHUNK),
                  "; give the statement shorter contexts", why)
     if domain is not None:
         what = what or f"every context of the domain: {domain.description}"

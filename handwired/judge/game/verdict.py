@@ -107,7 +107,7 @@ TREE_VOCAB = 64  # tokens: up to this many, every string's check is estimated an
 def puzzle_plan(puzzle: Puzzle, model: Model, proof: bool = True, by_cases: bool | None = None) -> Plan:
     """Every context the puzzle judges: its domain's, else every string of length 1…n_ctx, each by its rule;
     ``proof``: with certified bounds. Every string is walked as a trie whatever the vocabulary; over a small one its
-    estimate, and the refusal, are --exhaustive's (estimated_seconds), beyond it a walk's (walk_seconds).
+    estimate, and the refusal, are --exhaustive's (cost.exhaustive_seconds), beyond it a walk's (cost.walk_seconds).
     ``by_cases``: proved by cases (handwired.judge.checking.proving) when True; walked when False; by default (None)
     walked, but a domain too large to walk is proved by cases when its rule can say over them (else refused, as
     TooLargeToWalk: a sample is the check left)."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from handwired.engine.cost import ablation_cost
 from handwired.engine.resume import recorded_walk
 from handwired.errors import HandwiredError
 from handwired.judge.kinds.rules import DECIDED
@@ -248,25 +249,11 @@ def count_parts(model: Model, entries: bool) -> int:
 
 def refuse_long(model: Model, source: Source, entries: bool) -> None:
     """Refuse an ablation estimated at more than a few minutes, before anything is removed."""
-    runs = 2 + count_parts(model, entries)  # and the file itself, and a mean ablation's walk
+    runs = count_parts(model, entries)
     workbench.refuse_long(model, source, runs, "ablation", "judge a smaller set of contexts, or leave out "
                           "{entries}" if entries else "judge a smaller set of contexts", ("entries",) if entries
-                          else (), (runs - 2, *copied(model, entries)))
-
-
-def copied(model: Model, entries: bool) -> tuple[float, float]:
-    """(bytes, seconds) of the arrays the parts copy, all held at once: each entry's part copies the array it is
-    in, each head's and unit's the matrix it edits (at most c_attn's, 3·n_embd² numbers, or an MLP's c_proj)."""
-    size = 0
-    if entries:
-        size += sum(int(np.count_nonzero(values)) * values.size for values in
-                    (locate(model.params, path) for path in model.written.axes))
-    widest = max([3 * model.n_embd * model.n_embd, *(hidden * model.n_embd for hidden in model.hidden)])
-    size += (count_parts(model, False)) * widest
-    return 8.0 * size, size * COPY_SECONDS
-
-
-COPY_SECONDS = 1e-9  # a float64 copied
+                          else (), (runs, *ablation_cost(model, count_parts(model, False), entries)),
+                          walks=2)  # the file's own, and a mean ablation's
 
 
 def ablate(model: Model, source: Source, entries: bool = False, mean: bool = False,

@@ -19,6 +19,7 @@ import numpy as np
 from handwired import budget
 from handwired.defaults import CHANGES_SHOWN, DIFF_SAMPLE, SEED
 from handwired.engine.batch import next_logits_distinct
+from handwired.engine.cost import compare_cost, forward_seconds
 from handwired.engine.memory import gigabytes
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.checking.contexts import (
@@ -27,7 +28,6 @@ from handwired.judge.checking.contexts import (
     count_contexts,
     duration,
     exhaustive_contexts,
-    forward_seconds,
     how_many,
     random_contexts,
     shortest_first,
@@ -43,11 +43,6 @@ from handwired.weightfile.heads import QKV_MEANING, Z_MEANING, numbered
 # Contexts compared one by one (two per-context forward passes each) before diff samples instead; check --exhaustive's
 # own limit is its estimated time (contexts.MAX_EXHAUSTIVE_SECONDS), with a larger count cap.
 MAX_EVERY = 20_000_000
-# What comparing the weights costs, known from the files' sizes before any entry is compared: an entry of a matrix
-# whose rows or columns differ between the files is compared by its label, one by one (measured on a busy 2-core
-# machine: 360,000 entries in 4.2 s); each change found is kept with its label.
-SECONDS_PER_LABELLED, SECONDS_PER_CHANGE = 12e-6, 10e-6  # an entry compared by label; a change made, with its label
-CHANGE_BYTES = 300
 
 
 @dataclass(frozen=True)
@@ -168,18 +163,18 @@ def refuse_slow_weights(old: Model, new: Model, same: set[str]) -> None:
     by_label = sum(int(np.size(written)) for model in (old, new) for path, written in model.written.entries.items()
                    if path not in same)
     changes = most_changes(old, new, same)
-    seconds = by_label * SECONDS_PER_LABELLED + changes * SECONDS_PER_CHANGE
+    size, seconds = compare_cost(by_label, changes)
     if seconds > budget.seconds(MAX_EXHAUSTIVE_SECONDS):
         raise HandwiredError(f"{new.source}: {by_label:,} weights to compare one by one (their rows or columns differ "
                              f"from {old.source}'s) and up to {changes:,} changes to list: about {duration(seconds)}, "
                              f"more than the {duration(budget.seconds(MAX_EXHAUSTIVE_SECONDS))} handwired spends on "
                              f"it; diff compares two versions of one model, a few edits apart"
                              f"{budget.more_time(seconds)}", budget.TIME)
-    if changes * CHANGE_BYTES > budget.memory():
+    if size > budget.memory():
         raise HandwiredError(f"{new.source}: up to {changes:,} weights that differ from {old.source}'s: about "
-                             f"{gigabytes(changes * CHANGE_BYTES)} to list them, more than the "
+                             f"{gigabytes(size)} to list them, more than the "
                              f"{gigabytes(budget.memory())} handwired will use; diff compares two versions of one "
-                             f"model, a few edits apart{budget.more_memory(changes * CHANGE_BYTES)}", budget.SPACE)
+                             f"model, a few edits apart{budget.more_memory(size)}", budget.SPACE)
 
 
 def _array_changes(old: Model, new: Model, path: str) -> list[WeightChange]:

@@ -104,7 +104,7 @@ def _refuse_large(model: Model, source: Source) -> None:
     elif isinstance(source.shape, EveryString):
         total = every_length(model.n_vocab, model.n_ctx)
         refuse_large_walk(model, f"every context: {total:,} contexts", total, total, model.n_ctx, "spread",
-                          "a smaller vocab or n_ctx narrows it")
+                          "a smaller vocab or n_ctx narrows it", every_string=True)
 
 
 def parse_value(model: Model, text: str, head: int | None = None) -> Probe:

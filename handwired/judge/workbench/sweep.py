@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from handwired.engine.cost import copy_cost
 from handwired.errors import HandwiredError, bad_value
 from handwired.judge.workbench import variants as workbench
 from handwired.judge.workbench.spread import Source
@@ -150,18 +151,26 @@ def tried_at_most(steps: int, depth: int = SPECULATE) -> int:
 
 
 def refuse_long(model: Model, source: Source, ranges: list[Range], precision: float | None = None,
-                edges: int = 2) -> None:
+                edges: int | None = None) -> None:
     """Refuse a sweep estimated at more than a few minutes, before any value is tried: the grid's values and, with
-    one constant, the bisection of ``edges`` edges (2: one passing interval inside the range; the sweep estimates
-    again with the edges it found before it bisects them)."""
+    one constant, the bisection of one edge (what a sweep finds most often: a passing interval reaching one end of
+    the range). With ``edges``, the sweep has judged its grid and found that many: refused before it bisects them
+    when their bisection alone would be too long."""
     steps = len(ranges[0].values)
-    grid = steps ** len(ranges)
-    bisection = edges * tried_at_most(halvings(ranges[0], precision)) if len(ranges) == 1 else 0
-    what = f"{{steps}} {steps}" + (f" (and up to {bisection:,} values bisecting {edges} edges)" if bisection else "")
-    size, seconds = workbench.copy_cost(model)  # each value's copy of the model: the grid's are held together
+    grid = steps ** len(ranges) if edges is None else 0
+    halved = halvings(ranges[0], precision) if len(ranges) == 1 else 0
+    per_edge = tried_at_most(halved)
+    bisection = per_edge * (1 if edges is None else edges)
+    if edges is None:
+        what = f"{{steps}} {steps}" + (f" (and up to {per_edge:,} values bisecting each edge the grid finds, one "
+                                       "counted here)" if bisection else "")
+    else:
+        what = f"{{steps}} {steps}: the grid's {edges} edges, up to {bisection:,} values bisecting them"
+    size, seconds = copy_cost(model)  # each value's copy of the model: the grid's are held together
+    walks = (grid > 0) + -(-halved // SPECULATE) * (bisection > 0)  # the bisection's: each runs the file again
     workbench.refuse_long(model, source, grid + bisection, what, "ask for fewer values"
                           + (", or a coarser {precision}" if bisection else ""), ("steps", "precision"),
-                          (grid, grid * size, (grid + bisection) * seconds))
+                          (grid, grid * size, (grid + bisection) * seconds), walks)
 
 
 def sweep(model: Model, source: Source, ranges: list[Range], precision: float | None = None,
@@ -185,7 +194,7 @@ def sweep(model: Model, source: Source, ranges: list[Range], precision: float | 
     if len(ranges) > 1:
         return Sweep(tuple(ranges), source.description, points, (), precision, bench.total, bench.base)
     edges = sum(1 for a, b in zip(points, points[1:]) if a.verdict.ok != b.verdict.ok)
-    if edges > 2:
+    if edges > 1:  # one was counted before the grid
         refuse_long(model, source, ranges, precision, edges)
     depth = SPECULATE if bench.shares_run(variants[0]) else 1
     intervals = tuple(_intervals(model, bench, ranges[0], points, precision, depth,

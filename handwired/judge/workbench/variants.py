@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from handwired import budget
+from handwired.engine.cost import workbench_bytes, workbench_seconds
 from handwired.engine.memory import refuse_large
 from handwired.engine.resume import VARIANT_MEMORY, groups, resumed, variant_walk
-from handwired.engine.walk import EveryString, batch_nodes, walk_bytes
+from handwired.engine.walk import EveryString, batch_nodes
 from handwired.errors import HandwiredError
-from handwired.judge.checking.contexts import MAX_RUN_SECONDS, duration, every_length, how_many, walk_seconds
+from handwired.judge.checking.contexts import MAX_RUN_SECONDS, duration, every_length, how_many
 from handwired.judge.checking.report import leads
 from handwired.judge.kinds.domains import Domain
 from handwired.judge.kinds.rules import DECIDED
@@ -209,33 +210,22 @@ def size(model: Model, source: Source) -> tuple[int, int, int]:
     return total, total, model.n_ctx
 
 
-# What a variant's copy of the model costs: each parameter as a float64 and as the file wrote it, made from the
-# file's document (each written number parsed again); measured on dense and sparse files of n_embd 300 and 1000
-BYTES_PER_PARAMETER, SECONDS_PER_PARAMETER, SECONDS_PER_WRITTEN = 24, 0.25e-6, 2e-6
-
-
-def copy_cost(model: Model) -> tuple[float, float]:
-    """(bytes, seconds) of one copy of ``model`` with other constants (a sweep's value), before any is made."""
-    parameters = sum(int(np.size(values)) for values in model.written.entries.values())
-    written = sum(int(np.count_nonzero(values)) for values in model.written.entries.values())
-    return BYTES_PER_PARAMETER * parameters, SECONDS_PER_PARAMETER * parameters + SECONDS_PER_WRITTEN * written
-
-
 def refuse_long(model: Model, source: Source, runs: int, what: str, instead: str, parameters=(),
-                variants: tuple[int, float, float] = (0, 0.0, 0.0)) -> None:
-    """Refuse ``runs`` walks of ``source``'s contexts (each a variant's verdict) estimated at more than
+                variants: tuple[int, float, float] = (0, 0.0, 0.0), walks: int = 1) -> None:
+    """Refuse judging ``runs`` variants on ``source``'s contexts, in ``walks`` walks of them, estimated at more than
     the budget's time (by default MAX_RUN_SECONDS), or a walk whose memory is over the budget's, before any runs;
     ``variants``: how many copies of the model (or of its arrays) the work holds at once, their bytes, and the
     seconds making every copy takes, counted too."""
     contexts, nodes, longest = size(model, source)
-    kept = walk_bytes(model, longest) + VARIANT_MEMORY + SHARED_MEMORY  # the walk, the variants' paths, the shared
+    kept = workbench_bytes(model, nodes, contexts, longest, runs, SHARED_MEMORY, VARIANT_MEMORY)
     copies, held, making = variants
     refuse_large(f"{what}: {how_many(contexts)} contexts at n_embd {model.n_embd}"
                  + (f", and {copies:,} copies of the model's arrays held at once" if held else ""), kept + held,
                  f"; {instead}" if held else "; judge fewer contexts", (*parameters,),
                  "the walk's arrays and the copies" if held else "attention scores and activations")
-    seconds = runs * walk_seconds(model, nodes, contexts) + making
+    seconds = workbench_seconds(model, nodes, contexts, longest, runs, walks) + making
     if seconds > budget.seconds(MAX_RUN_SECONDS):
-        raise HandwiredError(f"{what}: {runs:,} checks of {how_many(contexts)} contexts, about {duration(seconds)} "
+        raise HandwiredError(f"{what}: {runs:,} variants judged on {how_many(contexts)} contexts, about "
+                             f"{duration(seconds)} "
                              f"for this model, more than the {duration(budget.seconds(MAX_RUN_SECONDS))} handwired "
                              f"will spend on one; {instead}{budget.more_time(seconds)}", (*parameters, *budget.TIME))
