@@ -157,3 +157,14 @@ def test_puzzles_show_says_add10_is_proved_by_cases(handwired_home):
     text = words(invoke("puzzles", "show", "add10").stdout.replace("│", " "))
     assert "1,100,000,000,000,000,000,000 contexts, too many to walk one by one: proved by cases" in text
     assert load_puzzle("add10").n_contexts == 11 * 10**20
+
+
+def test_a_small_proved_margin_by_cases_is_not_called_a_near_miss(handwired_home):
+    """max's reference leads by 3 logits at its closest (the walk), but its cases' bounds guarantee only 0.333: that
+    is what the proof can say, not a near miss of the model's."""
+    reference = str(ROOT / "puzzles" / "solutions" / "max.json")
+    walked = words(invoke("check", reference, "--puzzle", "max").stdout)
+    by_cases = words(invoke("check", reference, "--puzzle", "max", "--by-cases").stdout)
+    assert "margin 3 logits" in walked and "Near miss" not in walked
+    assert "margin at least 0.333 logits" in by_cases and "Near miss" not in by_cases
+    assert "The proof guarantees less than 1 logit of margin there" in by_cases

@@ -57,7 +57,11 @@ def report_view(model: Model, report: Report, near_miss: float = NEAR_MISS) -> G
     if report.margin is not None:
         near = report.near_miss(near_miss)
         parts.append(margin_line(report.margin, near, explained=True, by_cases=report.cases is not None))
-        if near:
+        if near and report.cases is not None:  # a lower bound: the real lead may be far larger
+            parts.append(Text(f"The proof guarantees less than {logits(near_miss)} of margin there: a small change to "
+                              "the weights might flip an answer, or the real leads may be larger than the bounds of "
+                              "a case say.", style="yellow"))
+        elif near:
             parts.append(Text(f"Near miss: a margin under {logits(near_miss)} means a small change to the weights "
                               "could flip that answer.", style="yellow"))
     if report.failures:
