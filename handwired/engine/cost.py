@@ -11,8 +11,6 @@ import math
 
 import numpy as np
 
-from handwired.engine import batch as batching
-from handwired.engine import walk as walking
 from handwired.weightfile import Model
 from handwired.weightfile.checker import locate
 
@@ -65,6 +63,18 @@ PROOF_MEMORY = 1.3  # the certified walk's peak over the float walk's: intervals
 BYTES_PER_WINDOW, BYTES_PER_PHASE = 60, 200  # a stream's window judged; one at a phase, made for the certified walk
 
 
+def _batching():  # imported on first use: predict's one pass sizes its memory here and loads nothing of batches
+    from handwired.engine import batch
+
+    return batch
+
+
+def _walking():  # likewise: the walk's batch sizes, read only when a walk is estimated
+    from handwired.engine import walk
+
+    return walk
+
+
 def times(count: float, seconds: float) -> float:
     """count × seconds, infinite rather than an OverflowError for a count beyond float range."""
     try:
@@ -80,7 +90,7 @@ def forward_seconds(model: Model, contexts: int, length: int, last_only: bool = 
     ``last_only``."""
     n, blocks = model.n_embd, model.params["blocks"]
     multiply_adds, gelus, scores = n * model.n_vocab * (1 if last_only else length), 0, 0
-    table = batching.worth_a_table(model, contexts * length)
+    table = _batching().worth_a_table(model, contexts * length)
     for i, hidden in enumerate(model.hidden):
         rows = 1 if last_only and i == len(blocks) - 1 else length  # positions whose row this block computes
         qkv = 3 * n * (1 if i == 0 and table else n)  # a looked-up row is copied
@@ -139,7 +149,7 @@ def _batches(model: Model, nodes: int, longest: int) -> float:
     """Batches a walk of ``nodes`` prefixes of up to ``longest`` tokens makes: a few at each length, then as many as
     its nodes fill."""
     try:
-        return longest + nodes / walking.batch_nodes(model, longest)
+        return longest + nodes / _walking().batch_nodes(model, longest)
     except OverflowError:  # a count beyond float range
         return math.inf
 
@@ -288,17 +298,17 @@ def pass_bytes(model: Model, contexts: int, length: int) -> int:
     chunks that run side by side, and the lookup table when the batch builds one."""
     if contexts == 0:
         return 0
-    chunk = min(batching.chunk_size(length), contexts)
-    side_by_side = min(batching.WORKERS, -(-contexts // chunk))
-    table = table_bytes(model) if batching.worth_a_table(model, contexts * length) else 0
+    chunk = min(_batching().chunk_size(length), contexts)
+    side_by_side = min(_batching().WORKERS, -(-contexts // chunk))
+    table = table_bytes(model) if _batching().worth_a_table(model, contexts * length) else 0
     return table + side_by_side * chunk_bytes(model, chunk, length)
 
 
 def walk_bytes(model: Model, longest: int) -> int:
     """The most bytes a walk over contexts of at most ``longest`` tokens takes: the path and one batch's arrays, every
     batch full and every dimension of the keys and values kept (what its batches are sized to fit)."""
-    path, wide = walking.node_sizes(model, longest)
-    return walking.batch_nodes(model, longest) * (path + wide)
+    path, wide = _walking().node_sizes(model, longest)
+    return _walking().batch_nodes(model, longest) * (path + wide)
 
 
 def walk_peak_bytes(model: Model, nodes: int, contexts: int, longest: int, proof: bool = False,
@@ -308,8 +318,8 @@ def walk_peak_bytes(model: Model, nodes: int, contexts: int, longest: int, proof
     length's room for the keys and values of the dimensions the model's weights can make non-zero, and the lookups
     it makes first (the embeddings and block 0's q, k and v of every token at every position). ``by_slot``: every
     string's trie cut by slot, whose siblings copy keys only at the first few lengths."""
-    batch = max(1, min(walking.batch_nodes(model, longest), nodes, contexts))
-    wide = walking.node_sizes(model, longest)[1]
+    batch = max(1, min(_walking().batch_nodes(model, longest), nodes, contexts))
+    wide = _walking().node_sizes(model, longest)[1]
     lookups = table_bytes(model) + BYTES_PER_FLOAT * model.n_ctx * model.n_embd * model.n_vocab
     return (_rooms(model, batch, longest, by_slot) + batch * wide) * (PROOF_MEMORY if proof else 1) + lookups
 
@@ -318,8 +328,8 @@ def _rooms(model: Model, batch: int, longest: int, by_slot: bool = False) -> flo
     """Bytes of the rooms a walk keeps its siblings' keys and values in, one per length, for batches of at most
     ``batch`` nodes (no wider than the trie's level): room for n_ctx positions of the dimensions the weights can make
     non-zero. ``by_slot``: only the lengths before every string's batches are cut by slot have any."""
-    path = walking.node_sizes(model, longest)[0]  # every dimension of every block, for ``longest`` lengths
-    per_room = path / longest * walking.live_rows(model) / (2 * max(1, model.n_layer) * model.n_embd)
+    path = _walking().node_sizes(model, longest)[0]  # every dimension of every block, for ``longest`` lengths
+    per_room = path / longest * _walking().live_rows(model) / (2 * max(1, model.n_layer) * model.n_embd)
     copied = min(longest, 1 + math.ceil(math.log(batch) / math.log(max(2, model.n_vocab)))) if by_slot else longest
     return per_room * sum(min(batch, model.n_vocab ** min(length, 64)) for length in range(1, copied + 1))
 
@@ -353,10 +363,10 @@ def workbench_bytes(model: Model, nodes: int, contexts: int, longest: int, varia
     the file's own walk, what it hands the variants at each batch and its judgements, kept across walks up to
     ``shared`` bytes, and the variants walked together (as many as fit ``variant_memory`` bytes by
     :func:`variant_node_bytes`), each keeping its keys and values and its logits."""
-    batch = max(1, min(walking.batch_nodes(model, longest), nodes, contexts))
+    batch = max(1, min(_walking().batch_nodes(model, longest), nodes, contexts))
     handed = nodes * 2 * model.n_embd * BYTES_PER_FLOAT + contexts * (longest + model.n_vocab + 2 * BYTES_PER_FLOAT)
     own = _rooms(model, batch, longest) + batch * LOGITS_KEPT * model.n_vocab * BYTES_PER_FLOAT  # keys, logits
-    together = variant_memory // (walking.batch_nodes(model, model.n_ctx) * variant_node_bytes(model, model.n_layer))
+    together = variant_memory // (_walking().batch_nodes(model, model.n_ctx) * variant_node_bytes(model, model.n_layer))
     walk = walk_peak_bytes(model, nodes, contexts, longest)
     return walk + min(shared, handed) + min(variants, max(1, together)) * own
 
