@@ -140,9 +140,22 @@ def run(
 def leads(logits: np.ndarray, acceptable: np.ndarray) -> np.ndarray:
     """[n, n_vocab] logits and acceptable tokens -> [n]: the best acceptable token's logit minus the best other
     token's, the right answer's lead (negative when a wrong token is on top, +inf when every token is acceptable)."""
-    best_right = np.where(acceptable, logits, -np.inf).max(axis=1)  # [n]
-    best_wrong = np.where(acceptable, -np.inf, logits).max(axis=1)  # [n]
+    # on columns ([n_vocab, n], as the walk computes logits): each max over a few tokens is then whole rows of n
+    columns, right = np.ascontiguousarray(logits.T), np.ascontiguousarray(acceptable.T)
+    best_right = np.where(right, columns, -np.inf).max(axis=0)  # [n]
+    best_wrong = np.where(right, -np.inf, columns).max(axis=0)  # [n]
     return best_right - best_wrong  # [n]
+
+
+def decided_leads(logits: np.ndarray, answer: np.ndarray) -> np.ndarray:
+    """[n, n_vocab] logits and each context's one acceptable token ([n], a Judgement's ``answer``) -> [n]: what
+    :func:`leads` gives where the answer is a token (where it is -1, no lead: a number to ignore), from the answer's
+    logit and the others' max."""
+    columns = np.array(logits.T, order="C")  # [n_vocab, n], a copy: the answer's logit is set aside in it
+    token, rows = np.maximum(answer, 0), np.arange(len(answer))
+    right = columns[token, rows]  # [n]
+    columns[token, rows] = -np.inf
+    return right - columns.max(axis=0)
 
 
 def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failure], show: int) -> None:
@@ -151,7 +164,8 @@ def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failu
         logits = next_logits_distinct(model, contexts)  # checked finite there
     else:  # a walk's: a NaN would count as neither passing nor failing
         logits = require_finite(model, contexts, batch.logits)
-    margins = leads(logits, acceptable)  # +inf when every token is acceptable
+    answer = batch.judgement.answer  # when the rule gives it: each decided context's one token
+    margins = leads(logits, acceptable) if answer is None else decided_leads(logits, answer)  # (decided: all read)
     decided = status == DECIDED
     passing = decided & (margins > 0)
     failing = decided & ~(margins > 0)

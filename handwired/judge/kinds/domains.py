@@ -222,11 +222,13 @@ class Domain:
 
     def _ended(self, body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """[n, k] -> where each input ends (its separator) [n], and whether it has ended [n] bool."""
-        if body.shape[1] == 0:
-            return np.zeros(len(body), dtype=np.intp), np.zeros(len(body), dtype=bool)
-        at = body == self.rule.separator  # [n, k]
-        first = np.argmax(at, axis=1)  # [n]: the first separator, where there is one
-        return first, at[np.arange(len(body)), first]  # (the last is any(axis=1), at a fraction of its cost)
+        n, k = body.shape
+        first = np.full(n, k, dtype=np.intp)  # [n]: the first separator (k: none)
+        columns = np.ascontiguousarray(body.T)  # [k, n]: whole rows of n, not a short loop per input
+        for i in range(k - 1, -1, -1):
+            np.putmask(first, columns[i] == self.rule.separator, i)
+        ended = first < k
+        return np.where(ended, first, 0), ended
 
     def judged(self, prefixes: np.ndarray) -> np.ndarray:
         """[n, L] prefixes in the domain's trie -> [n] bool: which are contexts."""
