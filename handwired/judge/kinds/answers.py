@@ -27,7 +27,7 @@ def judge_after(contexts: np.ndarray, separator: int, answering: Answering, n_vo
     columns = np.ascontiguousarray(contexts.T)  # [L, n]: each step a whole row of n, not a few tokens per context
     first = np.full(n, length, dtype=np.intp)  # [n]: the first separator (length: none)
     for i in range(length - 1, -1, -1):
-        np.putmask(first, columns[i] == separator, i)
+        np.copyto(first, i, where=columns[i] == separator)  # (copyto: putmask copies one element at a time)
     answer = np.full(n, -1, dtype=np.intp)  # [n]: the right token, -1 where none is
     counts = np.bincount(first, minlength=length + 1)[:length]
     for p in np.flatnonzero(counts).tolist():  # (not np.unique, which imports numpy.ma: 20 ms for a few ints)
@@ -141,7 +141,7 @@ class SumRule:
         valid = at_plus.sum(axis=0) == 1  # [n]: one plus
         split = np.zeros(n, dtype=np.intp)  # where the plus is, in an input with one
         for i in range(1, p):
-            np.putmask(split, at_plus[i], i)
+            np.copyto(split, i, where=at_plus[i])
         total = np.zeros(n, dtype=np.int64)
         for q in np.flatnonzero(np.bincount(split[valid], minlength=p)):  # each place of the plus, in order
             rows = np.flatnonzero(valid & (split == q))

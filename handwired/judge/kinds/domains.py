@@ -222,13 +222,11 @@ class Domain:
 
     def _ended(self, body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """[n, k] -> where each input ends (its separator) [n], and whether it has ended [n] bool."""
-        n, k = body.shape
-        first = np.full(n, k, dtype=np.intp)  # [n]: the first separator (k: none)
-        columns = np.ascontiguousarray(body.T)  # [k, n]: whole rows of n, not a short loop per input
-        for i in range(k - 1, -1, -1):
-            np.putmask(first, columns[i] == self.rule.separator, i)
-        ended = first < k
-        return np.where(ended, first, 0), ended
+        at = np.ascontiguousarray(body.T) == self.rule.separator  # [k, n]: whole rows of n, not a loop per input
+        first = np.zeros(len(body), dtype=np.intp)  # [n]: the first separator (0: none)
+        for i in range(len(at) - 1, -1, -1):
+            np.copyto(first, i, where=at[i])  # (putmask would copy one element at a time)
+        return first, at.any(axis=0)
 
     def judged(self, prefixes: np.ndarray) -> np.ndarray:
         """[n, L] prefixes in the domain's trie -> [n] bool: which are contexts."""
