@@ -152,9 +152,9 @@ def decided_leads(logits: np.ndarray, answer: np.ndarray) -> np.ndarray:
     :func:`leads` gives where the answer is a token (where it is -1, no lead: a number to ignore), from the answer's
     logit and the others' max."""
     columns = np.array(logits.T, order="C")  # [n_vocab, n], a copy: the answer's logit is set aside in it
-    token, rows = np.maximum(answer, 0), np.arange(len(answer))
-    right = columns[token, rows]  # [n]
-    columns[token, rows] = -np.inf
+    at = np.maximum(answer, 0) * len(answer) + np.arange(len(answer))  # [n]: each answer's logit, in columns.flat
+    right = columns.take(at)  # [n]
+    columns.put(at, -np.inf)
     return right - columns.max(axis=0)
 
 

@@ -39,11 +39,12 @@ def judge_after(contexts: np.ndarray, separator: int, answering: Answering, n_vo
         right = valid.copy()  # [k]: the answer so far is the answer's start
         for j in range(so_far):
             right &= columns[p + 1 + j, rows] == answers[:, j]
-        answer[np.arange(n)[rows][right]] = answers[right, so_far]
-    decided = answer >= 0
-    acceptable = np.zeros((n, n_vocab), dtype=bool)
-    acceptable[decided, answer[decided]] = True
-    return Judgement(np.where(decided, np.int8(DECIDED), np.int8(OUT_OF_DOMAIN)), acceptable, answer)
+        if isinstance(rows, slice):  # every context: its answer where its answer so far is right
+            np.copyto(answer, answers[:, so_far], where=right)
+        else:
+            answer[rows[right]] = answers[right, so_far]
+    acceptable = answer[:, None] == np.arange(n_vocab)  # [n, n_vocab]: a row of -1 has none
+    return Judgement(np.where(answer >= 0, np.int8(DECIDED), np.int8(OUT_OF_DOMAIN)), acceptable, answer)
 
 
 class Last:
