@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from handwired.judge.kinds.rules import DECIDED, OUT_OF_DOMAIN, Judgement
+from handwired.judge.kinds.rules import DECIDED, OUT_OF_DOMAIN, Judgement, one_hot
 from handwired.weightfile.axes import shown
 
 # inputs [n, p] token ids -> (answers [n, A] token ids, valid [n] bool): one answer length per input length
@@ -43,8 +43,7 @@ def judge_after(contexts: np.ndarray, separator: int, answering: Answering, n_vo
             np.copyto(answer, answers[:, so_far], where=right)
         else:
             answer[rows[right]] = answers[right, so_far]
-    acceptable = answer[:, None] == np.arange(n_vocab)  # [n, n_vocab]: a row of -1 has none
-    return Judgement(np.where(answer >= 0, np.int8(DECIDED), np.int8(OUT_OF_DOMAIN)), acceptable, answer)
+    return Judgement(np.where(answer >= 0, np.int8(DECIDED), np.int8(OUT_OF_DOMAIN)), one_hot(answer, n_vocab), answer)
 
 
 class Last:

@@ -206,7 +206,10 @@ class Domain:
             return out
         body = prefixes[:, self.inputs.offset:]  # [n, k]
         first, after = self._ended(body)  # [n]: where each input ends, and whether it has
-        out[after] = False
+        if after.all():  # (a whole batch of answers so far: no masked rows to pick)
+            out[:] = False
+        elif after.any():
+            out[after] = False
         if self.inputs.complete(body.shape[1]):  # an input may end here: the separator follows if it has an answer
             rows = np.flatnonzero(~after)
             answers, valid = self.rule.answering(body[rows])  # [r, A], [r]

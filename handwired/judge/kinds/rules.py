@@ -71,21 +71,24 @@ def status_from_counts(acceptable: np.ndarray) -> np.ndarray:
     return _BY_COUNT.take(np.minimum(counts, 2))
 
 
-def _one_hot(tokens: np.ndarray, n_vocab: int) -> np.ndarray:
-    return tokens[:, None] == np.arange(n_vocab)  # [n] -> [n, n_vocab] bool
+def one_hot(tokens: np.ndarray, n_vocab: int) -> np.ndarray:
+    """[n] token ids -> [n, n_vocab] bool, each row True at its token (none for an id outside the vocab): set by flat
+    index (a comparison with every token would be a short loop per row)."""
+    out = np.zeros((len(tokens), n_vocab), dtype=bool)
+    rows = np.flatnonzero((tokens >= 0) & (tokens < n_vocab))
+    out.put(rows * n_vocab + tokens[rows], True)
+    return out
 
 
 def decided(answer: np.ndarray, n_vocab: int, in_domain: np.ndarray | None = None) -> Judgement:
     """One right token per context ([n] ids); contexts outside ``in_domain`` are out of domain (and so is one whose
     answer is no token id, which no token would pass)."""
     answer = np.asarray(answer, dtype=np.intp)
-    acceptable = _one_hot(answer, n_vocab)  # [n, n_vocab]
-    known = (answer >= 0) & (answer < n_vocab)  # [n]: a row of acceptable with its one token
+    known = (answer >= 0) & (answer < n_vocab)  # [n]: a token id, which one token passes
     if in_domain is not None:
-        acceptable &= in_domain[:, None]
         known &= in_domain
-    status = np.where(known, np.int8(DECIDED), np.int8(OUT_OF_DOMAIN))
-    return Judgement(status, acceptable, np.where(known, answer, -1))
+    answer = np.where(known, answer, -1)
+    return Judgement(np.where(known, np.int8(DECIDED), np.int8(OUT_OF_DOMAIN)), one_hot(answer, n_vocab), answer)
 
 
 def out_of_domain(n: int, n_vocab: int) -> Judgement:
