@@ -202,7 +202,7 @@ def _tally_proof(model, contexts, logits, radius, judgement: Judgement, passing,
     radius, columns = np.array(radius.T, order="C"), np.ascontiguousarray(logits.T)  # (radius: a copy, written in)
     finite = np.isfinite(radius)
     # [n]: a logit that overflowed, or an intermediate that overflowed or made a NaN, bounds nothing
-    bounded = finite.all(axis=0) & np.isfinite(columns).all(axis=0)
+    bounded = np.asarray(finite.all(axis=0) & np.isfinite(columns).all(axis=0))
     np.copyto(radius, np.inf, where=~finite)  # NaN, inf: unbounded
     lo, hi = logit_bounds(columns, radius)  # [n_vocab, n] each
     right_lo, wrong_hi = _bounds_apart(lo, hi, judgement)  # [n] each
