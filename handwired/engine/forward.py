@@ -37,14 +37,21 @@ def gelu(x):
     # EXP_MAX exp is inf, and gelu x / inf (-0 far below zero)
     np.maximum(u, -40.0, out=u)
     over = u > EXP_MAX
-    far = bool(over.any())
-    if far:
-        np.putmask(u, over, 0.0)
+    if not over.any():
+        np.exp(u, out=u)
+        u += 1
+        return np.divide(x, u, out=u)
+    # There exp is given 0 (1 + exp(0) is 2) and x / 2 is multiplied by 0: the ±0 of x / inf, bit for bit (NaN
+    # where x is infinite, as inf / inf is). Multiplications cost the same wherever such units are; a masked
+    # assignment costs many times more when they are many (add's MLP: 44% of its pre-activations).
+    near = np.logical_not(over, out=over).astype(np.float64)  # [...]: 1 where exp is taken, 0 where it is spared
+    np.minimum(u, 1e300, out=u)  # (an infinite u times 0 would be NaN)
+    u *= near
     np.exp(u, out=u)
     u += 1
-    if far:
-        np.putmask(u, over, np.inf)
-    return np.divide(x, u, out=u)
+    np.divide(x, u, out=u)
+    u *= near
+    return u
 
 
 def softmax(x, out=None, axis=-1):

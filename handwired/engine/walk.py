@@ -219,7 +219,7 @@ def walk(shape: Shape, step: Step, root: Any, chunk: int) -> Iterator[Visit]:
                             bool(judged.any()), grows)
         yield Visit(prefixes, judged, logits)
         if grows:
-            below = _Parents(prefixes, past, *np.nonzero(allowed))
+            below = _Parents(prefixes, past, *_nonzero(allowed))
             below.tokens = below.tokens.astype(prefixes.dtype)
             stack.extend((below, cut) for cut in reversed(_cuts(below, chunk, by_slot)))
 
@@ -242,8 +242,15 @@ def shape_walk(shape: Shape, chunk: int = CHUNK) -> Iterator[Visit]:
     return walk(shape, lambda past, rows, family, length, logits, keep: (None, None), None, chunk)
 
 
+def _nonzero(allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[n, n_vocab] bool -> np.nonzero's (rows, tokens), from the flat indices (a fraction of its cost)."""
+    flat = np.flatnonzero(allowed)
+    rows = flat // allowed.shape[1]
+    return rows, flat - rows * allowed.shape[1]
+
+
 def _parents(shape: Shape, prefixes: np.ndarray, past: Any) -> _Parents:
-    parent, tokens = np.nonzero(shape.children(prefixes))
+    parent, tokens = _nonzero(shape.children(prefixes))
     return _Parents(prefixes, past, parent, tokens.astype(np.uint8 if tokens.max(initial=0) < 256 else np.int64))
 
 

@@ -254,8 +254,10 @@ def _walk_plan(model: Model, visits: Callable[[], Iterator[Visit]], rule: Rule, 
     def batches() -> Iterator[Batch]:
         for visit in visits():  # a batch of one length, in vocab order
             if visit.judged.any() and visit.logits is not None:  # a batch with a judged node has its logits
-                contexts = visit.prefixes[visit.judged]
-                yield Batch(contexts, rule.judge(contexts), *_split(model, visit.logits[visit.judged]))
+                every = visit.judged.all()  # (then no copies)
+                contexts = visit.prefixes if every else visit.prefixes[visit.judged]
+                yield Batch(contexts, rule.judge(contexts),
+                            *_split(model, visit.logits if every else visit.logits[visit.judged]))
 
     return Plan(description=description, rule=rule.description, total=total, batches=batches, proof=proof)
 

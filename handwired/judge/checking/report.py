@@ -20,7 +20,7 @@ from handwired.engine.logits import require_finite, top_token
 from handwired.errors import bad_value
 from handwired.judge.checking.contexts import shortest_first
 from handwired.judge.checking.plans import Batch, Plan
-from handwired.judge.kinds.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN
+from handwired.judge.kinds.rules import AMBIGUOUS, DECIDED, OUT_OF_DOMAIN, Judgement
 from handwired.weightfile import Model
 
 
@@ -162,9 +162,22 @@ def run(
 def leads(logits: np.ndarray, acceptable: np.ndarray) -> np.ndarray:
     """[n, n_vocab] logits and acceptable tokens -> [n]: the best acceptable token's logit minus the best other
     token's, the right answer's lead (negative when a wrong token is on top, +inf when every token is acceptable)."""
-    best_right = np.where(acceptable, logits, -np.inf).max(axis=1)  # [n]
-    best_wrong = np.where(acceptable, -np.inf, logits).max(axis=1)  # [n]
+    # on columns ([n_vocab, n], as the walk computes logits): each max over a few tokens is then whole rows of n
+    columns, right = np.ascontiguousarray(logits.T), np.ascontiguousarray(acceptable.T)
+    best_right = np.where(right, columns, -np.inf).max(axis=0)  # [n]
+    best_wrong = np.where(right, -np.inf, columns).max(axis=0)  # [n]
     return best_right - best_wrong  # [n]
+
+
+def decided_leads(logits: np.ndarray, answer: np.ndarray) -> np.ndarray:
+    """[n, n_vocab] logits and each context's one acceptable token ([n], a Judgement's ``answer``) -> [n]: what
+    :func:`leads` gives where the answer is a token (where it is -1, no lead: a number to ignore), from the answer's
+    logit and the others' max."""
+    columns = np.array(logits.T, order="C")  # [n_vocab, n], a copy: the answer's logit is set aside in it
+    at = np.maximum(answer, 0) * len(answer) + np.arange(len(answer))  # [n]: each answer's logit, in columns.flat
+    right = columns.take(at)  # [n]
+    columns.put(at, -np.inf)
+    return right - columns.max(axis=0)
 
 
 def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failure], show: int) -> None:
@@ -173,7 +186,8 @@ def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failu
         logits = next_logits_distinct(model, contexts)  # checked finite there
     else:  # a walk's: a NaN would count as neither passing nor failing
         logits = require_finite(model, contexts, batch.logits)
-    margins = leads(logits, acceptable)  # +inf when every token is acceptable
+    answer = batch.judgement.answer  # when the rule gives it: each decided context's one token
+    margins = leads(logits, acceptable) if answer is None else decided_leads(logits, answer)  # (decided: all read)
     decided = status == DECIDED
     passing = decided & (margins > 0)
     failing = decided & ~(margins > 0)
@@ -201,32 +215,48 @@ def _tally(model: Model, batch: Batch, report: Report, failures: dict[str, Failu
             )
     _keep_failures(model, contexts, logits, acceptable, np.flatnonzero(failing), failures, show)
     if batch.radius is not None:
-        _tally_proof(model, contexts, logits, batch.radius, acceptable, passing, decided, report)
+        _tally_proof(model, contexts, logits, batch.radius, batch.judgement, passing, decided, report)
 
 
-def _tally_proof(model, contexts, logits, radius, acceptable, passing, decided, report: Report) -> None:
+def _tally_proof(model, contexts, logits, radius, judgement: Judgement, passing, decided, report: Report) -> None:
     """Count the passing contexts the bounds prove; keep the first unproved one and the widest bound."""
+    # on columns ([n_vocab, n]): each check and maximum over a context's few tokens is then whole rows of n
+    radius, columns = np.array(radius.T, order="C"), np.ascontiguousarray(logits.T)  # (radius: a copy, written in)
+    finite = np.isfinite(radius)
     # [n]: a logit that overflowed, or an intermediate that overflowed or made a NaN, bounds nothing
-    bounded = np.isfinite(radius).all(axis=1) & np.isfinite(logits).all(axis=1)
-    radius = np.where(np.isfinite(radius), radius, np.inf)  # NaN, inf: unbounded
-    lo, hi = logit_bounds(logits, radius)  # [n, n_vocab] each
-    right_lo = np.where(acceptable, lo, -np.inf).max(axis=1)  # [n]
-    wrong_hi = np.where(acceptable, -np.inf, hi).max(axis=1)  # [n]
+    bounded = np.asarray(finite.all(axis=0) & np.isfinite(columns).all(axis=0))
+    np.copyto(radius, np.inf, where=~finite)  # NaN, inf: unbounded
+    lo, hi = logit_bounds(columns, radius)  # [n_vocab, n] each
+    right_lo, wrong_hi = _bounds_apart(lo, hi, judgement)  # [n] each
     proved = passing & bounded & (right_lo > wrong_hi)
     unproved = passing & ~proved
     report.proved += int(proved.sum())
     report.unproved += int(unproved.sum())
     if decided.any():
-        report.widest = max(report.widest, float(np.max(2 * radius[decided])))
+        report.widest = max(report.widest, float(np.max(2 * radius[:, decided])))
     if unproved.any():
         row = int(np.flatnonzero(unproved)[0])  # a batch is in vocab order and batches come shortest first
         context = model.decode(contexts[row])
         if report.first_unproved is None or shortest_first(model.vocab, context) < shortest_first(
                 model.vocab, report.first_unproved.context):
-            low, high = (lo[row], hi[row]) if bounded[row] else (logits[row], logits[row])  # unbounded: float64's
+            low, high = (lo[:, row], hi[:, row]) if bounded[row] else (logits[row], logits[row])  # unbounded: float64's
+            acceptable = judgement.acceptable[row]
             report.first_unproved = Unproved(context, float(wrong_hi[row] - right_lo[row]) if bounded[row] else np.inf,
-                                             model.vocab[int(np.argmax(np.where(acceptable[row], low, -np.inf)))],
-                                             model.vocab[int(np.argmax(np.where(acceptable[row], -np.inf, high)))])
+                                             model.vocab[int(np.argmax(np.where(acceptable, low, -np.inf)))],
+                                             model.vocab[int(np.argmax(np.where(acceptable, -np.inf, high)))])
+
+
+def _bounds_apart(lo: np.ndarray, hi: np.ndarray, judgement: Judgement) -> tuple[np.ndarray, np.ndarray]:
+    """[n_vocab, n] lower and upper bounds -> [n] each: the best acceptable token's lower bound and the highest upper
+    bound of the others (by the rule's answer when it gives one: then for the decided contexts alone)."""
+    answer = judgement.answer
+    if answer is not None:
+        at = np.maximum(answer, 0) * len(answer) + np.arange(len(answer))  # [n]: each answer's bound, in .flat
+        others = hi.copy()
+        others.put(at, -np.inf)
+        return lo.take(at), others.max(axis=0)
+    right = np.ascontiguousarray(judgement.acceptable.T)
+    return np.where(right, lo, -np.inf).max(axis=0), np.where(right, -np.inf, hi).max(axis=0)
 
 
 def _keep_failures(model, contexts, logits, acceptable, rows, failures: dict[str, Failure], show: int) -> None:

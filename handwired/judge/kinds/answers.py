@@ -10,11 +10,11 @@ prefix of the answer is a context of its own).
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from handwired.judge.kinds.rules import Judgement, status_from_counts
+from handwired.judge.kinds.rules import DECIDED, OUT_OF_DOMAIN, Judgement, one_hot
 from handwired.weightfile.axes import shown
 
 # inputs [n, p] token ids -> (answers [n, A] token ids, valid [n] bool): one answer length per input length
@@ -24,19 +24,46 @@ Answering = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 def judge_after(contexts: np.ndarray, separator: int, answering: Answering, n_vocab: int) -> Judgement:
     """[n, L] contexts -> which token follows each: the next of its input's answer after what follows the separator."""
     n, length = contexts.shape
-    at_separator = contexts == separator  # [n, L]
-    has = at_separator.any(axis=1)
-    first = np.argmax(at_separator, axis=1)  # [n]: the first separator, where there is one
-    acceptable = np.zeros((n, n_vocab), dtype=bool)
-    for p in sorted(set(first[has].tolist())):  # not np.unique, which imports numpy.ma (20 ms) for a few ints
-        rows = np.flatnonzero(has & (first == p))
+    columns = np.ascontiguousarray(contexts.T)  # [L, n]: each step a whole row of n, not a few tokens per context
+    first = np.full(n, length, dtype=np.intp)  # [n]: the first separator (length: none)
+    for i in range(length - 1, -1, -1):
+        np.copyto(first, i, where=columns[i] == separator)  # (copyto: putmask copies one element at a time)
+    answer = np.full(n, -1, dtype=np.intp)  # [n]: the right token, -1 where none is
+    counts = np.bincount(first, minlength=length + 1)[:length]
+    for p in np.flatnonzero(counts).tolist():  # (not np.unique, which imports numpy.ma: 20 ms for a few ints)
+        rows = slice(None) if counts[p] == n else np.flatnonzero(first == p)  # every context alike: no copy
         answers, valid = answering(contexts[rows, :p])  # [k, A], [k]
         so_far = length - p - 1  # answer tokens the context already holds
         if so_far >= answers.shape[1]:
             continue  # the answer is complete: nothing follows in the domain
-        right = valid & (contexts[rows, p + 1:] == answers[:, :so_far]).all(axis=1)  # [k]
-        acceptable[rows[right], answers[right, so_far]] = True
-    return Judgement(status_from_counts(acceptable), acceptable)
+        right = valid.copy()  # [k]: the answer so far is the answer's start
+        for j in range(so_far):
+            right &= columns[p + 1 + j, rows] == answers[:, j]
+        if isinstance(rows, slice):  # every context: its answer where its answer so far is right
+            np.copyto(answer, answers[:, so_far], where=right)
+        else:
+            answer[rows[right]] = answers[right, so_far]
+    return Judgement(np.where(answer >= 0, np.int8(DECIDED), np.int8(OUT_OF_DOMAIN)), one_hot(answer, n_vocab), answer)
+
+
+class Last:
+    """The last inputs a rule answered, with its answers: a domain's walk asks for the same inputs' answers at each
+    token of the answer (which tokens follow, which is right), so they are computed once. Read and replaced as one
+    tuple (a thread that reads it sees one whole entry); the answers are read only."""
+
+    __slots__ = ("entry",)
+
+    def __init__(self) -> None:
+        self.entry: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def answers(self, inputs: np.ndarray, answering: Answering) -> tuple[np.ndarray, np.ndarray]:
+        entry = self.entry
+        if entry is not None and entry[0].shape == inputs.shape and np.array_equal(entry[0], inputs):
+            return entry[1], entry[2]
+        answers, valid = answering(inputs)
+        answers.flags.writeable = valid.flags.writeable = False
+        self.entry = (inputs.copy(), answers, valid)
+        return answers, valid
 
 
 @dataclass(frozen=True)
@@ -98,19 +125,23 @@ class SumRule:
         """How many tokens the answer has, whatever the input (one without a sum has none)."""
         return self.width
 
+    last: Last = field(default_factory=lambda: Last(), compare=False, repr=False)  # the last inputs answered
+
     def answering(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [n, p] -> [n, width], [n]
+        return self.last.answers(inputs, self._answering)
+
+    def _answering(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # by columns ([p, n]): every step is a whole row of n, not a few numbers per input
         value = np.full(len(self.vocab), -1)  # token id -> its digit; -1: not a digit
         value[list(self.digits)] = np.arange(len(self.digits))
         n, p = inputs.shape
         columns = np.ascontiguousarray(inputs.T)  # [p, n]
         digit = value.take(columns)  # [p, n]
-        pluses, split = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-        for i, column in enumerate(columns):
-            at_plus = column == self.plus
-            pluses += at_plus
-            split += i * at_plus  # where the plus is, in an input with one
-        valid = pluses == 1
+        at_plus = columns == self.plus  # [p, n]
+        valid = at_plus.sum(axis=0) == 1  # [n]: one plus
+        split = np.zeros(n, dtype=np.intp)  # where the plus is, in an input with one
+        for i in range(1, p):
+            np.copyto(split, i, where=at_plus[i])
         total = np.zeros(n, dtype=np.int64)
         for q in np.flatnonzero(np.bincount(split[valid], minlength=p)):  # each place of the plus, in order
             rows = np.flatnonzero(valid & (split == q))
@@ -120,8 +151,10 @@ class SumRule:
             valid[rows] &= left_ok & right_ok & (q > 0) & (q < p - 1)
         valid &= total < 10**self.width
         places = np.empty((self.width, n), dtype=np.int64)  # the answer's digits, last first
-        for i in reversed(range(self.width)):
-            total, places[i] = np.divmod(total, 10)
+        for i in reversed(range(self.width)):  # (total is never negative: // and a product, not numpy's slower %)
+            below = total // 10
+            places[i] = total - 10 * below
+            total = below
         if self.least_first:
             places = places[::-1]
         return np.take(self.digits, places).T, valid  # [n, width]

@@ -206,7 +206,10 @@ class Domain:
             return out
         body = prefixes[:, self.inputs.offset:]  # [n, k]
         first, after = self._ended(body)  # [n]: where each input ends, and whether it has
-        out[after] = False
+        if after.all():  # (a whole batch of answers so far: no masked rows to pick)
+            out[:] = False
+        elif after.any():
+            out[after] = False
         if self.inputs.complete(body.shape[1]):  # an input may end here: the separator follows if it has an answer
             rows = np.flatnonzero(~after)
             answers, valid = self.rule.answering(body[rows])  # [r, A], [r]
@@ -222,11 +225,11 @@ class Domain:
 
     def _ended(self, body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """[n, k] -> where each input ends (its separator) [n], and whether it has ended [n] bool."""
-        if body.shape[1] == 0:
-            return np.zeros(len(body), dtype=np.intp), np.zeros(len(body), dtype=bool)
-        at = body == self.rule.separator  # [n, k]
-        first = np.argmax(at, axis=1)  # [n]: the first separator, where there is one
-        return first, at[np.arange(len(body)), first]  # (the last is any(axis=1), at a fraction of its cost)
+        at = np.ascontiguousarray(body.T) == self.rule.separator  # [k, n]: whole rows of n, not a loop per input
+        first = np.zeros(len(body), dtype=np.intp)  # [n]: the first separator (0: none)
+        for i in range(len(at) - 1, -1, -1):
+            np.copyto(first, i, where=at[i])  # (putmask would copy one element at a time)
+        return first, at.any(axis=0)
 
     def judged(self, prefixes: np.ndarray) -> np.ndarray:
         """[n, L] prefixes in the domain's trie -> [n] bool: which are contexts."""

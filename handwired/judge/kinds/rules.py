@@ -46,6 +46,9 @@ DECIDED, AMBIGUOUS, OUT_OF_DOMAIN = Status.DECIDED, Status.AMBIGUOUS, Status.OUT
 class Judgement:
     status: np.ndarray  # [n] int8: DECIDED, AMBIGUOUS or OUT_OF_DOMAIN
     acceptable: np.ndarray  # [n, n_vocab] bool: the tokens that would be right (for AMBIGUOUS: the candidates)
+    # [n]: each DECIDED context's one acceptable token, -1 for the others, when the rule gives it (None: it does not);
+    # what a check's tally reads, a token a context, instead of a pass over ``acceptable``
+    answer: np.ndarray | None = None
 
 
 class Rule(Protocol):
@@ -59,25 +62,38 @@ class Rule(Protocol):
         ...
 
 
+_BY_COUNT = np.array([OUT_OF_DOMAIN, DECIDED, AMBIGUOUS], dtype=np.int8)  # a status by acceptable tokens: 0, 1, more
+
+
 def status_from_counts(acceptable: np.ndarray) -> np.ndarray:
-    counts = acceptable.sum(axis=1)  # [n]
-    return np.where(counts == 0, OUT_OF_DOMAIN, np.where(counts == 1, DECIDED, AMBIGUOUS)).astype(np.int8)
+    # counted on columns ([n_vocab, n]): a sum over a row's few tokens would be a short loop per context
+    counts = np.ascontiguousarray(acceptable.T).sum(axis=0)  # [n]
+    return _BY_COUNT.take(np.minimum(counts, 2))
 
 
-def _one_hot(tokens: np.ndarray, n_vocab: int) -> np.ndarray:
-    return tokens[:, None] == np.arange(n_vocab)  # [n] -> [n, n_vocab] bool
+def one_hot(tokens: np.ndarray, n_vocab: int) -> np.ndarray:
+    """[n] token ids -> [n, n_vocab] bool, each row True at its token (none for an id outside the vocab): set by flat
+    index (a comparison with every token would be a short loop per row)."""
+    out = np.zeros((len(tokens), n_vocab), dtype=bool)
+    rows = np.flatnonzero((tokens >= 0) & (tokens < n_vocab))
+    out.put(rows * n_vocab + tokens[rows], True)
+    return out
 
 
 def decided(answer: np.ndarray, n_vocab: int, in_domain: np.ndarray | None = None) -> Judgement:
-    """One right token per context ([n] ids); contexts outside ``in_domain`` are out of domain."""
-    acceptable = _one_hot(answer, n_vocab)  # [n, n_vocab]
+    """One right token per context ([n] ids); contexts outside ``in_domain`` are out of domain (and so is one whose
+    answer is no token id, which no token would pass)."""
+    answer = np.asarray(answer, dtype=np.intp)
+    known = (answer >= 0) & (answer < n_vocab)  # [n]: a token id, which one token passes
     if in_domain is not None:
-        acceptable &= in_domain[:, None]
-    return Judgement(status_from_counts(acceptable), acceptable)
+        known &= in_domain
+    answer = np.where(known, answer, -1)
+    return Judgement(np.where(known, np.int8(DECIDED), np.int8(OUT_OF_DOMAIN)), one_hot(answer, n_vocab), answer)
 
 
 def out_of_domain(n: int, n_vocab: int) -> Judgement:
-    return Judgement(np.full(n, OUT_OF_DOMAIN, dtype=np.int8), np.zeros((n, n_vocab), dtype=bool))
+    return Judgement(np.full(n, OUT_OF_DOMAIN, dtype=np.int8), np.zeros((n, n_vocab), dtype=bool),
+                     np.full(n, -1, dtype=np.intp))
 
 
 SHORT_PATTERN = 64  # phases compared one by one; a longer pattern's windows are looked up
