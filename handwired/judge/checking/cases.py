@@ -204,7 +204,7 @@ def _examine(model, rule, space: Space, group, sets, depth, proving, proof: Proo
     done = empty.copy()
     if len(decided):
         packed = evaluating.evaluate(model, box[decided], proving)
-        lead, wrong = _leads(packed, answer[decided], model.n_vocab)
+        lead, wrong = certified_leads(packed, answer[decided], model.n_vocab)
         proved = lead > 0
         _keep_lowest(proof, model.vocab, box[decided], lead, answer[decided], wrong)
         done[decided[proved]] = True
@@ -248,7 +248,7 @@ def _over(rule, space: Space, group, sets: np.ndarray) -> tuple[np.ndarray, np.n
     return answer, np.where(split >= 0, split + offset, -1), box
 
 
-def _leads(packed: np.ndarray, answer: np.ndarray, n_vocab: int) -> tuple[np.ndarray, np.ndarray]:
+def certified_leads(packed: np.ndarray, answer: np.ndarray, n_vocab: int) -> tuple[np.ndarray, np.ndarray]:
     """[n, 2*n_vocab] packed bounds, [n] right tokens -> ([n] the certified lead: the right token's lower bound less
     every other token's upper bound, -inf where a radius is not finite; [n] the wrong token of highest upper bound).
     A case is proved where its lead is above 0."""
