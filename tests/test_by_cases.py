@@ -97,10 +97,8 @@ def test_add10_is_judged_by_cases_and_a_spent_budget_is_not_proved(handwired_hom
 @pytest.mark.skipif(not FULL, reason="the whole ten-digit proof: CI (stress.FULL)")
 def test_add10s_reference_is_proved_on_all_its_contexts_through_the_command_line(handwired_home):
     text = words(invoke("puzzles", "check", "add10", REFERENCE).stdout)
-    assert "Proved on all 1,100,000,000,000,000,000,000 contexts in 170,300 cases (deepest split" in text
-    assert "Solved puzzle 'add10'" in text
-    verdict = handwired.puzzle("add10").submit(REFERENCE)  # par is the reference's score
-    assert verdict.solved and verdict.score == load_puzzle("add10").par
+    assert "Proved on all 1,100,000,000,000,000,000,000 contexts in 169,879 cases (deepest split" in text
+    assert "Solved puzzle 'add10'! Ties par." in text  # par is the reference's score
 
 
 def test_ctrl_c_stops_a_proof_by_cases_with_exit_130_and_records_nothing(monkeypatch, handwired_home):

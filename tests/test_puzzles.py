@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from conftest import PUZZLE_FIXTURES
 from reference import params_to_document, random_params
-from test_records import by_cases_in_part, prove_first_cases
-from walkable import too_large
+from test_records import prove_first_cases
+from walkable import slow_to_prove, too_large
 
 from handwired.errors import HandwiredError
 from handwired.judge.checking.report import run
@@ -80,7 +80,7 @@ def test_reference_solution_passes_every_context_with_margin(monkeypatch, folder
     model = reference_solution(puzzle)
     assert model is not None, f"{name} has no reference solution"
     assert fit_problems(puzzle, model) == []
-    if by_cases_in_part(puzzle):  # add10: its first cases here, the whole proof in CI (and par: test_by_cases)
+    if slow_to_prove(puzzle):  # add10: its first cases here; its whole proof, and par, are test_by_cases's (in CI)
         prove_first_cases(puzzle, model)
         return
     report = submit(puzzle, model).report

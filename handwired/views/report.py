@@ -101,7 +101,7 @@ def proof_line(report: Report) -> Text | None:
 
 
 def cases_done(report: Report) -> str:
-    """`` in 170,300 cases``, and the single contexts they split down to: `` in 12 cases and 40 single contexts``;
+    """`` in 169,879 cases``, and the single contexts they split down to: `` in 12 cases and 40 single contexts``;
     ``, split down to single contexts`` when no case was proved whole."""
     assert report.cases is not None, "a proof by cases"
     if not report.cases.proved:
