@@ -169,3 +169,20 @@ def test_the_trie_gives_the_per_context_logits(silenced):
                 np.testing.assert_allclose(visit.logits[visit.judged], want, rtol=1e-11, atol=1e-11)
                 seen += len(batch)
     assert seen == 3 * made.size
+
+
+@pytest.mark.parametrize("spec,rule_spec,vocab", [
+    ({"kind": "answer_so_far", "alphabet": "0123456789", "template": "##+##"}, ADD_RULE, ADD),
+    ({"kind": "answer_so_far", "alphabet": "abcd", "length": [1, 4], "distinct": True},
+     {"kind": "sort", "separator": "|"}, "abcd|"),
+    ({"kind": "answer_so_far", "alphabet": "abc", "length": [2, 3]}, {"kind": "reverse", "separator": "|"}, "abc|"),
+    ({"kind": "strings", "alphabet": "ab", "length": [1, 5], "start": "^"}, {"kind": "first"}, "ab^"),
+])
+def test_a_domains_widths_are_its_tries_nodes_at_each_length(spec, rule_spec, vocab):
+    """The walk's memory is priced from these (an only child shares its parent's keys): counted here by walking."""
+    made, _ = domain(spec, rule_spec, vocab, 9)
+    counted = [0] * made.longest
+    for visit in shape_walk(made):
+        if visit.prefixes.shape[1]:
+            counted[visit.prefixes.shape[1] - 1] += len(visit.prefixes)
+    assert made.widths() == counted and sum(counted) <= made.bound()[1]

@@ -8,6 +8,7 @@ the batches are made (:mod:`walk`, :mod:`batch`, :mod:`resume`): this module rea
 """
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -148,10 +149,7 @@ def walk_seconds(model: Model, nodes: int, contexts: int, longest: int, proof: b
 def _batches(model: Model, nodes: int, longest: int) -> float:
     """Batches a walk of ``nodes`` prefixes of up to ``longest`` tokens makes: a few at each length, then as many as
     its nodes fill."""
-    try:
-        return longest + nodes / _walking().batch_nodes(model, longest)
-    except OverflowError:  # a count beyond float range
-        return math.inf
+    return longest + times(nodes, 1 / _walking().batch_nodes(model, longest))
 
 
 def exhaustive_seconds(model: Model, contexts: int, proof: bool = False) -> float:
@@ -273,8 +271,7 @@ def trace_bytes(model: Model, length: int) -> int:
     squares = len(blocks) * SQUARES_RECORDED * model.n_head * n * n  # [head, n, n] per block
     norms = sum(("ln_1" in block) + ("ln_2" in block) for block in blocks) + ("ln_f" in model.params)
     wide = (2 + len(blocks) * WIDE_RECORDED + norms * NORM_RECORDED) * n * model.n_embd  # embeddings, each block's
-    hidden = 2 * n * sum(model.hidden)  # the MLP before and after GELU
-    logits = 2 * n * model.n_vocab  # logits and probabilities
+    hidden, logits = 2 * n * sum(model.hidden), 2 * n * model.n_vocab  # the MLP before and after GELU; probabilities
     return BYTES_PER_FLOAT * (squares + wide + hidden + logits) + BYTES_PER_MASKED * n * n
 
 
@@ -312,26 +309,30 @@ def walk_bytes(model: Model, longest: int) -> int:
 
 
 def walk_peak_bytes(model: Model, nodes: int, contexts: int, longest: int, proof: bool = False,
-                    by_slot: bool = False) -> float:
+                    by_slot: bool = False, widths: Sequence[int] = ()) -> float:
     """Roughly the peak bytes of a walk of a trie of ``nodes`` prefixes of up to ``longest`` tokens, ``contexts`` of
     them judged (``proof``: the certified walk): its batches (no wider than the trie) with their widest arrays, each
     length's room for the keys and values of the dimensions the model's weights can make non-zero, and the lookups
     it makes first (the embeddings and block 0's q, k and v of every token at every position). ``by_slot``: every
-    string's trie cut by slot, whose siblings copy keys only at the first few lengths."""
+    string's trie cut by slot, whose siblings copy keys only at the first few lengths; ``widths``: a domain's nodes
+    at each length (else every string's)."""
     batch = max(1, min(_walking().batch_nodes(model, longest), nodes, contexts))
     wide = _walking().node_sizes(model, longest)[1]
     lookups = table_bytes(model) + BYTES_PER_FLOAT * model.n_ctx * model.n_embd * model.n_vocab
-    return (_rooms(model, batch, longest, by_slot) + batch * wide) * (PROOF_MEMORY if proof else 1) + lookups
+    return (_rooms(model, batch, longest, by_slot, widths) + batch * wide) * (PROOF_MEMORY if proof else 1) + lookups
 
 
-def _rooms(model: Model, batch: int, longest: int, by_slot: bool = False) -> float:
-    """Bytes of the rooms a walk keeps its siblings' keys and values in, one per length, for batches of at most
-    ``batch`` nodes (no wider than the trie's level): room for n_ctx positions of the dimensions the weights can make
-    non-zero. ``by_slot``: only the lengths before every string's batches are cut by slot have any."""
+def _rooms(model: Model, batch: int, longest: int, by_slot: bool = False, widths: Sequence[int] = ()) -> float:
+    """Bytes of the rooms a walk keeps siblings' keys and values in, one per length where the trie branches (an only
+    child shares its parent's), each for at most ``batch`` nodes, no more than the trie's ``widths`` (a domain's nodes
+    at each length; by default every string's, up to where ``by_slot`` cuts its batches), of n_ctx positions of the
+    dimensions the weights can make non-zero."""
     path = _walking().node_sizes(model, longest)[0]  # every dimension of every block, for ``longest`` lengths
     per_room = path / longest * _walking().live_rows(model) / (2 * max(1, model.n_layer) * model.n_embd)
-    copied = min(longest, 1 + math.ceil(math.log(batch) / math.log(max(2, model.n_vocab)))) if by_slot else longest
-    return per_room * sum(min(batch, model.n_vocab ** min(length, 64)) for length in range(1, copied + 1))
+    if not widths:
+        copied = min(longest, 1 + math.ceil(math.log(batch) / math.log(max(2, model.n_vocab)))) if by_slot else longest
+        widths = [model.n_vocab ** length for length in range(1, copied + 1)]
+    return per_room * sum(min(batch, wide) for wide, above in zip(widths, [1, *widths]) if wide > above)
 
 
 def stream_bytes(model: Model, length: int, pattern_length: int, proof: bool, batch: int) -> float:
@@ -358,17 +359,17 @@ def variant_node_bytes(model: Model, attends: int) -> int:
 
 
 def workbench_bytes(model: Model, nodes: int, contexts: int, longest: int, variants: int, shared: int,
-                    variant_memory: int) -> float:
+                    variant_memory: int, widths: Sequence[int] = ()) -> float:
     """Roughly the peak bytes of judging ``variants`` variants on a walk of ``nodes`` prefixes, ``contexts`` judged:
     the file's own walk, what it hands the variants at each batch and its judgements, kept across walks up to
     ``shared`` bytes, and the variants walked together (as many as fit ``variant_memory`` bytes by
-    :func:`variant_node_bytes`), each keeping its keys and values and its logits."""
+    :func:`variant_node_bytes`), each keeping its keys and values and its logits (``widths``: see :func:`_rooms`)."""
     batch = max(1, min(_walking().batch_nodes(model, longest), nodes, contexts))
     handed = nodes * 2 * model.n_embd * BYTES_PER_FLOAT + contexts * (longest + model.n_vocab + 2 * BYTES_PER_FLOAT)
-    own = _rooms(model, batch, longest) + batch * LOGITS_KEPT * model.n_vocab * BYTES_PER_FLOAT  # keys, logits
+    own = _rooms(model, batch, longest, widths=widths) + batch * LOGITS_KEPT * model.n_vocab * BYTES_PER_FLOAT
     together = variant_memory // (_walking().batch_nodes(model, model.n_ctx) * variant_node_bytes(model, model.n_layer))
-    walk = walk_peak_bytes(model, nodes, contexts, longest)
-    return walk + min(shared, handed) + min(variants, max(1, together)) * own
+    return (walk_peak_bytes(model, nodes, contexts, longest, widths=widths) + min(shared, handed)
+            + min(variants, max(1, together)) * own)
 
 
 def logits_bytes(model: Model, rows: int) -> int:

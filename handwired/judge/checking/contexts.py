@@ -7,7 +7,7 @@ order a walk judged them in.
 """
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -179,14 +179,15 @@ def refuse_large_domain(model: Model, domain: Domain, verb: str = "check", proof
     contexts, nodes = domain.bound()
     refuse_large_walk(model, f"every context of the domain: {how_many(contexts)} contexts ({how_many(nodes)} "
                       "prefixes)", contexts, nodes, domain.longest, verb,
-                      "give the statement a smaller domain (fewer or shorter inputs)", proof)
+                      "give the statement a smaller domain (fewer or shorter inputs)", proof, widths=domain.widths())
 
 
 def refuse_large_walk(model: Model, what: str, contexts: int, nodes: int, longest: int, verb: str,
-                      instead: str, proof: bool = False, every_string: bool = False) -> None:
+                      instead: str, proof: bool = False, every_string: bool = False,
+                      widths: Sequence[int] = ()) -> None:
     """Refuse a walk of ``nodes`` prefixes, ``contexts`` of them judged, whose time (``proof``: with the certified
-    bounds) or memory would be over the limits (``every_string``: the trie of every string, walked in parts); the
-    line ends with what narrows it, ``instead``."""
+    bounds) or memory would be over the limits (``every_string``: the trie of every string, walked in parts; else
+    ``widths``, a domain's nodes at each length, if known); the line ends with what narrows it, ``instead``."""
     narrow = f"; {instead}"
     unproved = walk_seconds(model, nodes, contexts, longest)  # the float64 check alone, without the certified bounds
     seconds = walk_seconds(model, nodes, contexts, longest, proof)
@@ -199,4 +200,5 @@ def refuse_large_walk(model: Model, what: str, contexts: int, nodes: int, longes
                              ("no_proof", *budget.TIME))
     kept = spread_bytes(contexts, longest) if verb == "spread" else 0.0
     walks = workers(model, contexts, longest) if every_string else 1  # every string's parts walk side by side
-    refuse_large(what, walks * walk_peak_bytes(model, nodes, contexts, longest, proof, every_string) + kept, narrow)
+    peak = walk_peak_bytes(model, nodes, contexts, longest, proof, every_string, widths)
+    refuse_large(what, walks * peak + kept, narrow)

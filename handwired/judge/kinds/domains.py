@@ -162,6 +162,21 @@ class Domain:
         contexts = sum(inputs.picks(inputs.slots(k)) * self.rule.answer_length(k) for k in lengths)
         return contexts, inputs.prefixes() + contexts
 
+    def widths(self) -> list[int]:
+        """At most how many trie nodes the domain has at each length, 1 to :attr:`longest` tokens (as
+        :meth:`bound` counts them): the walk keeps no more siblings' keys than these at a length."""
+        inputs, widths = self.inputs, [0] * self.longest
+        if inputs.offset:
+            widths[0] = 1  # the start token alone
+        for k in range(1, inputs.longest + 1):
+            widths[inputs.offset + k - 1] += inputs.picks(inputs.slots(k))
+        if self.rule is not None:
+            lengths = [len(inputs.template)] if inputs.template is not None else inputs.lengths
+            for k in lengths:  # each input followed by its separator, then each answer so far
+                for m in range(1, self.rule.answer_length(k) + 1):
+                    widths[inputs.offset + k + m - 1] += inputs.picks(inputs.slots(k))
+        return widths
+
     @cached_property
     def size(self) -> int:
         """How many contexts: a formula for strings; for answer_so_far, counted once, walking the inputs alone (each

@@ -217,7 +217,8 @@ def refuse_long(model: Model, source: Source, runs: int, what: str, instead: str
     ``variants``: how many copies of the model (or of its arrays) the work holds at once, their bytes, and the
     seconds making every copy takes, counted too."""
     contexts, nodes, longest = size(model, source)
-    kept = workbench_bytes(model, nodes, contexts, longest, runs, SHARED_MEMORY, VARIANT_MEMORY)
+    widths = source.shape.widths() if isinstance(source.shape, Domain) else ()
+    kept = workbench_bytes(model, nodes, contexts, longest, runs, SHARED_MEMORY, VARIANT_MEMORY, widths)
     copies, held, making = variants
     refuse_large(f"{what}: {how_many(contexts)} contexts at n_embd {model.n_embd}"
                  + (f", and {copies:,} copies of the model's arrays held at once" if held else ""), kept + held,
