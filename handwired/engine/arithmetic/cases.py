@@ -92,18 +92,21 @@ def hull(wte: np.ndarray, wpe: np.ndarray, sets: np.ndarray) -> tuple[np.ndarray
     """[n_vocab, n_embd], [n_embd], [n, n_vocab] bool (each row at least one token) -> the interval [n_embd, n] that
     holds wte[t] + wpe for every t of each set. With lo ≤ wte[t] ≤ hi per dimension (exact: min and max round
     nothing), the mid c + wpe, c = (lo + hi) / 2, is within (hi - lo) / 2 of wte[t] + wpe plus c's rounding (u·|c|)
-    and the sum's (u·|mid|)."""
-    rows = np.where(sets[:, :, None], wte[None], np.inf)  # [n, n_vocab, n_embd]
-    lo = rows.min(axis=1)
-    rows = np.where(sets[:, :, None], wte[None], -np.inf)
-    hi = rows.max(axis=1)  # [n, n_embd]
+    and the sum's (u·|mid|). Each distinct set is bounded once (a case's sets at a position are few)."""
+    packed = np.packbits(sets, axis=1)  # [n, ⌈n_vocab / 8⌉]: a set's key
+    keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
+    _, first, which = np.unique(keys, return_index=True, return_inverse=True)
+    distinct = sets[first][:, :, None]  # [m, n_vocab, 1]
+    lo = np.where(distinct, wte[None], np.inf).min(axis=1)  # [m, n_embd]
+    hi = np.where(distinct, wte[None], -np.inf).max(axis=1)
     centre = (lo + hi) * 0.5
     mid = centre + wpe
     rad = (hi - lo) * 0.5
     rad += np.abs(centre) * iv.U
     rad += np.abs(mid) * iv.U
     rad = iv.unbounded_where(~np.isfinite(mid), iv.up(rad, 4))
-    return np.ascontiguousarray(mid.T), np.ascontiguousarray(rad.T)
+    which = which.ravel()  # (numpy 2.0's inverse kept the keys' shape)
+    return np.ascontiguousarray(mid[which].T), np.ascontiguousarray(rad[which].T)
 
 
 def evaluate(model: Model, sets: np.ndarray, proving: Proving | None = None) -> np.ndarray:
@@ -155,13 +158,20 @@ def score_bounds(q, keys, d):  # q (mid, rad) [head, qk, n], keys (mid, rad) [L,
 def weight_bounds(lo, hi):  # scores' bounds [L, head, n] -> each weight's bounds [L, head, n], within [0, 1]:
     # p_j = 1 / (1 + Σ_{k≠j} e^{s_k - s_j}), largest with s_j at hi_j and every other at lo_k, smallest the other way
     length = len(lo)
-    others = ~np.eye(length, dtype=bool)[:, :, None, None]  # [j, k, 1, 1]
-    with np.errstate(over="ignore", invalid="ignore"):
-        below = np.exp(iv.lower(lo[None] - hi[:, None])) / iv.EXP_HIGH  # [j, k, head, n]: under e^{lo_k - hi_j}
-        above = np.exp(iv.upper(hi[None] - lo[:, None])) * iv.EXP_HIGH + iv.TINY
-        least = np.where(others, below, 0.0).sum(axis=1) * (1 - iv.gamma(length))  # [j, head, n]; a subnormal
-        least = np.maximum(least - iv.TINY, 0.0)  # exp (error 2^-1075, not relative) covered
-        most = np.where(others, above, 0.0).sum(axis=1) * (1 + iv.gamma(length)) + iv.TINY
+    itself = np.arange(length), np.arange(length)  # [j, j]: each weight's own term, left out of its sums
+    with np.errstate(over="ignore", invalid="ignore"):  # (in place: these are the proof's largest arrays)
+        below = iv.lower(lo[None] - hi[:, None])  # [j, k, head, n]: then e^ of it, under e^{lo_k - hi_j}
+        np.exp(below, out=below)
+        below /= iv.EXP_HIGH
+        below[itself] = 0.0
+        above = iv.upper(hi[None] - lo[:, None])
+        np.exp(above, out=above)
+        above *= iv.EXP_HIGH
+        above += iv.TINY
+        above[itself] = 0.0
+        least = below.sum(axis=1) * (1 - iv.gamma(length))  # [j, head, n]; a subnormal exp (error 2^-1075, not
+        least = np.maximum(least - iv.TINY, 0.0)  # relative) covered
+        most = above.sum(axis=1) * (1 + iv.gamma(length)) + iv.TINY
         upper = iv.upper(1 / iv.lower(1 + least), 1)
         lower = iv.lower(1 / iv.upper(1 + most), 1)
     upper = np.where(np.isnan(upper), 1.0, np.minimum(upper, 1.0))

@@ -109,11 +109,19 @@ def unbounded_where(gave_up, rad):  # bool [...] (broadcast), radius [...] -> th
 
 
 def lower(x, n=1):  # [...] x, rounded in n steps each within u·|x| -> below the real value
-    return x - (np.abs(x) * gamma(n + 2) + TINY)
+    slack = _slack(x, n)
+    return np.subtract(x, slack, out=slack) if isinstance(slack, np.ndarray) else x - slack
 
 
 def upper(x, n=1):  # [...] -> above the real value
-    return x + (np.abs(x) * gamma(n + 2) + TINY)
+    slack = _slack(x, n)
+    return np.add(x, slack, out=slack) if isinstance(slack, np.ndarray) else x + slack
+
+
+def _slack(x, n):  # u·|x|'s n roundings and an underflow's loss, in an array of its own (the bound is made in it)
+    slack = np.abs(x) * gamma(n + 2)
+    slack += TINY
+    return slack
 
 
 class Weight:

@@ -91,7 +91,8 @@ def _leads(logits: np.ndarray, rows: np.ndarray, acceptable: np.ndarray) -> tupl
     right = acceptable.T[:, None, :]  # [n_vocab, 1, n]
     best_right = np.where(right, by_token, -np.inf).max(axis=0)  # [variants, n]
     best_wrong = np.where(right, -np.inf, by_token).max(axis=0)  # [variants, n]
-    return best_right - best_wrong, np.asarray(np.isfinite(by_token).all(axis=(0, 2)))
+    with np.errstate(over="ignore", invalid="ignore"):  # a variant whose logits overflow is said so, by its flag
+        return best_right - best_wrong, np.asarray(np.isfinite(by_token).all(axis=(0, 2)))
 
 
 @dataclass(frozen=True)
