@@ -275,10 +275,11 @@ def gelu_bounds(x):  # interval [...] -> interval [...], mid forward.gelu's
     rad = up(rad, 3)
     rad += TINY
     mid = forward.gelu(xm)
-    return mid, np.minimum(rad, _far_below(xm, xr, mid))
+    return mid, _far_below(xm, xr, mid, rad)
 
 
-def _far_below(xm, xr, mid):  # [...] -> [...]: a radius about mid for an interval far below gelu's minimum, else inf
+def _far_below(xm, xr, mid, rad):  # [...] -> [...]: rad, or where smaller the radius about mid for an interval far
+    # below gelu's minimum. Only where -mid < rad can it be (it is at least -mid): the rest is not computed.
     # Below the minimum gelu rises to 0 as x falls, so on an interval whose upper end h is at most -1 it lies in
     # [gelu(h), 0], and |gelu(h)| = |h| / (1 + e^t) < |h|·e^(-t), t = -2·√(2/π)·(h + 0.044715·h³) > 0. The float
     # h (the sum rounded up by |h|·u), t (a few roundings: taken 1e-12 smaller, relatively) and the product (taken
@@ -288,6 +289,10 @@ def _far_below(xm, xr, mid):  # [...] -> [...]: a radius about mid for an interv
         h = xm + xr
         h += np.abs(h) * (2 * U)
         h += TINY
+        below = (h <= -1) & (-mid < rad)  # (NaN is neither)
+        if not below.any():
+            return rad
+        h, mid = h[below], mid[below]
         t = h * h
         t *= 0.044715
         t += 1
@@ -298,4 +303,5 @@ def _far_below(xm, xr, mid):  # [...] -> [...]: a radius about mid for an interv
         far = np.maximum(mid + bound, -mid)
         far *= 1 + 4 * U
         far += TINY
-    return np.where((h <= -1) & np.isfinite(far), far, np.inf)
+        rad[below] = np.where(np.isfinite(far), np.minimum(rad[below], far), rad[below])
+    return rad
