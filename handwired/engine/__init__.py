@@ -5,7 +5,7 @@ TransformerLens hook names. :mod:`.trace` runs one context and keeps every inter
 :mod:`.batch` runs many contexts in bounded memory; :mod:`.walk` runs any set of contexts a check judges (a puzzle's
 domain, every string, a list) as the trie of their prefixes, walked depth first in bounded batches, each evaluated
 by the one block step (:mod:`.block_step`) in one of the arithmetics of :mod:`.arithmetic` (float64, certified
-intervals, or intervals over sets of contexts); :mod:`.parts` walks every string in parts on threads, :mod:`.resume`
+intervals, or intervals over sets of contexts); :mod:`.parts` walks every string in parts, :mod:`.resume`
 walks variants of a model beside it, and :mod:`.probe` reads one recorded value there for every context (spread).
 :mod:`.memory` sizes a pass before it runs; :mod:`.generate` continues a context greedily; :mod:`.attribution` splits
 a logit into each part's share; :mod:`.attend` is one attention step on matrices given by hand. It reads models from

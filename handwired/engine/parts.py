@@ -1,4 +1,4 @@
-"""A trie walked in parts, side by side on threads: every string of every length, as a check walks it.
+"""A trie walked in parts, on threads if asked (WORKERS): every string of every length, as a check walks it.
 
 The walk (:mod:`handwired.engine.walk`) is depth first, one batch after another. Every string over a vocabulary is
 the widest trie, n_vocab children to a node, and its subtrees below the first few tokens are alike: each part
@@ -7,7 +7,6 @@ walks those below some of the prefixes of the first ``top`` tokens (:class:`Part
 part's walk has its own step and its own rooms: nothing is shared but the weights, which nothing writes.
 """
 
-import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -20,7 +19,12 @@ from handwired.engine.cost import walk_bytes
 from handwired.engine.walk import EveryString, Shape, Visit
 from handwired.weightfile import Model
 
-WORKERS = min(4, os.cpu_count() or 1)  # threads walking the parts of a trie side by side
+# Threads walking the parts of a trie side by side: one. A walk's step is many small numpy calls, and threads wait on
+# each other's (the GIL): measured on a quiet 2-core machine (2026-12-06), two threads took 1.0-1.7x the wall time of
+# one and 1.3-2.3x its CPU time (induction's float check 0.126 s against 0.075 s; an n_ctx-20 model's check 47.7 s
+# against 33.6 s), and gained 7% of wall time at best (n_embd 256, proved) for 50% more CPU. The parts stay: their
+# walk is tested against the whole one, and a wider model on more cores may want them.
+WORKERS = 1
 PARALLEL_FROM = 20_000  # judged contexts: below this, threads cost more than they save
 QUEUE = 8  # batches a thread may compute ahead of the consumer
 
@@ -58,7 +62,7 @@ class Part:
 def every_string(model: Model, walker: Callable[[Shape], Iterator[Visit]], min_length: int = 1) -> Iterator[Visit]:
     """Every string of length 1…n_ctx walked as a check walks it (those from ``min_length`` judged) by ``walker``
     (:func:`handwired.engine.arithmetic.floats.float_walk` or the certified walk, given a shape): its wide batches cut
-    by slot, in parts on threads when it judges many contexts (:func:`workers`)."""
+    by slot, in parts on threads when it judges many contexts and WORKERS allows (:func:`workers`)."""
     n_vocab, n_ctx = model.n_vocab, model.n_ctx
     contexts = sum(n_vocab**length for length in range(min_length, n_ctx + 1))
     return side_by_side(walker, EveryString(n_vocab, n_ctx, min_length, by_slot=True), n_vocab, n_ctx,

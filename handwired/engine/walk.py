@@ -24,8 +24,7 @@ parents, their children (:class:`Family`), and whether logits or a past for gran
 Every string of every length (:class:`EveryString`: ``check --exhaustive``, a puzzle without a domain) is the
 widest trie, n_vocab children to a node. Its wide batches are cut by slot (``by_slot``): one batch holds the k-th
 child of every parent, so each child writes its own keys into its parent's room and shares it, as an only child
-does, instead of each sibling copying its parent's; and it is walked in parts, on threads
-(:mod:`handwired.engine.parts`).
+does, instead of each sibling copying its parent's; and it is walked in parts (:mod:`handwired.engine.parts`).
 """
 
 from collections.abc import Callable, Iterator

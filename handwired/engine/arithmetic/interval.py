@@ -286,13 +286,17 @@ def _far_below(xm, xr, mid, rad):  # [...] -> [...]: rad, or where smaller the r
     # 1e-12 larger) only widen it. The radius about mid then covers [-B, 0]: max(mid + B, -mid). A hand-wired unit
     # shut far below its threshold (a step's GELU) is bounded by its tiny value, not by its input's width.
     with np.errstate(over="ignore", invalid="ignore"):
-        h = xm + xr
+        near = mid + rad > 0  # -mid < rad (a float sum of two floats is 0 only when the real one is), NaN not
+        if not near.any():
+            return rad
+        h = xm[near] + xr[near]
         h += np.abs(h) * (2 * U)
         h += TINY
-        below = (h <= -1) & (-mid < rad)  # (NaN is neither)
+        below = h <= -1  # among those near
+        near[near] = below
         if not below.any():
             return rad
-        h, mid = h[below], mid[below]
+        h, mid = h[below], mid[near]
         t = h * h
         t *= 0.044715
         t += 1
@@ -303,5 +307,5 @@ def _far_below(xm, xr, mid, rad):  # [...] -> [...]: rad, or where smaller the r
         far = np.maximum(mid + bound, -mid)
         far *= 1 + 4 * U
         far += TINY
-        rad[below] = np.where(np.isfinite(far), np.minimum(rad[below], far), rad[below])
+        rad[near] = np.where(np.isfinite(far), np.minimum(rad[near], far), rad[near])
     return rad
