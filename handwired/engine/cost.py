@@ -183,11 +183,10 @@ def sample_seconds(model: Model, sample: int, proof: bool, longest: int | None =
 def trie_nodes(n_vocab: int, contexts: int, longest: int) -> int:
     """The most prefixes ``contexts`` contexts of up to ``longest`` tokens have: at each length, at most the strings
     of that length and at most the contexts."""
-    nodes, level = 0, 1
+    levels = [1]
     for _ in range(longest):
-        level = min(level * n_vocab, contexts)
-        nodes += level
-    return nodes
+        levels.append(min(levels[-1] * n_vocab, contexts))
+    return sum(levels) - 1
 
 
 def copy_cost(model: Model) -> tuple[float, float]:
@@ -201,10 +200,8 @@ def ablation_cost(model: Model, parts: int, entries: bool) -> tuple[float, float
     """(bytes, seconds) of the arrays ``parts`` parts of an ablation copy, all held at once: each entry's part
     (``entries``) copies the array it is in, each head's and unit's the matrix it edits (at most c_attn's,
     3·n_embd² numbers, or an MLP's c_proj)."""
-    size = 0
-    if entries:
-        size += sum(int(np.count_nonzero(values)) * values.size for values in
-                    (locate(model.params, path) for path in model.written.axes))
+    size = sum(int(np.count_nonzero(values)) * values.size for values in
+               (locate(model.params, path) for path in model.written.axes)) if entries else 0
     widest = max([3 * model.n_embd * model.n_embd, *(hidden * model.n_embd for hidden in model.hidden)])
     size += parts * widest
     return float(BYTES_PER_FLOAT * size), size * SECONDS_PER_COPIED
@@ -254,9 +251,8 @@ def attend_seconds(n_q: int, n_k: int, d_k: int, d_v: int, gaussian: bool, drawn
 
 def diff_cost(changes: int, as_json: bool, columns: int) -> tuple[float, float]:
     """(bytes, seconds) of listing up to ``changes`` changed weights: as JSON, or drawn ``columns`` numbers each."""
-    if as_json:
-        return changes * BYTES_PER_JSON_CHANGE, changes * SECONDS_PER_JSON_CHANGE
-    return 0.0, changes * columns * SECONDS_PER_CELL
+    json = (changes * BYTES_PER_JSON_CHANGE, changes * SECONDS_PER_JSON_CHANGE)
+    return json if as_json else (0.0, changes * columns * SECONDS_PER_CELL)
 
 
 def examples_seconds(examples: int, steps: int) -> float:
@@ -323,15 +319,19 @@ def walk_peak_bytes(model: Model, nodes: int, contexts: int, longest: int, proof
 
 
 def _rooms(model: Model, batch: int, longest: int, by_slot: bool = False, widths: Sequence[int] = ()) -> float:
-    """Bytes of the rooms a walk keeps siblings' keys and values in, one per length where the trie branches (an only
-    child shares its parent's), each for at most ``batch`` nodes, no more than the trie's ``widths`` (a domain's nodes
-    at each length; by default every string's, up to where ``by_slot`` cuts its batches), of n_ctx positions of the
-    dimensions the weights can make non-zero."""
+    """Bytes of the rooms a walk keeps siblings' keys and values in (n_ctx positions of the dimensions the weights can
+    make non-zero), one per length where the trie branches (an only child shares its parent's), each for at most
+    ``batch`` nodes and the trie's ``widths`` there (a domain's; else every string's, to where ``by_slot`` cuts)."""
     path = _walking().node_sizes(model, longest)[0]  # every dimension of every block, for ``longest`` lengths
     per_room = path / longest * _walking().live_rows(model) / (2 * max(1, model.n_layer) * model.n_embd)
     if not widths:
-        copied = min(longest, 1 + math.ceil(math.log(batch) / math.log(max(2, model.n_vocab)))) if by_slot else longest
-        widths = [model.n_vocab ** length for length in range(1, copied + 1)]
+        widths, parents = [], 1
+        for _ in range(longest):  # every string: a length's children are cut by slot once more than a batch (walk's
+            children = parents * model.n_vocab  # _cuts), and every length below shares its parents' rooms
+            if by_slot and children > batch and 2 * parents >= batch:
+                break
+            widths.append(children)
+            parents = min(children, batch)
     return per_room * sum(min(batch, wide) for wide, above in zip(widths, [1, *widths]) if wide > above)
 
 
