@@ -251,8 +251,8 @@ def attend_seconds(n_q: int, n_k: int, d_k: int, d_v: int, gaussian: bool, drawn
 
 def diff_cost(changes: int, as_json: bool, columns: int) -> tuple[float, float]:
     """(bytes, seconds) of listing up to ``changes`` changed weights: as JSON, or drawn ``columns`` numbers each."""
-    json = (changes * BYTES_PER_JSON_CHANGE, changes * SECONDS_PER_JSON_CHANGE)
-    return json if as_json else (0.0, changes * columns * SECONDS_PER_CELL)
+    as_data = (changes * BYTES_PER_JSON_CHANGE, changes * SECONDS_PER_JSON_CHANGE)
+    return as_data if as_json else (0.0, changes * columns * SECONDS_PER_CELL)
 
 
 def examples_seconds(examples: int, steps: int) -> float:
