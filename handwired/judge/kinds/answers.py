@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from handwired.judge.kinds.rules import DECIDED, OUT_OF_DOMAIN, Judgement, one_hot
+from handwired.judge.kinds.rules import DECIDED, OUT_OF_DOMAIN, Judgement, first_row, one_hot
 from handwired.weightfile.axes import shown
 
 # inputs [n, p] token ids -> (answers [n, A] token ids, valid [n] bool): one answer length per input length
@@ -25,9 +25,7 @@ def judge_after(contexts: np.ndarray, separator: int, answering: Answering, n_vo
     """[n, L] contexts -> which token follows each: the next of its input's answer after what follows the separator."""
     n, length = contexts.shape
     columns = np.ascontiguousarray(contexts.T)  # [L, n]: each step a whole row of n, not a few tokens per context
-    first = np.full(n, length, dtype=np.intp)  # [n]: the first separator (length: none)
-    for i in range(length - 1, -1, -1):
-        np.copyto(first, i, where=columns[i] == separator)  # (copyto: putmask copies one element at a time)
+    first = first_row(columns == separator, length)  # [n]: the first separator (length: none)
     answer = np.full(n, -1, dtype=np.intp)  # [n]: the right token, -1 where none is
     counts = np.bincount(first, minlength=length + 1)[:length]
     for p in np.flatnonzero(counts).tolist():  # (not np.unique, which imports numpy.ma: 20 ms for a few ints)
@@ -139,9 +137,7 @@ class SumRule:
         digit = value.take(columns)  # [p, n]
         at_plus = columns == self.plus  # [p, n]
         valid = at_plus.sum(axis=0) == 1  # [n]: one plus
-        split = np.zeros(n, dtype=np.intp)  # where the plus is, in an input with one
-        for i in range(1, p):
-            np.copyto(split, i, where=at_plus[i])
+        split = first_row(at_plus, 0)  # [n]: where the plus is, in an input with one
         total = np.zeros(n, dtype=np.int64)
         for q in np.flatnonzero(np.bincount(split[valid], minlength=p)):  # each place of the plus, in order
             rows = np.flatnonzero(valid & (split == q))

@@ -28,7 +28,7 @@ import numpy as np
 
 from handwired.engine.walk import shape_walk
 from handwired.errors import HandwiredError
-from handwired.judge.kinds.rules import Rule
+from handwired.judge.kinds.rules import Rule, first_row
 from handwired.weightfile.axes import shown
 from handwired.weightfile.checker import MAX_SIZE, Checker, describe, join
 
@@ -241,10 +241,7 @@ class Domain:
     def _ended(self, body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """[n, k] -> where each input ends (its separator) [n], and whether it has ended [n] bool."""
         at = np.ascontiguousarray(body.T) == self.rule.separator  # [k, n]: whole rows of n, not a loop per input
-        first = np.zeros(len(body), dtype=np.intp)  # [n]: the first separator (0: none)
-        for i in range(len(at) - 1, -1, -1):
-            np.copyto(first, i, where=at[i])  # (putmask would copy one element at a time)
-        return first, at.any(axis=0)
+        return first_row(at, 0), at.any(axis=0)  # (0: none)
 
     def judged(self, prefixes: np.ndarray) -> np.ndarray:
         """[n, L] prefixes in the domain's trie -> [n] bool: which are contexts."""

@@ -80,6 +80,16 @@ def one_hot(tokens: np.ndarray, n_vocab: int) -> np.ndarray:
     return out
 
 
+def first_row(hits: np.ndarray, none: int) -> np.ndarray:
+    """[k, n] bool, a context's positions down each column -> [n]: the first row each column is True in (where a
+    token first occurs), ``none`` in a column with none. A row of n at a time (putmask would copy one element at a
+    time, a loop per context one token)."""
+    first = np.full(hits.shape[1], none, dtype=np.intp)
+    for i in range(len(hits) - 1, -1, -1):
+        np.copyto(first, i, where=hits[i])
+    return first
+
+
 def decided(answer: np.ndarray, n_vocab: int, in_domain: np.ndarray | None = None) -> Judgement:
     """One right token per context ([n] ids); contexts outside ``in_domain`` are out of domain (and so is one whose
     answer is no token id, which no token would pass)."""
