@@ -213,6 +213,39 @@ def test_layer_norm_bounds_hold_where_the_squares_overflow():
     assert not found, f"{len(found)} violations; the first: {found[0]}"
 
 
+def test_layer_norm_bounds_hold_for_every_input_within_its_radius():
+    """LayerNorm's bounds alone, on inputs known exactly or only within radii from 1e-17 of their size to wider than
+    the entries themselves (so the real variance, and LayerNorm's divisor, is far from float64's), entries from 1e-300
+    to 1e150 and gains from 1e-300 to 1e100, along either axis: the 50-digit value at the radii's corners and at
+    points inside is within every finite radius, and the radius is finite wherever nothing overflows."""
+    rng = np.random.default_rng(31)
+    found, finite = [], 0
+    for _ in range(300):
+        n = int(rng.integers(2, 9))
+        low, high = sorted(rng.uniform(-300, 150, 2)) if rng.random() < 0.5 else (-6, 2)
+        row = draw(rng, n, low, high, zeros=0.2) if rng.random() < 0.7 else rng.normal(0, 10 ** rng.uniform(-5, 1), n)
+        width = np.abs(row) * 10.0 ** rng.uniform(-17, 0.5, n) + np.abs(draw(rng, n, low - 5, high - 2, zeros=0.7))
+        width *= rng.random() < 0.7  # or exact, as the embeddings are: forward's roundings alone
+        g = draw(rng, n, *rng.choice([(-1, 1.5), (-300, -290), (90, 100), (-20, 20)]), zeros=0.1)
+        b = rng.normal(0, 1, n)
+        for axis in (-1, 0):
+            shaped = (lambda a: a[None, :]) if axis == -1 else (lambda a: a[:, None])
+            with np.errstate(all="ignore"):
+                mid, rad = interval.layer_norm_bounds((shaped(row), shaped(width)), shaped(g), shaped(b), axis=axis)
+            mid, rad = mid.ravel(), rad.ravel()
+            finite += bool(np.isfinite(rad).all())
+            for point in range(3):
+                where = rng.choice([-1.0, 1.0], n) if point < 2 else rng.uniform(-1, 1, n)
+                real_x = [mp.mpf(float(x)) + mp.mpf(float(w)) * mp.mpf(float(t)) for x, w, t in zip(row, width, where)]
+                real = exact._layer_norm(real_x, {"g": [mp.mpf(float(v)) for v in g],
+                                                  "b": [mp.mpf(float(v)) for v in b]})
+                found += [f"row {row.tolist()} ± {width.tolist()} g {g.tolist()} b {b.tolist()} axis {axis} entry {i}: "
+                          f"real {mp.nstr(real[i], 8)} outside {mid[i]!r} ± {rad[i]!r}"
+                          for i in range(n) if math.isfinite(rad[i]) and abs(real[i] - mp.mpf(mid[i])) > rad[i]]
+    assert not found, f"{len(found)} violations; the first: {found[0]}"
+    assert finite >= 200  # most rows are bounded: the test claims something
+
+
 def test_an_overflowing_unembedding_leaves_no_finite_radius():
     """No blocks, no ln_f: after b, the logit of a is 1e308 + 1e308 - 1.5e308 = 5e307 in real arithmetic, and +inf in
     float64, whose sum overflows before the last term; b's is 1.7e308. A finite radius around +inf would rank a

@@ -69,9 +69,16 @@ def hooked(hook, name, value):
 
 
 def layer_norm(x, g, b, eps=LN_EPS, axis=-1):  # [..., n_embd] -> [..., n_embd] (axis: where n_embd is)
-    mean = np.mean(x, axis=axis, keepdims=True)
-    centred = x - mean
-    variance = np.mean(centred * centred, axis=axis, keepdims=True)  # what np.var computes, without a second mean
+    centred, variance = centre(x, axis)
+    return normalise(centred, variance, g, b, eps)
+
+
+def centre(x, axis=-1):  # [..., n_embd] -> x - its mean [..., n_embd], and its variance [..., 1]
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    return centred, np.mean(centred * centred, axis=axis, keepdims=True)  # np.var's, without a second mean
+
+
+def normalise(centred, variance, g, b, eps=LN_EPS):  # [..., n_embd], [..., 1] -> g·centred / √(variance + eps) + b
     centred *= g  # in place: the same operations in the same order as g * (x - mean) / √(variance + eps) + b
     centred /= np.sqrt(variance + eps)
     centred += b
@@ -84,8 +91,8 @@ def hooked_layer_norm(x, params, hook, name):  # [..., n_embd] -> [..., n_embd]
     out = layer_norm(x, **params)
     if hook is None:
         return out
-    centred = x - np.mean(x, axis=-1, keepdims=True)
-    normalized = centred / np.sqrt(np.mean(centred * centred, axis=-1, keepdims=True) + LN_EPS)
+    centred, variance = centre(x)
+    normalized = centred / np.sqrt(variance + LN_EPS)
     new = hook(f"{name}.hook_normalized", normalized)
     if new is not None:  # replaced: the gain and bias apply to the replacement
         out = new * params["g"] + params["b"]

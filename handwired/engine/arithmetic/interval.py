@@ -80,6 +80,9 @@ def up(r, n=4):  # [...] -> [...]: above the real value of a non-negative expres
     return r
 
 
+_GELU_ROUNDED, _GELU_SLOPED = GELU_ROUNDING * U * (1 + gamma(5)), GELU_SLOPE * (1 + gamma(5))  # (gelu_bounds)
+
+
 def exact(mid):  # [...] -> an interval of zero radius: a float64 the model holds exactly
     return mid, np.zeros_like(mid)
 
@@ -135,7 +138,9 @@ class Weight:
         scale = 1 + gamma(self.n + 12)  # the radius's roundings: the products, the sums, the additions, and more
         size = np.abs(w)  # [n_in, n_out]
         self.abs = size * scale
-        self.grouped = up(size.reshape(groups, -1, w.shape[1]).sum(axis=1), self.n) * scale  # [groups, n_out]
+        sums = size.reshape(groups, -1, w.shape[1]).sum(axis=1)  # [groups, n_out]: within γ_n; a sum never underflows,
+        sums *= 1 + gamma(self.n + 2)  # so a silent column's is exactly 0 (no TINY: its product by the heads' radii
+        self.grouped = sums * scale  # would be subnormal, a hundred times slower on every walk's step)
         # |mid| ≤ (1 + γ_n)·Σ|x||w| + |b|: the bias's rounding within u·|mid| is covered by ``size``'s u·(1 + γ_n)·|x|
         # and u·|b| here; an underflow in γ·|x| (2^-1075 each) reaches the output times a column's Σ|w|, the
         # product's own n of them
@@ -233,16 +238,19 @@ def attention_radius(q_size, q_rad, k_big, k_rad, v_big, v_rad, mixed, d, n):
 
 
 def layer_norm_bounds(x, g, b, eps=LN_EPS, axis=-1):  # interval [..., n] -> interval [..., n], mid forward.layer_norm's
-    # (axis: where n is; g and b broadcast there)
+    # (axis: where n is; g and b broadcast there). The real y = g·c/s + b, c = x - mean(x) and s = √(mean(c²) + eps);
+    # forward's ŷ = fl(fl(fl(ĉ·g) / ŝ) + b) from its own ĉ and ŝ. So |y - ŷ| ≤ |g|·(|c - ĉ| / s + |ĉ|·|1/s - 1/ŝ|)
+    # plus forward's three roundings, within |ĉ·g|·(3u + 3u² + u³) / ŝ + u·|b| and underflows below 2^-1065
+    # (ŝ ≥ √eps > 1/317); and for s anywhere in [s_lo, s_hi], |1/s - 1/ŝ| ≤ max(ŝ - s_lo, s_hi - ŝ) / (s_lo·ŝ).
     xm, xr = x
     n = xm.shape[axis]
-    mean = np.mean(xm, axis=axis, keepdims=True)  # [..., 1]
+    centred, variance = forward.centre(xm, axis)  # [..., n], [..., 1]: forward's ĉ and its variance
     mean_rad = up(np.mean(xr, axis=axis, keepdims=True) + np.mean(np.abs(xm), axis=axis, keepdims=True)
-                  * gamma(n + 1), n + 4)  # [..., 1]: the real mean of the real x is within this of `mean`
-    centred = xm - mean  # [..., n]
-    centred_rad = up(xr + mean_rad + U * np.abs(centred), 3)  # [..., n]
-    low = np.maximum(np.abs(centred) - centred_rad, 0)  # [..., n]: |c| from below, within u
-    high = np.abs(centred) + centred_rad  # [..., n]: |c| from above
+                  * gamma(n + 1), n + 4)  # [..., 1]: the real mean of the real x is within this of forward's
+    size = np.abs(centred)  # [..., n]
+    centred_rad = up(xr + mean_rad + U * size, 3)  # [..., n]: the real c is within this of ĉ
+    low = np.maximum(size - centred_rad, 0)  # [..., n]: |c| from below, within u
+    high = size + centred_rad  # [..., n]: |c| from above
     var_lo = np.mean(low * low, axis=axis, keepdims=True) * (1 - 2 * gamma(n + 6)) - TINY  # [..., 1]
     var_hi = np.mean(high * high, axis=axis, keepdims=True) * (1 + 2 * gamma(n + 6)) + TINY  # [..., 1]
     # Past about 1.3e154 a centred square overflows: float64's variance is inf, forward divides by √inf and returns
@@ -251,15 +259,18 @@ def layer_norm_bounds(x, g, b, eps=LN_EPS, axis=-1):  # interval [..., n] -> int
     overflowed = ~(np.isfinite(var_hi) & np.isfinite(mean_rad))  # [..., 1]
     s_lo = np.sqrt(np.maximum(var_lo, 0) + eps) * (1 - 4 * U)  # [..., 1] ≤ √(var + eps), and ≥ √eps·(1-4u) > 0
     s_hi = np.sqrt(var_hi + eps) * (1 + 4 * U)  # [..., 1]
-    c_lo, c_hi = lower(centred - centred_rad), upper(centred + centred_rad)  # [..., n]
-    q_lo = lower(np.minimum(c_lo / s_lo, c_lo / s_hi))  # [..., n]: c/s rises with c; at fixed c, s at an end
-    q_hi = upper(np.maximum(c_hi / s_lo, c_hi / s_hi))  # [..., n]
-    y_lo = lower(np.minimum(g * q_lo, g * q_hi))  # [..., n]
-    y_hi = upper(np.maximum(g * q_lo, g * q_hi))  # [..., n]
-    if b.any():
-        y_lo, y_hi = lower(y_lo + b), upper(y_hi + b)
-    mid, rad = hull(forward.layer_norm(xm, g, b, eps, axis), y_lo, y_hi)
-    return mid, unbounded_where(overflowed, rad)
+    s = np.sqrt(variance + eps)  # [..., 1]: forward's ŝ (NaN where it overflowed: infinite radius below)
+    spread = up(np.maximum(np.maximum(s - s_lo, s_hi - s), 0) / (s_lo * s) + 3.001 * U / s, 6)  # [..., 1]
+    rad = np.multiply(centred_rad, up(1 / s_lo, 1), out=centred_rad)  # [..., n]: |c - ĉ| / s
+    size *= spread
+    rad += size
+    rad *= np.abs(g)
+    rad += up(U * np.abs(b) + (np.abs(g) + 2) * 2.0**-1064, 3)  # the rounding of + b, and every underflow
+    rad = up(rad, 4)
+    mid = forward.normalise(centred, variance, g, b, eps)  # (in place: ĉ is not read again)
+    if not (np.isfinite(mid.sum() + rad.sum()) and not overflowed.any()):  # a sum of finite numbers may overflow
+        rad = unbounded_where(overflowed | ~np.isfinite(mid), rad)  # too: then this finds nothing
+    return mid, rad
 
 
 def gelu_bounds(x):  # interval [...] -> interval [...], mid forward.gelu's
@@ -267,45 +278,58 @@ def gelu_bounds(x):  # interval [...] -> interval [...], mid forward.gelu's
     # (-0.17004… at -0.75246…) is covered too. Forward's float evaluation of gelu(x) = x / (1 + exp(t)) is within
     # (12.2·t + 24)·u of it, relatively, where t = -2·√(2/π)·(x + 0.044715·x³) > 0 (x < 0), and within 24·u where
     # x ≥ 0; as |gelu(x)| = |x| / (1 + e^t) and t / (1 + e^t) ≤ 0.2785, that is within (12.2·0.2785 + 24)·u·|x| <
-    # GELU_ROUNDING·u·|x|; once exp(t) overflows, the real |gelu(x)| is below TINY.
+    # GELU_ROUNDING·u·|x|; once exp(t) overflows, the real |gelu(x)| is below TINY. The radius's own three roundings
+    # (and its factors') are in its factors, an underflow in the other TINY.
     xm, xr = x
     rad = np.abs(xm)
-    rad *= GELU_ROUNDING * U
-    rad += GELU_SLOPE * xr
-    rad = up(rad, 3)
-    rad += TINY
+    rad *= _GELU_ROUNDED
+    rad += _GELU_SLOPED * xr
+    rad += 2 * TINY
     mid = forward.gelu(xm)
     return mid, _far_below(xm, xr, mid, rad)
 
 
 def _far_below(xm, xr, mid, rad):  # [...] -> [...]: rad, or where smaller the radius about mid for an interval far
-    # below gelu's minimum. Only where -mid < rad can it be (it is at least -mid): the rest is not computed.
-    # Below the minimum gelu rises to 0 as x falls, so on an interval whose upper end h is at most -1 it lies in
-    # [gelu(h), 0], and |gelu(h)| = |h| / (1 + e^t) < |h|·e^(-t), t = -2·√(2/π)·(h + 0.044715·h³) > 0. The float
-    # h (the sum rounded up by |h|·u), t (a few roundings: taken 1e-12 smaller, relatively) and the product (taken
-    # 1e-12 larger) only widen it. The radius about mid then covers [-B, 0]: max(mid + B, -mid). A hand-wired unit
-    # shut far below its threshold (a step's GELU) is bounded by its tiny value, not by its input's width.
+    # below gelu's minimum (:func:`_far`), in place. Only where xm ≤ -1 can it be: on whole arrays where most entries
+    # are (a step's shut units), else at those alone.
     with np.errstate(over="ignore", invalid="ignore"):
-        near = mid + rad > 0  # -mid < rad (a float sum of two floats is 0 only when the real one is), NaN not
-        if not near.any():
-            return rad
-        h = xm[near] + xr[near]
-        h += np.abs(h) * (2 * U)
-        h += TINY
-        below = h <= -1  # among those near
-        near[near] = below
-        if not below.any():
-            return rad
-        h, mid = h[below], mid[near]
-        t = h * h
-        t *= 0.044715
-        t += 1
-        t *= h
-        t *= -2 * math.sqrt(2 / math.pi) * (1 - 1e-12)
-        bound = np.exp(-t)
-        bound *= np.abs(h) * (1 + 1e-12)
-        far = np.maximum(mid + bound, -mid)
-        far *= 1 + 4 * U
-        far += TINY
-        rad[near] = np.where(np.isfinite(far), np.minimum(rad[near], far), rad[near])
+        near = xm <= -1  # (NaN not)
+        count = np.count_nonzero(near)
+        if 2 * count > near.size:
+            _far(xm + xr, mid, rad)
+        elif count:
+            near = np.flatnonzero(near)
+            some = np.take(rad, near)
+            _far(np.take(xm, near) + np.take(xr, near), np.take(mid, near), some)
+            np.put(rad, near, some)
     return rad
+
+
+def _far(h, mid, rad):  # the sums xm + xr (written in), mid and rad [...] -> rad made smaller where it can be, in
+    # place. Below the minimum gelu rises to 0 as x falls, so on an interval whose upper end h is at most -1 it lies
+    # in [gelu(h), 0], and |gelu(h)| = |h| / (1 + e^t) < |h|·e^(-t), t = -2·√(2/π)·(h + 0.044715·h³) > 0. The float
+    # h (the sum rounded up by |h|·u), t (a few roundings: taken 1e-12 smaller, relatively) and the product (taken
+    # 1e-12 larger) only widen it, as does e^-700 in place of anything smaller. The radius about mid then covers
+    # [-B, 0]: max(mid + B, -mid), so it can be smaller only where -mid < rad. A hand-wired unit shut far below its
+    # threshold (a step's GELU) is bounded by its tiny value, not by its input's width.
+    h += np.abs(h) * (2 * U)
+    h += TINY
+    below = h <= -1
+    below &= mid + rad > 0  # -mid < rad (a float sum of two floats is 0 only when the real one is), NaN not
+    at = np.flatnonzero(below)
+    if not len(at):
+        return
+    h, mid, was = np.take(h, at), np.take(mid, at), np.take(rad, at)
+    t = h * h
+    t *= 0.044715
+    t += 1
+    t *= h
+    t *= 2 * math.sqrt(2 / math.pi) * (1 - 1e-12)  # -t
+    np.maximum(t, -700, out=t)  # e^-700 ≈ 1e-304 bounds all beyond and is normal (exp's subnormal results, and
+    bound = np.exp(t, out=t)  # every product with them, cost float64 many times a normal one)
+    bound *= np.abs(h, out=h) * (1 + 1e-12)
+    bound += mid
+    far = np.maximum(bound, -mid, out=bound)
+    far *= 1 + 4 * U
+    far += TINY
+    np.put(rad, at, np.where(np.isfinite(far), np.minimum(was, far), was))
