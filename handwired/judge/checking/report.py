@@ -233,7 +233,7 @@ def _tally_proof(model, contexts, logits, radius, judgement: Judgement, passing,
     report.proved += int(proved.sum())
     report.unproved += int(unproved.sum())
     if decided.any():
-        report.widest = max(report.widest, float(np.max(2 * radius[:, decided])))
+        report.widest = max(report.widest, 2 * float(np.max(radius, where=decided, initial=0.0)))  # (radii ≥ 0)
     if unproved.any():
         row = int(np.flatnonzero(unproved)[0])  # a batch is in vocab order and batches come shortest first
         context = model.decode(contexts[row])
