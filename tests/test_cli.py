@@ -475,3 +475,38 @@ def test_no_command_offers_shell_completion(command):
     assert result.exit_code == 0 and "Usage" in result.stdout
     assert "completion" not in result.stdout
     assert invoke(*command, "--install-completion").exit_code == 2  # no such option
+
+
+def test_the_program_keeps_freed_memory_unless_the_user_tunes_malloc(monkeypatch):
+    """The program's entry point asks glibc's malloc to keep TOP_PAD bytes atop its heap, so a walk's freed arrays
+    are not handed back to the system and faulted in again; where MALLOC_TOP_PAD_ is set, malloc is left alone."""
+    import ctypes
+    import os
+    import sys
+
+    import handwired.cli as cli
+
+    calls = []
+
+    class Libc:
+        def mallopt(self, option, value):
+            calls.append((option, value))
+            return 1
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
+    monkeypatch.delenv("MALLOC_TOP_PAD_", raising=False)
+    try:
+        glibc = bool(os.confstr("CS_GNU_LIBC_VERSION"))
+    except (ValueError, OSError, AttributeError):
+        glibc = False
+    assert cli.keep_freed_memory() is glibc
+    assert calls == ([(-2, cli.TOP_PAD)] if glibc else [])  # -2: glibc's M_TOP_PAD
+    monkeypatch.setenv("MALLOC_TOP_PAD_", "0")
+    assert cli.keep_freed_memory() is False and len(calls) == glibc
+
+    entered = []
+    monkeypatch.setattr(cli, "keep_freed_memory", lambda: entered.append(True))
+    monkeypatch.setattr(sys, "argv", ["handwired", "--help"])
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    assert stop.value.code == 0 and entered == [True]
