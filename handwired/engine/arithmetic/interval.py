@@ -307,29 +307,44 @@ def _far_below(xm, xr, mid, rad):  # [...] -> [...]: rad, or where smaller the r
 
 def _far(h, mid, rad):  # the sums xm + xr (written in), mid and rad [...] -> rad made smaller where it can be, in
     # place. Below the minimum gelu rises to 0 as x falls, so on an interval whose upper end h is at most -1 it lies
-    # in [gelu(h), 0], and |gelu(h)| = |h| / (1 + e^t) < |h|·e^(-t), t = -2·√(2/π)·(h + 0.044715·h³) > 0. The float
-    # h (the sum rounded up by |h|·u), t (a few roundings: taken 1e-12 smaller, relatively) and the product (taken
-    # 1e-12 larger) only widen it, as does e^-700 in place of anything smaller. The radius about mid then covers
-    # [-B, 0]: max(mid + B, -mid), so it can be smaller only where -mid < rad. A hand-wired unit shut far below its
-    # threshold (a step's GELU) is bounded by its tiny value, not by its input's width.
-    h += np.abs(h) * (2 * U)
+    # in [gelu(h), 0]. The radius about mid then covers [-B, 0] (B: :func:`_below_bound`): max(mid + B, -mid), which
+    # can be smaller only where -mid < rad. A hand-wired unit shut far below its threshold (a step's GELU) is
+    # bounded by its tiny value, not by its input's width.
+    t = np.abs(h)
+    t *= 2 * U
+    h += t  # the float sum rounded up by |h|·u
     h += TINY
     below = h <= -1
-    below &= mid + rad > 0  # -mid < rad (a float sum of two floats is 0 only when the real one is), NaN not
-    at = np.flatnonzero(below)
-    if not len(at):
-        return
-    h, mid, was = np.take(h, at), np.take(mid, at), np.take(rad, at)
+    np.add(mid, rad, out=t)
+    below &= t > 0  # -mid < rad (a float sum of two floats is 0 only when the real one is), NaN not
+    count = np.count_nonzero(below)
+    if 4 * count >= below.size:
+        _below_bound(h, mid, rad, below)
+    elif count:  # few: at those alone
+        at = np.flatnonzero(below)
+        some = np.take(rad, at)
+        _below_bound(np.take(h, at), np.take(mid, at), some, True)
+        np.put(rad, at, some)
+
+
+def _below_bound(h, mid, rad, below):  # h ≤ -1 where ``below`` (written in), mid, rad [...] -> rad, there the
+    # smaller of it and max(mid + B, -mid), in place. |gelu(h)| = |h| / (1 + e^t) < B = |h|·e^(-t),
+    # t = -2·√(2/π)·(h + 0.044715·h³) > 0: t (a few roundings: taken 1e-12 smaller, relatively) and the product
+    # (taken 1e-12 larger) only widen it, as does e^-700 in place of anything smaller (exp's subnormal results, and
+    # every product with them, cost float64 many times a normal one)
     t = h * h
     t *= 0.044715
     t += 1
     t *= h
     t *= 2 * math.sqrt(2 / math.pi) * (1 - 1e-12)  # -t
-    np.maximum(t, -700, out=t)  # e^-700 ≈ 1e-304 bounds all beyond and is normal (exp's subnormal results, and
-    bound = np.exp(t, out=t)  # every product with them, cost float64 many times a normal one)
-    bound *= np.abs(h, out=h) * (1 + 1e-12)
-    bound += mid
-    far = np.maximum(bound, -mid, out=bound)
-    far *= 1 + 4 * U
-    far += TINY
-    np.put(rad, at, np.where(np.isfinite(far), np.minimum(was, far), was))
+    np.clip(t, -700, 0, out=t)  # (above 0 only where h > -1: not read)
+    np.exp(t, out=t)
+    np.abs(h, out=h)
+    h *= 1 + 1e-12
+    t *= h  # B
+    t += mid
+    np.maximum(t, np.negative(mid, out=h), out=t)
+    t *= 1 + 4 * U
+    t += TINY
+    below &= np.isfinite(t)
+    np.copyto(rad, np.minimum(t, rad, out=t), where=below)
