@@ -385,14 +385,14 @@ def test_a_puzzle_is_solved_and_recorded_only_when_proved(monkeypatch, handwired
     assert "a puzzle is solved only when every one is proved (this check skipped the proof)" in " ".join(
         skipped.stdout.split())
     assert "Solved" not in skipped.stdout and not (handwired_home / "progress.json").exists()
-    real = reporting.logit_bounds
-    monkeypatch.setattr(reporting, "logit_bounds", lambda logits, radius: real(logits, radius + 1e6))
+    real = reporting._bounds_apart
+    monkeypatch.setattr(reporting, "_bounds_apart", lambda mid, rad, judgement: real(mid, rad + 1e6, judgement))
     wide = invoke("puzzles", "check", "aab", reference, "--json")
     verdict = json.loads(wide.stdout)
     assert wide.exit_code == 1 and not verdict["solved"] and verdict["score"] is None
     assert verdict["proved"] == 0 and verdict["unproved"] == verdict["passed"] > 0
     assert verdict["first_unproved"]["overlap"] > 1e6 and not (handwired_home / "progress.json").exists()
-    monkeypatch.setattr(reporting, "logit_bounds", real)
+    monkeypatch.setattr(reporting, "_bounds_apart", real)
     proved = invoke("puzzles", "check", "aab", reference)
     assert proved.exit_code == 0 and "Proved on every context" in proved.stdout and "Solved" in proved.stdout
     assert (handwired_home / "progress.json").exists()

@@ -17,7 +17,7 @@ from handwired.engine.arithmetic.certified import certified_walk
 from handwired.engine.walk import Listed
 from handwired.weightfile import Model
 
-__all__ = ["certified_contexts", "certified_logits", "certified_walk", "logit_bounds", "unpack"]
+__all__ = ["certified_contexts", "certified_logits", "certified_walk", "logit_bounds", "outward", "unpack"]
 
 
 def unpack(packed):  # [..., 2n] -> interval ([..., n], [..., n]) (views)
@@ -26,7 +26,13 @@ def unpack(packed):  # [..., 2n] -> interval ([..., n], [..., n]) (views)
 
 
 def logit_bounds(logits, radius):  # [..., n_vocab] x2 -> (lower, upper) [..., n_vocab]: the real logits between
-    return iv.lower(logits - radius), iv.upper(logits + radius)
+    return outward(logits - radius, logits + radius)
+
+
+def outward(low, high):  # float64 sums mid - rad, mid + rad [...] (or extremes of them) -> below and above their
+    # real values: each rounded outward (an infinite end stays as it is: -inf is below everything)
+    with np.errstate(invalid="ignore"):
+        return iv.lower(low), np.where(high == -np.inf, high, iv.upper(high))
 
 
 def certified_contexts(model: Model, contexts: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from handwired.defaults import FAILURES_SHOWN, NEAR_MISS
 from handwired.engine.batch import next_logits_distinct
-from handwired.engine.certify import logit_bounds
+from handwired.engine.certify import logit_bounds, outward
 from handwired.engine.forward import softmax
 from handwired.engine.logits import require_finite, top_token
 from handwired.errors import bad_value
@@ -226,8 +226,7 @@ def _tally_proof(model, contexts, logits, radius, judgement: Judgement, passing,
     # [n]: a logit that overflowed, or an intermediate that overflowed or made a NaN, bounds nothing
     bounded = np.asarray(finite.all(axis=0) & np.isfinite(columns).all(axis=0))
     np.copyto(radius, np.inf, where=~finite)  # NaN, inf: unbounded
-    lo, hi = logit_bounds(columns, radius)  # [n_vocab, n] each
-    right_lo, wrong_hi = _bounds_apart(lo, hi, judgement)  # [n] each
+    right_lo, wrong_hi = _bounds_apart(columns, radius, judgement)  # [n] each
     proved = passing & bounded & (right_lo > wrong_hi)
     unproved = passing & ~proved
     report.proved += int(proved.sum())
@@ -239,24 +238,28 @@ def _tally_proof(model, contexts, logits, radius, judgement: Judgement, passing,
         context = model.decode(contexts[row])
         if report.first_unproved is None or shortest_first(model.vocab, context) < shortest_first(
                 model.vocab, report.first_unproved.context):
-            low, high = (lo[:, row], hi[:, row]) if bounded[row] else (logits[row], logits[row])  # unbounded: float64's
+            low, high = logit_bounds(columns[:, row], radius[:, row]) if bounded[row] else (logits[row], logits[row])
             acceptable = judgement.acceptable[row]
             report.first_unproved = Unproved(context, float(wrong_hi[row] - right_lo[row]) if bounded[row] else np.inf,
                                              model.vocab[int(np.argmax(np.where(acceptable, low, -np.inf)))],
                                              model.vocab[int(np.argmax(np.where(acceptable, -np.inf, high)))])
 
 
-def _bounds_apart(lo: np.ndarray, hi: np.ndarray, judgement: Judgement) -> tuple[np.ndarray, np.ndarray]:
-    """[n_vocab, n] lower and upper bounds -> [n] each: the best acceptable token's lower bound and the highest upper
-    bound of the others (by the rule's answer when it gives one: then for the decided contexts alone)."""
+def _bounds_apart(mid: np.ndarray, rad: np.ndarray, judgement: Judgement) -> tuple[np.ndarray, np.ndarray]:
+    """[n_vocab, n] logits and radii -> [n] each: below the real logit of the best acceptable token, and above the real
+    logits of all the others (by the rule's answer when it gives one: then for the decided contexts alone). The
+    sums mid ± rad are rounded outward once each context's extreme is found: n numbers, not n_vocab·n."""
     answer = judgement.answer
     if answer is not None:
-        at = np.maximum(answer, 0) * len(answer) + np.arange(len(answer))  # [n]: each answer's bound, in .flat
-        others = hi.copy()
-        others.put(at, -np.inf)
-        return lo.take(at), others.max(axis=0)
-    right = np.ascontiguousarray(judgement.acceptable.T)
-    return np.where(right, lo, -np.inf).max(axis=0), np.where(right, -np.inf, hi).max(axis=0)
+        at = np.maximum(answer, 0) * len(answer) + np.arange(len(answer))  # [n]: each answer's logit, in .flat
+        high = mid + rad
+        high.put(at, -np.inf)
+        right, wrong = mid.take(at) - rad.take(at), high.max(axis=0)
+    else:
+        acceptable = np.ascontiguousarray(judgement.acceptable.T)
+        right = np.where(acceptable, mid - rad, -np.inf).max(axis=0)
+        wrong = np.where(acceptable, -np.inf, mid + rad).max(axis=0)
+    return outward(right, wrong)
 
 
 def _keep_failures(model, contexts, logits, acceptable, rows, failures: dict[str, Failure], show: int) -> None:
