@@ -258,7 +258,9 @@ def _attention(at: Certified, b, q, seen):
     size = np.abs(z, out=at.scratch("z", z.shape))  # [head * v, n]: z's own radius is ζ per head, through
     size *= proj.size  # each head's rows of |w|
     rad = np.matmul(proj.abs.T, size, out=at.scratch("c_proj", (at.model.n_embd, n)))  # [n_embd, n]
-    rad += np.matmul(proj.grouped.T, zeta, out=at.scratch("c_proj heads", (at.model.n_embd, n)))
+    heads_rad = at.scratch("c_proj heads", (at.model.n_embd, n))  # one head: a product, not a matmul (5x faster)
+    product = np.multiply if h == 1 else np.matmul
+    rad += product(proj.grouped.T, zeta, out=heads_rad)
     rad += proj.floor[:, None]
     return linear_columns(z, heads.proj, at.model.params["blocks"][b]["attn"]["c_proj"]["b"]), rad
 
