@@ -17,8 +17,9 @@ How each rounding is bounded (u = 2^-53, round to nearest):
   γ_n = n·u / (1 - n·u);
 * numpy's exp is trusted within ``EXP_ULPS`` units in the last place (a test checks it against 50-digit
   arithmetic on this platform);
-* radii are computed in float from non-negative terms only and then enlarged by :func:`up`, which covers
-  the roundings of computing them; every underflow is covered by an absolute ``TINY`` = 2^-1000;
+* radii are computed in float from non-negative terms only and then enlarged by :func:`up` (or by factors made
+  larger beforehand), which covers the roundings of computing them; every underflow is covered by an absolute
+  ``TINY`` = 2^-1000;
 * an overflow or a NaN bounds nothing: where one enters a radius it is infinite, and where float64 turns one back
   into a finite number (LayerNorm's x / √inf, once a centred square overflows) the result's radius is made
   infinite (:func:`unbounded_where`); a logit with an infinite or NaN radius is never proved;
