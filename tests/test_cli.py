@@ -477,11 +477,13 @@ def test_no_command_offers_shell_completion(command):
     assert invoke(*command, "--install-completion").exit_code == 2  # no such option
 
 
-def test_the_program_keeps_freed_memory_unless_the_user_tunes_malloc(monkeypatch):
-    """The program's entry point asks glibc's malloc to keep TOP_PAD bytes atop its heap, so a walk's freed arrays
-    are not handed back to the system and faulted in again; where MALLOC_TOP_PAD_ is set, malloc is left alone."""
+def test_a_command_that_computes_keeps_freed_memory_unless_the_user_tunes_malloc(monkeypatch, tmp_path):
+    """Loading a command that loads numpy asks glibc's malloc (once) to keep TOP_PAD bytes atop its heap, so a walk's
+    freed arrays are not handed back to the system and faulted in again; where MALLOC_TOP_PAD_ is set, malloc is
+    left alone; and a command that computes nothing (puzzles list) does not load ctypes for it."""
     import ctypes
     import os
+    import subprocess
     import sys
 
     import handwired.cli as cli
@@ -499,14 +501,20 @@ def test_the_program_keeps_freed_memory_unless_the_user_tunes_malloc(monkeypatch
         glibc = bool(os.confstr("CS_GNU_LIBC_VERSION"))
     except (ValueError, OSError, AttributeError):
         glibc = False
-    assert cli.keep_freed_memory() is glibc
+    monkeypatch.setattr(cli, "_kept", [])
+    assert cli.keep_freed_memory() is glibc and cli.keep_freed_memory() is glibc  # asked once
     assert calls == ([(-2, cli.TOP_PAD)] if glibc else [])  # -2: glibc's M_TOP_PAD
+    monkeypatch.setattr(cli, "_kept", [])
     monkeypatch.setenv("MALLOC_TOP_PAD_", "0")
     assert cli.keep_freed_memory() is False and len(calls) == glibc
 
-    entered = []
-    monkeypatch.setattr(cli, "keep_freed_memory", lambda: entered.append(True))
-    monkeypatch.setattr(sys, "argv", ["handwired", "--help"])
-    with pytest.raises(SystemExit) as stop:
-        cli.main()
-    assert stop.value.code == 0 and entered == [True]
+    asked = []
+    monkeypatch.setattr(cli, "keep_freed_memory", lambda: asked.append(True))
+    group = cli.LazyGroup(name="handwired")
+    group.get_command(None, "predict")  # (numpy is loaded in this process)
+    assert asked == [True]
+    listing = ("import sys\nfrom handwired.cli import main\nsys.argv = ['handwired', 'puzzles', 'list']\n"
+               "try:\n    main()\nexcept SystemExit:\n    pass\nprint('ctypes' in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", listing], capture_output=True, text=True,
+                          env={**os.environ, "HANDWIRED_HOME": str(tmp_path)})
+    assert done.returncode == 0 and done.stderr.strip().endswith("False"), done.stderr

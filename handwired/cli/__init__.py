@@ -9,6 +9,7 @@ exports. Shared options, output and error handling are in :mod:`.common`.
 import importlib
 import inspect
 import os
+import sys
 import warnings
 from typing import Annotated
 
@@ -74,6 +75,8 @@ class LazyGroup(TyperGroup):
             # handwired offers no shell completion (the top command turns typer's off): no sub-command offers it
             command.params = [param for param in command.params if param.name not in COMPLETION_OPTIONS]
             self.commands[cmd_name] = guard(with_budget(one_line_paragraphs(command)))
+            if "numpy" in sys.modules:  # a command that computes (and ctypes is loaded: numpy imports it)
+                keep_freed_memory()
         return super().get_command(ctx, cmd_name)
 
 
@@ -124,13 +127,21 @@ def handwired(
 
 
 TOP_PAD = 16 << 20  # bytes glibc's malloc keeps at the top of its heap (see keep_freed_memory)
+_kept: list[bool] = []  # keep_freed_memory's answer, once asked
 
 
 def keep_freed_memory() -> bool:
     """Ask glibc's malloc to keep TOP_PAD bytes at the top of its heap rather than hand each freed array back to the
     system: a walk's step makes and frees arrays of a megabyte or two thousands of times, and every page given back
-    faults again when taken (1.3 million faults, a sixth of a 10-second check). Only where malloc is glibc's and
-    MALLOC_TOP_PAD_ is not set (a user's own setting wins); True when set here."""
+    faults again when taken (1.3 million faults, a sixth of a 10-second check). Asked once, when a command that
+    loads numpy is loaded; only where malloc is glibc's and MALLOC_TOP_PAD_ is not set (a user's own setting wins).
+    True when set here."""
+    if not _kept:
+        _kept.append(_keep_freed_memory())
+    return _kept[0]
+
+
+def _keep_freed_memory() -> bool:
     if "MALLOC_TOP_PAD_" in os.environ or not hasattr(os, "confstr"):
         return False
     try:
@@ -145,7 +156,6 @@ def keep_freed_memory() -> bool:
 
 def main() -> None:
     """The entry point: the commands guard themselves (see common.guard); this catches what fails around them."""
-    keep_freed_memory()
     try:
         app()
     except KeyboardInterrupt:
