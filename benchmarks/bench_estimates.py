@@ -134,7 +134,7 @@ def shapes(folder: Path, quick: bool) -> list[tuple[str, list[str]]]:
         ("deep, no proof", ["check", deep_file, "--exhaustive", "--json", "--no-proof"]),
         ("long target: check (stream)", ["check", long_file, "--json"]),
         ("long target, no proof", ["check", long_file, "--json", "--no-proof"]),
-        ("many variants: sweep", ["sweep", str(add), "Lg=1..9", "--steps", "5" if quick else "60", "--puzzle", "add",
+        ("many variants: sweep", ["sweep", str(add), "Lg=1..1000", "--steps", "5" if quick else "60", "--puzzle", "add",
                                   "--json"]),
         ("ablate --entries", ["ablate", str(add), "--entries", "--puzzle", "add", "--json"]),
         ("big domain: puzzles check", ["puzzles", "check", statement, model_path, "--json"]),

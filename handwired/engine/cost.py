@@ -29,9 +29,9 @@ SECONDS_PER_PASS = 1.5e-3  # one small forward pass called on its own (numpy's c
 SECONDS_PER_WINDOW, SECONDS_PER_WINDOW_TOKEN = 0.7e-6, 40e-9  # a stream's window: made, then compared with the others
 SECONDS_PER_NODE, SECONDS_PER_JUDGED, SECONDS_PER_VOCAB_JUDGED = 0.2e-6, 0.3e-6, 10e-9  # a walk's; the last: per token
 SECONDS_PER_BLOCK_STEP = 150e-6  # a batch's step through one block: numpy's calls, whatever the batch's size
-# What the certified bounds multiply a walk's time by: its arithmetic about 2.1–2.3× the float one on a domain
-# (benchmarks/bench_proof.py, add), 3× on every string of a wide model; its calls (a deep, narrow model's) 4.3×.
-PROOF_COST, PROOF_CALLS = 2.7, 4.3
+# What the certified bounds multiply a walk's time by: its arithmetic 2.3–2.7× the float one on a domain (bench_proof,
+# add), 2–3× on every string; its calls (a deep, narrow model's) 4.3×. A variant's own walk: 0.65× (add's, measured).
+PROOF_COST, PROOF_CALLS, VARIANT_COST = 2.7, 4.3, 0.65
 
 # --- time: copies of the model, comparisons, views ---------------------------------------------------------------
 # A variant's copy of the model: each parameter as a float64 and as the file wrote it, made from the file's document
@@ -165,8 +165,8 @@ def workbench_seconds(model: Model, nodes: int, contexts: int, longest: int, var
     its embeddings, at most: the stages it shares with the file are not run again) and its judged contexts'
     unembedding and leads."""
     walk = walk_seconds(model, nodes, contexts, longest) - SECONDS_PER_CHECK
-    variant = (times(nodes, _node_seconds(model)) + times(contexts, _judged_seconds(model))
-               + times(_batches(model, nodes, longest), (model.n_layer + 1) * SECONDS_PER_BLOCK_STEP))
+    variant = VARIANT_COST * (times(nodes, _node_seconds(model)) + times(contexts, _judged_seconds(model))
+                              + times(_batches(model, nodes, longest), (model.n_layer + 1) * SECONDS_PER_BLOCK_STEP))
     return SECONDS_PER_CHECK + walks * walk + times(variants, variant)
 
 

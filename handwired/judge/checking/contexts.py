@@ -18,6 +18,7 @@ from handwired.engine.cost import (
     pass_bytes,
     sample_seconds,
     spread_bytes,
+    trie_nodes,
     walk_peak_bytes,
     walk_seconds,
 )
@@ -121,13 +122,22 @@ def duration(seconds: float) -> str:
 MAX_SEED = 2**64  # seeds are whole numbers: numpy refuses a negative one, and this bounds what reports print
 
 
-def _refuse_large_sample(model: Model, sample: int, lengths: np.ndarray, per_length: np.ndarray) -> None:
-    """Refuse a sample whose batch evaluation would not fit the budget: the largest of its batches, as drawn."""
-    peak = max(pass_bytes(model, min(int(count), BATCH), int(length)) for length, count in zip(lengths, per_length))
-    one = pass_bytes(model, 1, model.n_ctx)
+def _refuse_large_sample(model: Model, sample: int, lengths: np.ndarray, per_length: np.ndarray,
+                         proof: bool = False) -> None:
+    """Refuse a sample whose batch evaluation (``proof``: the certified walk of a batch's trie) would not fit the
+    budget: the largest of its batches, as drawn."""
+
+    def peak(count: int, length: int) -> float:
+        count = min(int(count), BATCH)
+        if proof:
+            return walk_peak_bytes(model, trie_nodes(model.n_vocab, count, length), count, length, proof=True)
+        return pass_bytes(model, count, length)
+
+    most = max(peak(count, length) for length, count in zip(lengths, per_length))
+    one = peak(1, model.n_ctx)
     narrowing = "; ask for fewer contexts" if one <= budget.memory() else f"; one context alone takes {gigabytes(one)}"
     refuse_large(f"{{sample}} {sample:,} of up to {model.n_ctx:,} tokens at n_embd {model.n_embd}, {model.n_head} "
-                 f"head{'s' * (model.n_head != 1)}", peak, narrowing, ("sample",))
+                 f"head{'s' * (model.n_head != 1)}", most, narrowing, ("sample",))
 
 
 def refuse_sample(model: Model, sample: int, seed: int, proof: bool = False, longest: int | None = None) -> None:
@@ -144,7 +154,7 @@ def refuse_sample(model: Model, sample: int, seed: int, proof: bool = False, lon
                              f"more than the {duration(budget.seconds(MAX_RUN_SECONDS))} handwired will spend on one; "
                              f"ask for fewer contexts{budget.more_time(seconds)}", ("sample", *budget.TIME))
     if longest is not None:
-        _refuse_large_sample(model, sample, np.array([longest]), np.array([sample]))
+        _refuse_large_sample(model, sample, np.array([longest]), np.array([sample]), proof)
 
 
 def random_contexts(model: Model, sample: int, seed: int = SEED, min_length: int = MIN_LENGTH,
@@ -159,7 +169,7 @@ def random_contexts(model: Model, sample: int, seed: int = SEED, min_length: int
     weights = np.array([float(model.n_vocab) ** (length - lengths[-1]) for length in lengths])
     rng = np.random.default_rng(seed)
     per_length = rng.multinomial(sample, weights / weights.sum())
-    _refuse_large_sample(model, sample, lengths, per_length)
+    _refuse_large_sample(model, sample, lengths, per_length, proof)
     dtype = np.min_scalar_type(model.n_vocab)
 
     def batches() -> Iterator[np.ndarray]:
