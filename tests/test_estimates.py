@@ -276,6 +276,32 @@ def test_a_sample_whose_batches_would_not_fit_in_memory_is_refused_with_the_figu
         "--max-memory 6G)")
 
 
+def test_a_proved_samples_memory_is_its_certified_walks_with_its_tables(sparse_model):
+    """A proved sample is the certified walk of its contexts' trie, whose block 0 table of every token at every
+    position is made from several arrays of the embeddings' size: the estimate the refusal names holds that making's
+    peak (tracemalloc's), and is within 2x of the whole check's."""
+    import tracemalloc
+
+    from handwired.engine.arithmetic import certified
+
+    path = str(sparse_model(512, 256, 4, 2))
+    refused = user_error("check", path, "--sample", "4", "--max-memory", "1K")
+    found = re.search(r"about ([\d.]+) MB of the certified walk's tables and arrays at the peak", refused)
+    assert found, refused
+    estimate = float(found.group(1)) * 2**20
+    model = load(path)
+    tracemalloc.start()
+    try:
+        certified.prepare(model)
+        making = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        assert invoke("check", path, "--sample", "4", "--json").exit_code in (0, 1)
+        whole = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert making <= estimate and whole / 2 <= estimate <= 2 * whole, (making, whole, estimate)
+
+
 def test_a_sample_of_a_smaller_model_is_not_refused(sparse_model):
     path = str(sparse_model(512, 64, 8, 2))
     result = invoke("diff", path, path, "--sample", "10")

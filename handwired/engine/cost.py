@@ -60,19 +60,17 @@ SQUARES_RECORDED = 3  # [head, n_seq, n_seq] arrays a recorded block keeps: scor
 BYTES_PER_MASKED = BYTES_PER_FLOAT + 1  # a query × key cell of the causal mask: the float mask and its boolean
 BYTES_PER_SPREAD_CONTEXT = 8 + 1 + 8  # what a spread keeps per context besides its tokens: value, present, predicted
 LOGITS_KEPT = 5  # a variant's logits [n, n_vocab]: in the batch's block of them, and as they are judged
-PROOF_MEMORY = 1.3  # the certified walk's peak over the float walk's: intervals, on batches it sizes to fit the same
+PROOF_MEMORY, PROOF_TABLES = 1.3, 7  # the certified walk's peak over the float's; the tables it adds (walk_peak_bytes)
 BYTES_PER_WINDOW, BYTES_PER_PHASE = 60, 200  # a stream's window judged; one at a phase, made for the certified walk
 
 
 def _batching():  # imported on first use: predict's one pass sizes its memory here and loads nothing of batches
     from handwired.engine import batch
-
     return batch
 
 
 def _walking():  # likewise: the walk's batch sizes, read only when a walk is estimated
     from handwired.engine import walk
-
     return walk
 
 
@@ -309,12 +307,14 @@ def walk_peak_bytes(model: Model, nodes: int, contexts: int, longest: int, proof
     """Roughly the peak bytes of a walk of a trie of ``nodes`` prefixes of up to ``longest`` tokens, ``contexts`` of
     them judged (``proof``: the certified walk): its batches (no wider than the trie) with their widest arrays, each
     length's room for the keys and values of the dimensions the model's weights can make non-zero, and the lookups
-    it makes first (the embeddings and block 0's q, k and v of every token at every position). ``by_slot``: every
-    string's trie cut by slot, whose siblings copy keys only at the first few lengths; ``widths``: a domain's nodes
-    at each length (else every string's)."""
+    it makes first (the embeddings and block 0's q, k and v of every token at every position; the certified one's
+    made from PROOF_TABLES more arrays of the embeddings' size: their interval, c_attn's mid and radius, three times
+    as wide: 9.7-10.2 with the float tables, measured). ``by_slot``: every string's trie cut by slot, whose siblings
+    copy keys only at the first few lengths; ``widths``: a domain's nodes at each length (else every string's)."""
     batch = max(1, min(_walking().batch_nodes(model, longest), nodes, contexts))
     wide = _walking().node_sizes(model, longest)[1]
-    lookups = table_bytes(model) + BYTES_PER_FLOAT * model.n_ctx * model.n_embd * model.n_vocab
+    embeddings = BYTES_PER_FLOAT * model.n_ctx * model.n_embd * model.n_vocab
+    lookups = table_bytes(model) + embeddings * (PROOF_TABLES if proof else 1)
     return (_rooms(model, batch, longest, by_slot, widths) + batch * wide) * (PROOF_MEMORY if proof else 1) + lookups
 
 

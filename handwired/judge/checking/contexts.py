@@ -137,7 +137,8 @@ def _refuse_large_sample(model: Model, sample: int, lengths: np.ndarray, per_len
     one = peak(1, model.n_ctx)
     narrowing = "; ask for fewer contexts" if one <= budget.memory() else f"; one context alone takes {gigabytes(one)}"
     refuse_large(f"{{sample}} {sample:,} of up to {model.n_ctx:,} tokens at n_embd {model.n_embd}, {model.n_head} "
-                 f"head{'s' * (model.n_head != 1)}", most, narrowing, ("sample",))
+                 f"head{'s' * (model.n_head != 1)}", most, narrowing, ("sample",),
+                 "the certified walk's tables and arrays" if proof else "attention scores and activations")
 
 
 def refuse_sample(model: Model, sample: int, seed: int, proof: bool = False, longest: int | None = None) -> None:
