@@ -73,7 +73,6 @@ def _walking():  # likewise: the walk's batch sizes, read only when a walk is es
     from handwired.engine import walk
     return walk
 
-
 def times(count: float, seconds: float) -> float:
     """count × seconds, infinite rather than an OverflowError for a count beyond float range."""
     try:
@@ -323,7 +322,8 @@ def _rooms(model: Model, batch: int, longest: int, by_slot: bool = False, widths
     make non-zero), one per length where the trie branches (an only child shares its parent's), each for at most
     ``batch`` nodes and the trie's ``widths`` there (a domain's; else every string's, to where ``by_slot`` cuts)."""
     path = _walking().node_sizes(model, longest)[0]  # every dimension of every block, for ``longest`` lengths
-    per_room = path / longest * _walking().live_rows(model) / (2 * max(1, model.n_layer) * model.n_embd)
+    from handwired.engine.arithmetic.floats import live_rows  # (the walk's arithmetic: loaded to size a walk)
+    per_room = path / longest * live_rows(model) / (2 * max(1, model.n_layer) * model.n_embd)
     if not widths:
         widths, parents = [], 1
         for _ in range(longest):  # every string: a length's children are cut by slot once more than a batch (walk's

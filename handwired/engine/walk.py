@@ -291,18 +291,3 @@ def batch_nodes(model: Model, longest: int, chunk: int = CHUNK) -> int:
     arrays within WIDE_MEMORY."""
     path, wide = node_sizes(model, longest)
     return max(1, min(chunk, PATH_MEMORY // path, WIDE_MEMORY // wide))
-
-
-def live_rows(model: Model) -> int:
-    """The key and value rows a node keeps per position, in every block: each head's dimensions whose query and key,
-    or value and output, its weights can make non-zero (at least one each)."""
-    rows = 0
-    for block in model.params["blocks"]:
-        attn = block["attn"]
-        w, b, proj = attn["c_attn"]["w"], attn["c_attn"]["b"], attn["c_proj"]["w"]
-        n, heads = len(proj), model.n_head
-        live = w.any(axis=0) | (b != 0)  # [3*n_embd]
-        qk = (live[:n] & live[n:2 * n]).reshape(heads, -1).sum(axis=1).max(initial=0)
-        v = (live[2 * n:] & proj.any(axis=1)).reshape(heads, -1).sum(axis=1).max(initial=0)
-        rows += heads * (max(1, int(qk)) + max(1, int(v)))
-    return rows

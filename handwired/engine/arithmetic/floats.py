@@ -91,19 +91,35 @@ def _heads(block: dict, table: np.ndarray | None, n_head: int, full: bool, by_we
     attn = block["attn"]
     w, b, proj = attn["c_attn"]["w"], attn["c_attn"]["b"], attn["c_proj"]["w"]
     n_embd = len(proj)
-    if full:
-        live = np.ones(3 * n_embd, dtype=bool)
-    else:  # a column that is zero for every token at every position, or in c_attn's weights and bias
-        live = np.asarray(table.any(axis=(0, 1)) if table is not None and not by_weights else
-                          w.any(axis=0) | (b != 0))  # [3*n_embd]
-    q, k, v = live[:n_embd], live[n_embd:2 * n_embd], live[2 * n_embd:]
-    qk, vd = _per_head(q & k, n_head), _per_head(v if full else v & proj.any(axis=1), n_head)
+    qk, vd = _live(block, table, n_head, full, by_weights)
     columns = np.concatenate([qk.ravel(), _shifted(qk, n_embd), _shifted(vd, 2 * n_embd)])
     proj = pick(proj, vd.ravel(), 0)  # [n_head * v, n_embd]
     if table is not None:
         return Heads(qk.shape[1], vd.shape[1], np.ascontiguousarray(pick(table, columns, 2).transpose(1, 2, 0)),
                      None, proj, columns)
     return Heads(qk.shape[1], vd.shape[1], pick(w, columns, 1), pick(b, columns, 0), proj, columns)
+
+
+def _live(block: dict, table: np.ndarray | None, n_head: int, full: bool, by_weights: bool = False):
+    """Each head's dimensions a walk keeps ([n_head, most] each, -1 padding): q·k's, where both the query and the key
+    can be non-zero, and v's, where the value can be and c_proj reads it; all of them when ``full``."""
+    attn = block["attn"]
+    w, b, proj = attn["c_attn"]["w"], attn["c_attn"]["b"], attn["c_proj"]["w"]
+    n_embd = len(proj)
+    if full:
+        live = np.ones(3 * n_embd, dtype=bool)
+    else:  # a column that is zero for every token at every position, or in c_attn's weights and bias
+        live = np.asarray(table.any(axis=(0, 1)) if table is not None and not by_weights else
+                          w.any(axis=0) | (b != 0))  # [3*n_embd]
+    q, k, v = live[:n_embd], live[n_embd:2 * n_embd], live[2 * n_embd:]
+    return _per_head(q & k, n_head), _per_head(v if full else v & proj.any(axis=1), n_head)
+
+
+def live_rows(model: Model) -> int:
+    """The key and value rows a node keeps per position, in every block: each head's dimensions whose query and key,
+    or value and output, its weights can make non-zero (at least one each; :func:`_live`, by the weights)."""
+    return sum(model.n_head * sum(dims.shape[1] for dims in _live(block, None, model.n_head, False, True))
+               for block in model.params["blocks"])
 
 
 def _per_head(live: np.ndarray, n_head: int) -> np.ndarray:
