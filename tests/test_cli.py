@@ -501,12 +501,13 @@ def test_a_command_that_computes_keeps_freed_memory_unless_the_user_tunes_malloc
         glibc = bool(os.confstr("CS_GNU_LIBC_VERSION"))
     except (ValueError, OSError, AttributeError):
         glibc = False
-    monkeypatch.setattr(cli, "_kept", [])
+    cli.keep_freed_memory.cache_clear()
     assert cli.keep_freed_memory() is glibc and cli.keep_freed_memory() is glibc  # asked once
     assert calls == ([(-2, cli.TOP_PAD)] if glibc else [])  # -2: glibc's M_TOP_PAD
-    monkeypatch.setattr(cli, "_kept", [])
+    cli.keep_freed_memory.cache_clear()
     monkeypatch.setenv("MALLOC_TOP_PAD_", "0")
     assert cli.keep_freed_memory() is False and len(calls) == glibc
+    cli.keep_freed_memory.cache_clear()  # (asked again by the next command that loads numpy)
 
     asked = []
     monkeypatch.setattr(cli, "keep_freed_memory", lambda: asked.append(True))

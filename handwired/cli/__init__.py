@@ -6,6 +6,7 @@ predict`` loads the forward pass and its view and nothing of checks, puzzles or
 exports. Shared options, output and error handling are in :mod:`.common`.
 """
 
+import functools
 import importlib
 import inspect
 import os
@@ -127,21 +128,15 @@ def handwired(
 
 
 TOP_PAD = 16 << 20  # bytes glibc's malloc keeps at the top of its heap (see keep_freed_memory)
-_kept: list[bool] = []  # keep_freed_memory's answer, once asked
 
 
+@functools.cache  # asked once
 def keep_freed_memory() -> bool:
     """Ask glibc's malloc to keep TOP_PAD bytes at the top of its heap rather than hand each freed array back to the
     system: a walk's step makes and frees arrays of a megabyte or two thousands of times, and every page given back
-    faults again when taken (1.3 million faults, a sixth of a 10-second check). Asked once, when a command that
-    loads numpy is loaded; only where malloc is glibc's and MALLOC_TOP_PAD_ is not set (a user's own setting wins).
+    faults again when taken (1.3 million faults, a sixth of a 10-second check). Asked when a command that loads
+    numpy is loaded; only where malloc is glibc's and MALLOC_TOP_PAD_ is not set (a user's own setting wins).
     True when set here."""
-    if not _kept:
-        _kept.append(_keep_freed_memory())
-    return _kept[0]
-
-
-def _keep_freed_memory() -> bool:
     if "MALLOC_TOP_PAD_" in os.environ or not hasattr(os, "confstr"):
         return False
     try:
