@@ -66,12 +66,15 @@ BYTES_PER_WINDOW, BYTES_PER_PHASE = 60, 200  # a stream's window judged; one at 
 
 def _batching():  # imported on first use: predict's one pass sizes its memory here and loads nothing of batches
     from handwired.engine import batch
+
     return batch
 
 
 def _walking():  # likewise: the walk's batch sizes, read only when a walk is estimated
     from handwired.engine import walk
+
     return walk
+
 
 def times(count: float, seconds: float) -> float:
     """count × seconds, infinite rather than an OverflowError for a count beyond float range."""
@@ -304,12 +307,9 @@ def walk_bytes(model: Model, longest: int) -> int:
 def walk_peak_bytes(model: Model, nodes: int, contexts: int, longest: int, proof: bool = False,
                     by_slot: bool = False, widths: Sequence[int] = ()) -> float:
     """Roughly the peak bytes of a walk of a trie of ``nodes`` prefixes of up to ``longest`` tokens, ``contexts`` of
-    them judged (``proof``: the certified walk): its batches (no wider than the trie) with their widest arrays, each
-    length's room for the keys and values of the dimensions the model's weights can make non-zero, and the lookups
-    it makes first (the embeddings and block 0's q, k and v of every token at every position; the certified one's
-    made from PROOF_TABLES more arrays of the embeddings' size: their interval, c_attn's mid and radius, three times
-    as wide: 9.7-10.2 with the float tables, measured). ``by_slot``: every string's trie cut by slot, whose siblings
-    copy keys only at the first few lengths; ``widths``: a domain's nodes at each length (else every string's)."""
+    them judged (``proof``: certified): its batches (no wider than the trie) with their widest arrays, its rooms, and
+    the lookups it makes first: the embeddings and block 0's q, k, v of every token at every position (the certified
+    table's: PROOF_TABLES more of the embeddings' size, 9.7-10.2 in all, measured). ``by_slot``, ``widths``: _rooms'."""
     batch = max(1, min(_walking().batch_nodes(model, longest), nodes, contexts))
     wide = _walking().node_sizes(model, longest)[1]
     embeddings = BYTES_PER_FLOAT * model.n_ctx * model.n_embd * model.n_vocab
